@@ -1,0 +1,84 @@
+"""The small exception hierarchy every part of peercore raises.
+
+All of them subclass :class:`ValueError`, so callers that only know the standard
+library can still catch bad input the usual way.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PeercoreError", "JudgmentError", "ConvergenceError"]
+
+
+class PeercoreError(ValueError):
+    """Base class for errors raised by peercore on bad input or failed estimation."""
+
+
+class JudgmentError(PeercoreError):
+    """A judgment table (file or DataFrame) is malformed.
+
+    Attributes
+    ----------
+    source : str or None
+        The file name, or ``None`` for an in-memory DataFrame.
+    line : int or None
+        1-based line of the file holding the offending record (CSV counts the header as
+        line 1), when known.
+    row : int or None
+        0-based position of the offending record among the data rows.
+    column : str or None
+        The offending column, when one is to blame.
+    value : object
+        The offending value, quoted in the message.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        row: int | None = None,
+        column: str | None = None,
+        value: object = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.line = line
+        self.row = row
+        self.column = column
+        self.value = value
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(str(self.source))
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        elif self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column '{self.column}'")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.problem}" if prefix else self.problem
+
+
+class ConvergenceError(PeercoreError):
+    """An iterative estimator stopped at its iteration cap without converging.
+
+    Attributes
+    ----------
+    iterations : int
+        How many iterations were run.
+    change : float
+        The size of the last update, to compare with the tolerance.
+    """
+
+    def __init__(self, what: str, *, iterations: int, change: float, tol: float) -> None:
+        self.iterations = iterations
+        self.change = change
+        self.tol = tol
+        super().__init__(
+            f"{what} did not converge in {iterations} iterations "
+            f"(last change {change:.3g} > tol {tol:.3g})"
+        )

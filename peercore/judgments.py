@@ -1,0 +1,400 @@
+"""The canonical judgment table: one row per verdict, by any judge.
+
+Every other part of peercore (rankings, bias, agreement, the store, the dashboard)
+consumes this one shape, described in DESIGN.md:
+
+========== ======================= ==================================================
+column     type                    meaning
+========== ======================= ==================================================
+question_id str                     the prompt both answers respond to
+model_a    str                     contestant whose answer was shown first
+model_b    str                     contestant whose answer was shown second
+judge      str                     ``openai:gpt-4o``, ``human:alice``, ``debate:...``
+winner     str                     ``model_a``, ``model_b`` or ``tie``
+p_a        float, optional         probability that model_a's answer is better
+criterion  str, optional           e.g. helpfulness
+turn       int, optional           MT-Bench turn
+round      int, optional           discussion / debate round
+rationale  str, optional           the judge's explanation
+========== ======================= ==================================================
+
+``tie (bothbad)`` (Chatbot Arena) reads as ``tie``. Optional columns are always present
+in the returned frame, filled with missing values when the input lacks them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from peercore.errors import JudgmentError
+
+__all__ = [
+    "COLUMNS",
+    "REQUIRED_COLUMNS",
+    "WINNERS",
+    "judgments_from_frame",
+    "read_judgments",
+    "empty_judgments",
+    "mirror",
+]
+
+REQUIRED_COLUMNS: tuple[str, ...] = ("question_id", "model_a", "model_b", "judge", "winner")
+OPTIONAL_TEXT_COLUMNS: tuple[str, ...] = ("criterion", "rationale")
+OPTIONAL_INT_COLUMNS: tuple[str, ...] = ("turn", "round")
+COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + ("p_a", "criterion", "turn", "round", "rationale")
+WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie")
+_WINNER_ALIASES = {"model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie"}
+_TEXT_DTYPE = "str"  # pandas >= 3: Arrow-backed strings, NaN for missing
+_FORMATS = ("csv", "jsonl", "parquet")
+
+
+def empty_judgments() -> pd.DataFrame:
+    """A canonical judgment table with no rows (all columns, canonical dtypes)."""
+    frame = pd.DataFrame({column: pd.Series([], dtype=object) for column in COLUMNS})
+    return _cast(frame)
+
+
+def judgments_from_frame(frame: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
+    """Validate a DataFrame and return it in the canonical judgment shape.
+
+    Parameters
+    ----------
+    frame : DataFrame with at least the columns ``question_id, model_a, model_b, judge,
+        winner``; the optional canonical columns are used when present, other columns are
+        dropped.
+    source : name to quote in error messages (a file name), or None.
+
+    Returns
+    -------
+    DataFrame
+        Exactly the canonical columns, in canonical order, with a fresh RangeIndex.
+        In a DataFrame a missing ``p_a`` (None or NaN) means "not given"; files are
+        stricter (see :func:`read_judgments`).
+
+    Raises
+    ------
+    JudgmentError
+        (a ``ValueError``) naming the row, the column and the value, when a required
+        column is missing, a required value is empty, ``winner`` is not model_a /
+        model_b / tie, ``model_a == model_b``, ``p_a`` is outside [0, 1], or ``turn`` /
+        ``round`` is not a whole number.
+    """
+    return _validate(frame, source=source, line_of=None)
+
+
+def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.DataFrame:
+    """Read a canonical judgment table from a CSV, JSONL or Parquet file.
+
+    Parameters
+    ----------
+    path : the file.
+    format : ``"auto"`` (from the extension: .csv, .jsonl/.json/.ndjson, .parquet/.pq),
+        or one of ``"csv"``, ``"jsonl"``, ``"parquet"``.
+
+    Returns
+    -------
+    DataFrame in the canonical shape (see :func:`judgments_from_frame`).
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file, line and column: everything :func:`judgments_from_frame`
+        rejects, plus an empty file, text that is not UTF-8, a line that is not valid
+        JSON, and an explicit ``NaN`` in ``p_a`` (an empty CSV cell or a JSON ``null``
+        means "not given").
+    """
+    path = Path(path)
+    fmt = _detect_format(path, format)
+    name = path.name
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise JudgmentError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
+    if size == 0:
+        raise JudgmentError("the file is empty (0 bytes); expected judgments", source=name)
+    if fmt == "csv":
+        frame, line_of = _read_csv(path, name)
+    elif fmt == "jsonl":
+        frame, line_of = _read_jsonl(path, name)
+    else:
+        frame, line_of = _read_parquet(path, name)
+    if len(frame) == 0:
+        raise JudgmentError("the file holds no judgments (no data rows)", source=name)
+    return _validate(frame, source=name, line_of=line_of)
+
+
+def mirror(judgments: pd.DataFrame) -> pd.DataFrame:
+    """The same verdicts with the two answers' positions swapped.
+
+    ``model_a`` and ``model_b`` trade places, ``winner`` model_a <-> model_b, and
+    ``p_a`` becomes ``1 - p_a``. Useful for "doubled" human reviews (PRD) and for
+    position-bias tests.
+    """
+    out = judgments.copy()
+    out["model_a"], out["model_b"] = judgments["model_b"], judgments["model_a"]
+    out["winner"] = judgments["winner"].map({"model_a": "model_b", "model_b": "model_a", "tie": "tie"})
+    out["p_a"] = 1.0 - judgments["p_a"]
+    return _cast(out)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _detect_format(path: Path, format: str) -> str:
+    if format != "auto":
+        if format not in _FORMATS:
+            raise ValueError(f"format must be 'auto' or one of {_FORMATS}, got {format!r}")
+        return format
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise JudgmentError(
+        f"cannot tell the format from the extension {suffix!r}; "
+        "use .csv, .jsonl or .parquet (or pass format=)",
+        source=path.name,
+    )
+
+
+def _read_text(path: Path, name: str) -> str:
+    """The file as UTF-8 text (a BOM is dropped); an error names the line of a bad byte."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise JudgmentError(
+            f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            source=name,
+            line=raw[: exc.start].count(b"\n") + 1,
+        ) from None
+
+
+def _read_csv(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
+    text = _read_text(path, name)
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise JudgmentError("the file holds a NUL byte; is it binary?", source=name, line=line)
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""], skip_blank_lines=True
+        )
+    except pd.errors.EmptyDataError:
+        raise JudgmentError("the file holds no header and no judgments", source=name) from None
+    except pd.errors.ParserError as exc:
+        raise JudgmentError(f"not valid CSV ({exc})", source=name) from None
+    # Row i of the frame came from physical line i + 2 unless quoted fields span lines;
+    # recover exact line numbers only when an error needs one.
+    return frame, lambda row: _csv_line_of(text, row)
+
+
+def _csv_line_of(text: str, row: int) -> int:
+    import csv
+
+    reader = csv.reader(io.StringIO(text))
+    next(reader, None)
+    for index, _ in enumerate(reader):
+        if index == row:
+            return reader.line_num
+    return row + 2
+
+
+def _read_jsonl(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
+    text = _read_text(path, name)
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _read_json_array(stripped, name)
+    records: list[dict] = []
+    lines: list[int] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise JudgmentError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=number) from None
+        if not isinstance(record, dict):
+            raise JudgmentError(
+                f"expected a JSON object per line, got {type(record).__name__}", source=name, line=number
+            )
+        records.append(record)
+        lines.append(number)
+    frame = pd.DataFrame.from_records(records)
+    _reject_explicit_nan(records, lines, name)
+    return frame, lambda row: lines[row]
+
+
+def _read_json_array(text: str, name: str) -> tuple[pd.DataFrame, callable]:
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JudgmentError(f"not valid JSON ({exc.msg})", source=name, line=exc.lineno) from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise JudgmentError("expected a JSON array of objects", source=name)
+    _reject_explicit_nan(records, None, name)
+    return pd.DataFrame.from_records(records), lambda row: None
+
+
+def _reject_explicit_nan(records: list[dict], lines: list[int] | None, name: str) -> None:
+    for index, record in enumerate(records):
+        value = record.get("p_a")
+        if isinstance(value, float) and not np.isfinite(value):
+            raise JudgmentError(
+                f"p_a is {value!r}; give a probability in [0, 1] or null",
+                source=name,
+                line=None if lines is None else lines[index],
+                row=index,
+                column="p_a",
+                value=value,
+            )
+
+
+def _read_parquet(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise JudgmentError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", source=name) from None
+    return frame, lambda row: None
+
+
+# -------------------------------------------------------------------------- validation
+
+
+def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"judgments must be a pandas DataFrame, got {type(frame).__name__}")
+    frame = frame.reset_index(drop=True)
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        found = ", ".join(map(str, frame.columns)) or "none"
+        raise JudgmentError(
+            f"missing required column(s) {', '.join(missing)} (found: {found})",
+            source=source,
+            line=1 if line_of is not None else None,
+        )
+
+    def fail(mask: np.ndarray, column: str, problem) -> None:
+        bad = np.flatnonzero(mask)
+        if bad.size == 0:
+            return
+        row = int(bad[0])
+        value = frame[column].iloc[row]
+        if isinstance(value, np.generic):
+            value = value.item()
+        more = f" ({bad.size - 1} more row(s) like this)" if bad.size > 1 else ""
+        raise JudgmentError(
+            problem(value) + more,
+            source=source,
+            line=line_of(row) if line_of is not None else None,
+            row=row,
+            column=column,
+            value=value,
+        )
+
+    out = pd.DataFrame(index=frame.index)
+    for column in ("question_id", "model_a", "model_b", "judge"):
+        values = _as_text(frame[column])
+        fail(values.isna().to_numpy() | (values.str.strip() == "").fillna(False).to_numpy(), column,
+             lambda v: f"{column} is empty ({v!r}); every judgment needs one")
+        out[column] = values.str.strip()
+
+    winner = _as_text(frame["winner"]).str.strip().str.lower()
+    canonical = winner.map(_WINNER_ALIASES)
+    fail(canonical.isna().to_numpy(), "winner",
+         lambda v: f"winner {v!r} is not one of model_a, model_b, tie (or 'tie (bothbad)')")
+    out["winner"] = canonical
+
+    fail((out["model_a"] == out["model_b"]).to_numpy(), "model_b",
+         lambda v: f"model_a and model_b are both {v!r}; a judgment compares two different models")
+
+    if "p_a" in frame.columns:
+        out["p_a"] = _as_probability(frame["p_a"], fail)
+    else:
+        out["p_a"] = np.nan
+    for column in OPTIONAL_TEXT_COLUMNS:
+        out[column] = _as_text(frame[column]) if column in frame.columns else pd.Series(np.nan, index=out.index, dtype=_TEXT_DTYPE)
+    for column in OPTIONAL_INT_COLUMNS:
+        out[column] = (_as_whole_number(frame[column], column, fail) if column in frame.columns
+                       else pd.array([pd.NA] * len(out), dtype="Int64"))
+    return _cast(out[list(COLUMNS)])
+
+
+def _as_text(series: pd.Series) -> pd.Series:
+    if series.dtype == _TEXT_DTYPE:
+        return series
+    if isinstance(series.dtype, pd.StringDtype):
+        return series.astype(_TEXT_DTYPE)
+    if series.isna().all():
+        return pd.Series(np.nan, index=series.index, dtype=_TEXT_DTYPE)
+    return series.astype(object).map(_to_text).astype(_TEXT_DTYPE)
+
+
+def _to_text(value: object) -> object:
+    """JSON/Parquet ids may be numbers: 1 -> "1", 1.0 -> "1"; None/NaN -> missing."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return pd.NA
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, (bool, np.bool_)):
+        return str(value).lower()
+    return str(value)
+
+
+def _as_probability(series: pd.Series, fail) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        numbers = series.astype(float)
+        not_number = np.zeros(len(series), dtype=bool)
+    else:
+        given = series.notna()
+        text = series.where(given).astype(object)
+        numbers = pd.to_numeric(text, errors="coerce").astype(float)
+        literal_nan = given.to_numpy() & text.map(lambda v: isinstance(v, str) and v.strip().lower() in ("nan", "-nan", "+nan")).to_numpy(dtype=bool)
+        not_number = given.to_numpy() & (numbers.isna().to_numpy() | literal_nan)
+        fail(not_number, "p_a", lambda v: f"p_a {v!r} is not a number; give a probability in [0, 1] or leave it empty")
+    values = numbers.to_numpy()
+    with np.errstate(invalid="ignore"):
+        out_of_range = ~np.isnan(values) & ~((values >= 0.0) & (values <= 1.0))
+    fail(out_of_range, "p_a", lambda v: f"p_a {v!r} is outside [0, 1]")
+    return numbers
+
+
+def _as_whole_number(series: pd.Series, column: str, fail) -> pd.Series:
+    numbers = pd.to_numeric(series.astype(object).where(series.notna()), errors="coerce")
+    given = series.notna().to_numpy()
+    with np.errstate(invalid="ignore"):
+        bad = given & (numbers.isna().to_numpy() | (numbers.to_numpy(dtype=float, na_value=np.nan) % 1 != 0))
+    fail(bad, column, lambda v: f"{column} {v!r} is not a whole number")
+    return numbers.astype("Int64")
+
+
+def _cast(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.reset_index(drop=True)
+    for column in REQUIRED_COLUMNS + OPTIONAL_TEXT_COLUMNS:
+        if out[column].dtype != _TEXT_DTYPE:
+            out[column] = _as_text(out[column])
+    if out["p_a"].dtype != np.float64:
+        out["p_a"] = pd.to_numeric(out["p_a"], errors="coerce").astype(float)
+    for column in OPTIONAL_INT_COLUMNS:
+        if out[column].dtype != "Int64":
+            if out[column].isna().all():
+                out[column] = pd.array([pd.NA] * len(out), dtype="Int64")
+            else:
+                out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
+    return out
+
+
+def concat(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate canonical tables, keeping canonical dtypes."""
+    frames = list(frames)
+    if not frames:
+        return empty_judgments()
+    return _cast(pd.concat(frames, ignore_index=True))
