@@ -1,0 +1,193 @@
+"""Names at the edges, integer indices inside the maths.
+
+:func:`encode` turns a canonical judgment table into integer arrays that every
+estimator in :mod:`peercore.ranking` works on; the estimators turn their results back
+into name-indexed pandas objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+_SCORE_OF_WINNER = {"model_a": 1.0, "tie": 0.5, "model_b": 0.0}
+
+
+@dataclass(frozen=True)
+class Battles:
+    """Integer-coded battles.
+
+    Attributes
+    ----------
+    models : sorted contestant names; ``a`` and ``b`` index into it.
+    a, b : int arrays, first- and second-shown contestant of each battle.
+    score_a : float array, 1 if model_a won, 0.5 for a tie, 0 if model_b won.
+    judges : sorted judge names; ``judge`` indexes into it.
+    judge : int array, the judge of each battle.
+    """
+
+    models: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    score_a: np.ndarray
+    judges: tuple[str, ...]
+    judge: np.ndarray
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
+def encode(judgments: pd.DataFrame, *, models: list[str] | None = None) -> Battles:
+    """Integer-code a canonical judgment table (see :class:`Battles`).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    models : the contestant list to index into; by default the sorted names seen.
+    """
+    missing = [c for c in ("model_a", "model_b", "judge", "winner") if c not in judgments.columns]
+    if missing:
+        raise ValueError(
+            f"judgments is missing column(s) {missing}; build it with peercore.judgments_from_frame"
+        )
+    n_rows = len(judgments)
+    both = pd.concat([judgments["model_a"], judgments["model_b"]], ignore_index=True)
+    codes, seen = pd.factorize(both, sort=True)
+    if models is None:
+        models = [str(m) for m in seen]
+        recode = np.arange(len(seen))
+    else:
+        recode = pd.Index(list(models)).get_indexer(seen)
+        if (recode < 0).any():
+            unknown = sorted(str(m) for m in np.asarray(seen, dtype=object)[recode < 0])
+            raise ValueError(f"models {unknown} are not in the models list {list(models)}")
+    codes = recode[codes]
+    a, b = codes[:n_rows], codes[n_rows:]
+    winner_codes, winner_values = pd.factorize(judgments["winner"])
+    lookup = np.array([_SCORE_OF_WINNER.get(str(v), np.nan) for v in winner_values], dtype=float)
+    if np.isnan(lookup).any():
+        bad = [str(v) for v, x in zip(winner_values, lookup) if np.isnan(x)][0]
+        raise ValueError(f"winner {bad!r} is not one of model_a, model_b, tie")
+    judge_codes, judge_names = pd.factorize(judgments["judge"], sort=True)
+    return Battles(
+        models=tuple(models),
+        a=a.astype(np.intp),
+        b=b.astype(np.intp),
+        score_a=lookup[winner_codes] if n_rows else np.zeros(0),
+        judges=tuple(str(j) for j in judge_names),
+        judge=judge_codes.astype(np.intp),
+    )
+
+
+def row_weights(
+    judgments: pd.DataFrame, weights: Mapping[str, float] | None
+) -> np.ndarray | None:
+    """Per-row multiplier w_judge / mean(w) (PRD Peer Rank weighting), or None.
+
+    The mean is over the weights of the judges that appear in ``judgments``, so a
+    weights mapping with extra judges does not change the result.
+
+    Raises
+    ------
+    ValueError
+        If a judge in ``judgments`` has no weight, a weight is negative or not finite,
+        or every weight is zero.
+    """
+    if weights is None:
+        return None
+    judges = pd.unique(judgments["judge"].to_numpy(dtype=object))
+    missing = [j for j in judges if j not in weights]
+    if missing:
+        raise ValueError(f"weights has no entry for judge(s) {sorted(missing)}")
+    values = np.array([float(weights[j]) for j in judges])
+    if not np.all(np.isfinite(values)) or (values < 0).any():
+        raise ValueError(f"weights must be finite and non-negative, got {dict(zip(judges, values))}")
+    mean = values.mean()
+    if mean == 0:
+        raise ValueError("weights are all zero for the judges present; nothing would count")
+    per_judge = pd.Series(values / mean, index=judges)
+    return judgments["judge"].map(per_judge).to_numpy(dtype=float)
+
+
+def as_series(values: np.ndarray, models: tuple[str, ...], name: str) -> pd.Series:
+    """A model-indexed Series named ``name`` (index named "model")."""
+    return pd.Series(values, index=pd.Index(models, name="model"), name=name)
+
+
+__all__ = ["Battles", "encode", "row_weights", "as_series", "unique_rows", "multinomial_resample"]
+
+
+@dataclass(frozen=True)
+class UniqueRows:
+    """Distinct (model_a, model_b, outcome, weight) battles and how often each occurs."""
+
+    a: np.ndarray
+    b: np.ndarray
+    score_a: np.ndarray
+    weight: np.ndarray
+    count: np.ndarray
+
+
+def unique_rows(battles: Battles, weight: np.ndarray | None = None) -> UniqueRows:
+    """Collapse battles to distinct rows with counts (what a bootstrap resamples)."""
+    weight = np.ones(len(battles)) if weight is None else np.asarray(weight, dtype=float)
+    weight_codes, weight_values = pd.factorize(weight)
+    weight_values = np.asarray(weight_values, dtype=float)
+    n, w = battles.n_models, max(len(weight_values), 1)
+    outcome = np.rint(battles.score_a * 2).astype(np.int64)
+    key = ((battles.a.astype(np.int64) * n + battles.b) * 3 + outcome) * w + weight_codes
+    keys, count = np.unique(key, return_counts=True)
+    return UniqueRows(
+        a=(keys // (w * 3 * n)).astype(np.intp),
+        b=((keys // (w * 3)) % n).astype(np.intp),
+        score_a=((keys // w) % 3) / 2.0,
+        weight=weight_values[keys % w] if len(weight_values) else np.ones(len(keys)),
+        count=count,
+    )
+
+
+def multinomial_resample(
+    counts: np.ndarray, *, rounds: int, seed: int, workers: int | None = None, chunk: int = 50
+) -> np.ndarray:
+    """Bootstrap counts: ``rounds`` draws of Multinomial(sum(counts), counts / sum(counts)).
+
+    Resampling N battles with replacement is the same as drawing how many times each
+    distinct row is picked from this multinomial (what Chatbot Arena does). numpy
+    releases the GIL inside ``Generator.multinomial``, so the draws run in ``workers``
+    threads (default: all CPUs). Each chunk of rounds has its own child seed, so the
+    result depends on ``seed`` only, not on ``workers``.
+
+    Returns
+    -------
+    int64 array of shape (rounds, len(counts)).
+    """
+    counts = np.asarray(counts)
+    total = int(counts.sum())
+    pvals = counts / total
+    starts = list(range(0, rounds, chunk))
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+    out = np.empty((rounds, len(counts)), dtype=np.int64)
+
+    def draw(k: int) -> None:
+        start = starts[k]
+        stop = min(start + chunk, rounds)
+        out[start:stop] = np.random.default_rng(seeds[k]).multinomial(total, pvals, size=stop - start)
+
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(starts) <= 1:
+        for k in range(len(starts)):
+            draw(k)
+    else:
+        with ThreadPoolExecutor(max_workers=min(workers, len(starts))) as pool:
+            list(pool.map(draw, range(len(starts))))
+    return out

@@ -1,0 +1,84 @@
+"""Invariants of the ranking estimators (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from peercore.judgments import judgments_from_frame, mirror
+from peercore.ranking.bradley_terry import bradley_terry
+from peercore.ranking.elo import _run_replicas, elo_ratings
+from peercore.ranking._battles import encode
+from peercore.ranking.winrate import pairwise_win_fraction, win_rates
+
+MODELS = ["m0", "m1", "m2", "m3", "m4"]
+
+
+@st.composite
+def judgment_tables(draw, min_rows=1, max_rows=40):
+    n_models = draw(st.integers(2, len(MODELS)))
+    n = draw(st.integers(min_rows, max_rows))
+    rows = []
+    for k in range(n):
+        a = draw(st.integers(0, n_models - 1))
+        b = draw(st.integers(0, n_models - 2))
+        b = b + 1 if b >= a else b
+        rows.append({
+            "question_id": str(k),
+            "model_a": MODELS[a],
+            "model_b": MODELS[b],
+            "judge": draw(st.sampled_from(["j1", "j2"])),
+            "winner": draw(st.sampled_from(["model_a", "model_b", "tie"])),
+        })
+    return judgments_from_frame(pd.DataFrame(rows))
+
+
+def _relabel(table, mapping):
+    out = table.copy()
+    out["model_a"] = table["model_a"].map(mapping)
+    out["model_b"] = table["model_b"].map(mapping)
+    return judgments_from_frame(out)
+
+
+relabel = st.permutations(["z", "y", "x", "w", "v"]).map(lambda names: dict(zip(MODELS, names)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=judgment_tables(), mapping=relabel)
+def test_relabelling_models_permutes_scores(table, mapping):
+    for score in (win_rates, lambda t: bradley_terry(t), lambda t: elo_ratings(t)):
+        before = score(table).rename(index=mapping)
+        after = score(_relabel(table, mapping))
+        pd.testing.assert_series_equal(before.sort_index(), after.sort_index(), check_names=False, atol=1e-6, rtol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=judgment_tables())
+def test_swapping_positions_with_the_verdict_changes_no_win_rate_or_bt(table):
+    swapped = mirror(table)
+    pd.testing.assert_series_equal(win_rates(table), win_rates(swapped))
+    pd.testing.assert_frame_equal(pairwise_win_fraction(table), pairwise_win_fraction(swapped))
+    pd.testing.assert_series_equal(bradley_terry(table), bradley_terry(swapped), atol=1e-6, rtol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=judgment_tables(), k=st.floats(1, 64), seed=st.integers(0, 2**16))
+def test_elo_updates_are_zero_sum(table, k, seed):
+    battles = encode(table)
+    orders = np.random.default_rng(seed).integers(0, len(battles), size=(3, len(battles)))
+    final = _run_replicas(battles, np.ones(len(battles)), orders, np.array([len(battles)]),
+                          k=k, scale=400.0, base=10.0, initial=1000.0)
+    assert np.allclose(final.sum(axis=1), 1000.0 * battles.n_models)
+    assert elo_ratings(table, k=k).sum() == __import__("pytest").approx(1000.0 * battles.n_models)
+
+
+@settings(max_examples=40, deadline=None)
+@given(table=judgment_tables(min_rows=2))
+def test_win_rates_bounded_and_average_half(table):
+    rates = win_rates(table)
+    assert ((rates >= 0) & (rates <= 1)).all()
+    played = pd.concat([table["model_a"], table["model_b"]]).value_counts()
+    # every battle hands out exactly one point
+    assert (rates * played.reindex(rates.index)).sum() == __import__("pytest").approx(len(table))
