@@ -1,0 +1,135 @@
+"""One call from judgments to a ranked table: what the CLI and the dashboard show.
+
+Picks the judges, optionally derives Peer Rank weights for them, scores the
+contestants with the chosen method, adds bootstrap intervals and the Arena rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from peercore.ranking.bradley_terry import arena_ranks, bradley_terry_intervals
+from peercore.ranking.elo import elo_intervals
+from peercore.ranking.peer_rank import PeerRankResult, fixed_point_weights, prd_weights
+from peercore.ranking.winrate import win_rate_intervals
+
+__all__ = ["Leaderboard", "leaderboard", "select_judges", "RANK_METHODS", "PEER_WEIGHT_MODES"]
+
+RANK_METHODS = ("winrate", "elo", "bt")
+PEER_WEIGHT_MODES = ("none", "prd", "fixed-point")
+LEADERBOARD_COLUMNS = ("model", "score", "rank", "ci_low", "ci_high", "battles")
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """A ranked table plus how it was made.
+
+    Attributes
+    ----------
+    table : one row per model, best first, columns ``model, score, rank, ci_low,
+        ci_high, battles`` (intervals NaN without bootstrap).
+    method : ``winrate``, ``elo`` or ``bt``.
+    weights : judge -> Peer Rank weight, or None when reviews count equally.
+    peer_rank : the full Peer Rank result (weight history), or None.
+    n_judgments : how many judgments (rows) were counted.
+    """
+
+    table: pd.DataFrame
+    method: str
+    weights: pd.Series | None
+    peer_rank: PeerRankResult | None
+    n_judgments: int = 0
+
+
+def select_judges(judgments: pd.DataFrame, judges: Iterable[str] | None) -> pd.DataFrame:
+    """Rows whose judge is one of ``judges``; a name ending in ``:`` is a prefix (``human:``).
+
+    Raises
+    ------
+    ValueError
+        If a name or prefix matches no judge (the judges present are listed).
+    """
+    if judges is None:
+        return judgments
+    judges = list(judges)
+    present = pd.unique(judgments["judge"].to_numpy(dtype=object))
+    keep = np.zeros(len(judgments), dtype=bool)
+    column = judgments["judge"]
+    for name in judges:
+        match = column.str.startswith(name) if name.endswith(":") else column == name
+        match = match.to_numpy(dtype=bool)
+        if not match.any():
+            raise ValueError(f"judge {name!r} matches no judge; judges are {sorted(present)}")
+        keep |= match
+    return judgments[keep].reset_index(drop=True)
+
+
+def leaderboard(
+    judgments: pd.DataFrame,
+    *,
+    method: str = "bt",
+    judges: Iterable[str] | None = None,
+    peer_weights: str = "none",
+    aliases: Mapping[str, str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    elo_shuffles: int = 100,
+    temperature: float = 0.2,
+) -> Leaderboard:
+    """Rank contestants from judgments.
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    method : ``"winrate"`` (PRD eq. 1), ``"elo"`` (online, mean over ``elo_shuffles``
+        orders) or ``"bt"`` (Bradley-Terry on the Elo scale, Arena).
+    judges : which judges count (names, or prefixes ending in ``:``); default all.
+    peer_weights : ``"none"``, ``"prd"`` (PRD's 5 min-max iterations) or
+        ``"fixed-point"`` (softmax with ``temperature``); both need every selected
+        judge to be a contestant (see ``aliases``).
+    bootstrap : rounds of bootstrap for the intervals (0 = none).
+    seed : seed for shuffles and bootstrap.
+
+    Returns
+    -------
+    Leaderboard
+    """
+    if method not in RANK_METHODS:
+        raise ValueError(f"method must be one of {RANK_METHODS}, got {method!r}")
+    if peer_weights not in PEER_WEIGHT_MODES:
+        raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0, got {bootstrap!r}")
+    chosen = select_judges(judgments, judges)
+    if len(chosen) == 0:
+        raise ValueError("no judgments to rank")
+    peer = None
+    if peer_weights == "prd":
+        peer = prd_weights(chosen, aliases=aliases, method=method, elo_shuffles=elo_shuffles, seed=seed)
+    elif peer_weights == "fixed-point":
+        peer = fixed_point_weights(chosen, aliases=aliases, method=method, temperature=temperature,
+                                   elo_shuffles=elo_shuffles, seed=seed)
+    weights = None if peer is None else peer.weights.to_dict()
+    if method == "winrate":
+        scored = win_rate_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights).rename(columns={"win_rate": "score"})
+    elif method == "elo":
+        scored = elo_intervals(chosen, rounds=bootstrap, seed=seed, shuffles=elo_shuffles, weights=weights).rename(columns={"elo": "score"})
+    else:
+        scored = bradley_terry_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights).rename(columns={"rating": "score"})
+    table = _ranked(scored)
+    return Leaderboard(table=table, method=method, weights=None if peer is None else peer.weights, peer_rank=peer,
+                       n_judgments=len(chosen))
+
+
+def _ranked(scored: pd.DataFrame) -> pd.DataFrame:
+    low = scored["ci_low"].where(scored["ci_low"].notna(), scored["score"])
+    high = scored["ci_high"].where(scored["ci_high"].notna(), scored["score"])
+    out = scored.assign(rank=arena_ranks(low, high).to_numpy())
+    out = out.reset_index().rename(columns={"index": "model"})
+    out = out.sort_values(["rank", "score", "model"], ascending=[True, False, True], kind="stable")
+    out["battles"] = out["battles"].astype(int)
+    return out[list(LEADERBOARD_COLUMNS)].reset_index(drop=True)

@@ -1,0 +1,307 @@
+"""Peer Rank reviewer weights (PRD, Li, Patel & Du 2023, section 3.1 and Algorithm 1).
+
+Every contestant is also a reviewer. A reviewer's weight is derived from how well it
+does *as a contestant*; reviews are then re-weighted and the scores recomputed:
+
+.. math:: w^{(k+1)} = \\mathrm{normalise}\\big(\\mathrm{score}(\\,\\cdot\\,; w^{(k)})\\big)
+
+PRD runs this for a fixed 5 iterations with min-max scaling then sum-to-one, which
+sets the weakest reviewer's weight to exactly 0. :func:`fixed_point_weights` iterates
+to a true fixed point instead, with a normalisation that keeps every reviewer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from peercore.errors import ConvergenceError
+from peercore.ranking._battles import Battles, encode
+from peercore.ranking.bradley_terry import DEFAULT_L2, PairTable, _fit, _orient
+from peercore.ranking.elo import _run_shuffled
+
+__all__ = ["PeerRankResult", "prd_weights", "fixed_point_weights", "resolve_aliases", "METHODS", "NORMALISATIONS"]
+
+METHODS = ("winrate", "elo", "bt")
+NORMALISATIONS = ("minmax", "softmax", "proportional")
+
+
+@dataclass(frozen=True)
+class PeerRankResult:
+    """Outcome of a Peer Rank weight iteration.
+
+    Attributes
+    ----------
+    weights : judge -> weight, summing to 1.
+    history : weights after each iteration (row 0 = the uniform start), judges as columns.
+    scores : contestant scores under the final weights (win rate, Elo or BT rating).
+    iterations : iterations run.
+    converged : whether the last change was below ``tol``.
+    change : max absolute weight change in the last iteration.
+    method, normalisation : what was computed.
+    """
+
+    weights: pd.Series
+    history: pd.DataFrame
+    scores: pd.Series
+    iterations: int
+    converged: bool
+    change: float
+    method: str
+    normalisation: str
+
+
+def resolve_aliases(judges, models, aliases: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Map each judge to the contestant it is.
+
+    A judge maps to ``aliases[judge]`` when given, else to a contestant with the same
+    name, else to the contestant named after the provider prefix (``openai:gpt-4o`` ->
+    ``gpt-4o``).
+
+    Raises
+    ------
+    ValueError
+        Naming the judges that are not contestants (Peer Rank needs every reviewer to
+        be a contestant), or an alias that names no contestant.
+    """
+    aliases = dict(aliases or {})
+    models = set(models)
+    resolved, unknown = {}, []
+    for judge in judges:
+        target = aliases.get(judge)
+        if target is None:
+            if judge in models:
+                target = judge
+            elif ":" in judge and judge.split(":", 1)[1] in models:
+                target = judge.split(":", 1)[1]
+        if target is None:
+            unknown.append(judge)
+        elif target not in models:
+            raise ValueError(f"alias {judge!r} -> {target!r} names no contestant; contestants are {sorted(models)}")
+        else:
+            resolved[judge] = target
+    if unknown:
+        raise ValueError(
+            f"judge(s) {sorted(unknown)} are not contestants, so Peer Rank cannot weight them; "
+            "pass aliases={judge: model} or leave them out"
+        )
+    return resolved
+
+
+def prd_weights(
+    judgments: pd.DataFrame,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    method: str = "winrate",
+    iterations: int = 5,
+    elo_shuffles: int = 100,
+    seed: int = 0,
+) -> PeerRankResult:
+    """Reviewer weights exactly as the PRD paper computes them.
+
+    Starting from equal weights, repeat ``iterations`` times (PRD: 5):
+
+    .. math:: s_r = \\mathrm{score}_{\\text{model}(r)}(w), \\quad
+              w_r = \\frac{\\tilde s_r}{\\sum_q \\tilde s_q}, \\quad
+              \\tilde s_r = \\frac{s_r - \\min s}{\\max s - \\min s}
+
+    where the score is the win rate (PRD), online Elo or Bradley-Terry of the reviewer
+    as a contestant, computed with every review weighted by :math:`w_r / \\bar w`. The
+    weakest reviewer gets weight 0. On the PRD Vicuna80 data this gives GPT-4 0.488,
+    Claude 0.377, Vicuna 0.082, GPT-3.5 0.053, Bard 0.000 (PRD Table 2 notebook).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table; every judge must be a contestant.
+    aliases : judge -> contestant, see :func:`resolve_aliases`.
+    method : ``"winrate"``, ``"elo"`` (mean over ``elo_shuffles`` orders from ``seed``)
+        or ``"bt"``.
+    iterations : number of re-weighting rounds.
+
+    Returns
+    -------
+    PeerRankResult with ``normalisation="minmax"``.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations!r}")
+    problem = _Problem.build(judgments, aliases=aliases, method=method, elo_shuffles=elo_shuffles, seed=seed)
+    return problem.iterate(normalisation="minmax", temperature=None, tol=0.0, max_iter=iterations,
+                           damping=0.0, raise_on_cap=False)
+
+
+def fixed_point_weights(
+    judgments: pd.DataFrame,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    method: str = "winrate",
+    normalisation: str = "softmax",
+    temperature: float = 0.2,
+    tol: float = 1e-9,
+    max_iter: int = 500,
+    damping: float = 0.0,
+    elo_shuffles: int = 100,
+    seed: int = 0,
+) -> PeerRankResult:
+    """Peer Rank weights at a true fixed point :math:`w = \\mathrm{normalise}(\\mathrm{score}(w))`.
+
+    Normalisations (:math:`s_r` = strength of reviewer r as a contestant on a 0-1
+    scale: its win rate, or for Elo/BT its expected score against the other
+    contestants, :math:`\\frac{1}{n-1}\\sum_{m \\ne r} (1 + 10^{(R_m - R_r)/400})^{-1}`):
+
+    - ``"softmax"``: :math:`w_r \\propto \\exp(s_r / T)`; every reviewer keeps a positive
+      weight, and T (``temperature``) sets how much better reviewers count more.
+    - ``"proportional"``: :math:`w_r \\propto s_r`.
+    - ``"minmax"``: PRD's rule (zeroes the weakest; may oscillate, then raises).
+
+    Parameters
+    ----------
+    tol : stop when no weight moves by more than ``tol``.
+    max_iter : iteration cap.
+    damping : in [0, 1): :math:`w \\leftarrow (1-d)\\,F(w) + d\\,w`, to calm oscillation.
+    Other parameters as in :func:`prd_weights`.
+
+    Raises
+    ------
+    ConvergenceError
+        With the iteration count, if ``max_iter`` is reached first.
+    """
+    if normalisation not in NORMALISATIONS:
+        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    if tol <= 0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+    problem = _Problem.build(judgments, aliases=aliases, method=method, elo_shuffles=elo_shuffles, seed=seed)
+    return problem.iterate(normalisation=normalisation, temperature=temperature, tol=tol,
+                           max_iter=max_iter, damping=damping, raise_on_cap=True)
+
+
+# ---------------------------------------------------------------------------- engine
+
+
+@dataclass
+class _Problem:
+    """Judgments encoded once; each iteration only re-weights rows."""
+
+    battles: Battles
+    reviewer_model: np.ndarray  # judge index -> contestant index
+    method: str
+    orders: np.ndarray | None  # Elo shuffles
+    pair_of_battle: np.ndarray | None  # BT aggregation
+    pair_i: np.ndarray | None
+    pair_j: np.ndarray | None
+    score_lo: np.ndarray | None
+
+    @classmethod
+    def build(cls, judgments, *, aliases, method, elo_shuffles, seed) -> "_Problem":
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        battles = encode(judgments)
+        if len(battles) == 0:
+            raise ValueError("judgments is empty; Peer Rank needs reviews")
+        mapping = resolve_aliases(battles.judges, battles.models, aliases)
+        model_index = {m: k for k, m in enumerate(battles.models)}
+        reviewer_model = np.array([model_index[mapping[j]] for j in battles.judges], dtype=np.intp)
+        orders = pair_of_battle = pair_i = pair_j = score_lo = None
+        if method == "elo":
+            if elo_shuffles < 1:
+                raise ValueError(f"elo_shuffles must be >= 1, got {elo_shuffles!r}")
+            rng = np.random.default_rng(seed)
+            orders = np.argsort(rng.random((elo_shuffles, len(battles))), axis=1)
+        if method == "bt":
+            n = battles.n_models
+            lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)
+            keys, pair_of_battle = np.unique(lo * n + hi, return_inverse=True)
+            pair_i, pair_j = keys // n, keys % n
+        return cls(battles, reviewer_model, method, orders, pair_of_battle, pair_i, pair_j, score_lo)
+
+    def scores(self, judge_weights: np.ndarray) -> np.ndarray:
+        """Contestant scores with each row weighted by w_judge / mean(w)."""
+        mean = judge_weights.mean()
+        row = judge_weights[self.battles.judge] / mean
+        b, n = self.battles, self.battles.n_models
+        if self.method == "winrate":
+            won = np.bincount(b.a, row * b.score_a, minlength=n) + np.bincount(b.b, row * (1 - b.score_a), minlength=n)
+            played = np.bincount(b.a, minlength=n) + np.bincount(b.b, minlength=n)
+            return won / played
+        if self.method == "elo":
+            checkpoint = np.array([len(b)])
+            total = _run_shuffled(b, row, self.orders, checkpoint, k=32.0, scale=400.0, base=10.0, initial=1000.0)
+            return total[0] / len(self.orders)
+        wins = np.bincount(self.pair_of_battle, row * self.score_lo, minlength=len(self.pair_i))
+        games = np.bincount(self.pair_of_battle, row, minlength=len(self.pair_i))
+        theta = _fit(PairTable(b.models, self.pair_i, self.pair_j, wins, games), l2=DEFAULT_L2, tol=1e-10, max_iter=200)
+        return 1000.0 + (theta - theta.mean()) * 400.0 / math.log(10.0)
+
+    def strength(self, scores: np.ndarray) -> np.ndarray:
+        """Scores on a 0-1 scale: win rate, or expected score against the field."""
+        if self.method == "winrate":
+            return scores
+        n = len(scores)
+        expected = 1.0 / (1.0 + 10.0 ** ((scores[None, :] - scores[:, None]) / 400.0))
+        np.fill_diagonal(expected, 0.0)
+        return expected.sum(axis=1) / max(n - 1, 1)
+
+    def iterate(self, *, normalisation, temperature, tol, max_iter, damping, raise_on_cap) -> PeerRankResult:
+        judges = self.battles.judges
+        weights = np.full(len(judges), 1.0 / len(judges))
+        history = [weights]
+        change = np.inf
+        for iteration in range(1, max_iter + 1):
+            contestant_scores = self.scores(weights)
+            own = contestant_scores[self.reviewer_model]
+            if normalisation == "minmax":
+                new = _minmax_sum_to_one(own)
+            else:
+                own = self.strength(contestant_scores)[self.reviewer_model]
+                new = _softmax(own, temperature) if normalisation == "softmax" else _proportional(own)
+            new = (1.0 - damping) * new + damping * weights
+            change = float(np.max(np.abs(new - weights)))
+            weights = new
+            history.append(weights)
+            if change < tol:
+                break
+        converged = change < tol
+        if raise_on_cap and not converged:
+            raise ConvergenceError(f"Peer Rank ({self.method}, {normalisation})", iterations=max_iter, change=change, tol=tol)
+        final_scores = self.scores(weights)
+        index = pd.Index(judges, name="judge")
+        return PeerRankResult(
+            weights=pd.Series(weights, index=index, name="weight"),
+            history=pd.DataFrame(history, columns=index).rename_axis("iteration"),
+            scores=pd.Series(final_scores, index=pd.Index(self.battles.models, name="model"), name=self.method),
+            iterations=len(history) - 1,
+            converged=converged,
+            change=change,
+            method=self.method,
+            normalisation=normalisation,
+        )
+
+
+def _minmax_sum_to_one(values: np.ndarray) -> np.ndarray:
+    spread = values.max() - values.min()
+    if spread == 0:
+        return np.full(len(values), 1.0 / len(values))
+    scaled = (values - values.min()) / spread
+    return scaled / scaled.sum()
+
+
+def _softmax(values: np.ndarray, temperature: float) -> np.ndarray:
+    z = (values - values.max()) / temperature
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def _proportional(values: np.ndarray) -> np.ndarray:
+    total = values.sum()
+    if total <= 0:
+        return np.full(len(values), 1.0 / len(values))
+    return values / total
