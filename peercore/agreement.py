@@ -1,0 +1,640 @@
+"""Agreement between a judge and a reference: accuracy, kappa, rank correlation.
+
+Three families of meta-evaluation live here:
+
+* **Verdict agreement** (PRD, Li, Patel & Du 2023, Table 3; MT-Bench, Zheng et al. 2023,
+  Table 3 and FastChat ``compute_agreement.py``): each judge verdict is matched with the
+  reference verdict about the same question and pair, accuracy is the share that are
+  equal, chance-corrected by Cohen's and Fleiss' kappa (statsmodels).
+* **Leaderboard agreement** (PRD Table 2): Spearman / Kendall correlation of two
+  model-indexed score Series (scipy).
+* **ScaleEval meta-evaluation** (Chern et al. 2024, Tables 3-4): example-level agreement
+  (share of examples where a judge matches the gold verdict) and system-level
+  agreement (the judge's most frequent verdict equals the gold's).
+
+Matching
+--------
+The matching key of a verdict is ``(question_id, model_a, model_b)`` plus ``turn`` and
+``criterion`` when both tables have those columns; a missing ``turn`` / ``criterion``
+is a value of its own (it matches only another missing value). Verdicts are always
+compared in the judge row's orientation: a reference verdict about ``(q, B, A)`` is
+mirrored (``model_a`` <-> ``model_b``) before it is compared with a judge verdict about
+``(q, A, B)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+from statsmodels.stats import inter_rater
+
+from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, WINNERS, concat, judgments_from_frame
+from peercore.ranking._battles import row_weights
+
+__all__ = [
+    "AgreementResult",
+    "RankCorrelation",
+    "majority_vote",
+    "match_reference",
+    "agreement",
+    "agreement_of_pairs",
+    "agreement_by_judge",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "rank_correlation",
+    "verdict_mode",
+    "example_level_agreement",
+    "system_level_agreement",
+    "scaleeval_agreement",
+]
+
+_KEY: list[str] = ["question_id", "model_a", "model_b", "turn", "criterion"]
+_VOTE = {"model_a": 1.0, "tie": 0.0, "model_b": -1.0}
+_FLIP = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
+_MISSING = "\x00<missing>"  # stands for a missing key value so that missing == missing
+_REFERENCE_MODES = ("majority", "votes")
+_TIES = ("include", "exclude")
+
+
+@dataclass(frozen=True)
+class AgreementResult:
+    """Agreement of matched verdict pairs.
+
+    Attributes
+    ----------
+    n : number of matched (verdict, reference verdict) pairs counted.
+    agreement : share of pairs with equal verdicts (accuracy); NaN when ``n == 0``.
+    cohen_kappa : Cohen's kappa of the two label sequences; NaN when ``n == 0`` or
+        when chance agreement is 1 (both sides use one and the same label only).
+    fleiss_kappa : Fleiss' kappa treating the pair as two raters per item (with two
+        raters this is Scott's pi); NaN in the same cases as ``cohen_kappa``.
+    """
+
+    n: int
+    agreement: float
+    cohen_kappa: float
+    fleiss_kappa: float
+
+
+@dataclass(frozen=True)
+class RankCorrelation:
+    """Rank correlation of two leaderboards (see :func:`rank_correlation`)."""
+
+    statistic: float
+    pvalue: float
+    n_models: int
+    method: str
+
+    def __float__(self) -> float:
+        return float(self.statistic)
+
+
+# ------------------------------------------------------------------ verdict agreement
+
+
+def majority_vote(
+    judgments: pd.DataFrame,
+    *,
+    weights: Mapping[str, float] | None = None,
+    tie_margin: float = 0.0,
+    judge_name: str = "majority",
+) -> pd.DataFrame:
+    """Reduce several verdicts about the same ordered pair to one (PRD section 4).
+
+    For each ordered key ``(question_id, model_a, model_b[, turn, criterion])``
+
+    .. math:: s = \\frac{\\sum_r w_{j(r)} v_r}{\\sum_r w_{j(r)}}, \\qquad
+              v_r = +1 \\text{ (model_a)}, 0 \\text{ (tie)}, -1 \\text{ (model_b)}
+
+    and the winner is ``model_a`` if :math:`s > m`, ``model_b`` if :math:`s < -m`, and
+    ``tie`` otherwise (:math:`m` = ``tie_margin``). With equal weights and ``m = 0`` this
+    is the PRD notebook's human majority, ``sign(mean(score))``, so votes (+1, 0, -1)
+    give a tie. With Peer Rank reviewer weights and ``m = 0.01`` it is PRD's
+    "All (weighted)" vote (the notebook's weights sum to 1, so :math:`s` is the plain
+    weighted sum there).
+
+    Verdicts about ``(q, A, B)`` and ``(q, B, A)`` are different ordered keys and are
+    reduced separately (see :func:`match_reference` for combining orientations).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table (any number of judges).
+    weights : optional judge -> non-negative weight; ``None`` weighs every verdict
+        equally. A key whose verdicts all have weight 0 gets :math:`s = 0` (a tie).
+    tie_margin : non-negative half-width :math:`m` of the band read as a tie.
+    judge_name : the ``judge`` value of the returned rows.
+
+    Returns
+    -------
+    DataFrame
+        Canonical judgment table, one row per ordered key, sorted by key (as text).
+        ``p_a`` is :math:`(1 + s) / 2`, the weighted share of votes for model_a with
+        ties counting half; ``round`` and ``rationale`` are missing. Empty input gives an empty table.
+
+    Raises
+    ------
+    ValueError
+        If ``judgments`` is not a valid judgment table (``JudgmentError``),
+        ``tie_margin`` is negative or not finite, or ``weights`` lacks a judge or holds
+        a negative weight.
+    """
+    judgments = _canonical(judgments, "judgments")
+    if isinstance(tie_margin, bool) or not isinstance(tie_margin, (int, float)) or not (
+        math.isfinite(tie_margin) and tie_margin >= 0
+    ):
+        raise ValueError(f"tie_margin must be a finite number >= 0, got {tie_margin!r}")
+    keys = _key_tuples(judgments)
+    group_of_key: dict[tuple, int] = {}
+    group = np.fromiter((group_of_key.setdefault(k, len(group_of_key)) for k in keys), dtype=np.intp, count=len(keys))
+    weight = row_weights(judgments, weights)
+    weight = np.ones(len(judgments)) if weight is None else weight
+    vote = judgments["winner"].map(_VOTE).to_numpy(dtype=float)
+    total = np.bincount(group, weights=weight, minlength=len(group_of_key))
+    weighted = np.bincount(group, weights=weight * vote, minlength=len(group_of_key))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(total > 0, weighted / np.where(total > 0, total, 1.0), 0.0)
+    winner = np.where(score > tie_margin, "model_a", np.where(score < -tie_margin, "model_b", "tie"))
+    _, first_row = np.unique(group, return_index=True)
+    order = sorted(range(len(group_of_key)), key=list(group_of_key).__getitem__)
+    score, winner, first_row = score[order], winner[order], first_row[order]
+    out = judgments.iloc[first_row].reset_index(drop=True)
+    out["judge"] = str(judge_name)
+    out["winner"] = winner
+    out["p_a"] = (1.0 + score) / 2.0
+    out["round"] = pd.NA
+    out["rationale"] = np.nan
+    return concat([out])
+
+
+def match_reference(
+    judgments: pd.DataFrame, reference: pd.DataFrame, *, reference_mode: str = "majority"
+) -> pd.DataFrame:
+    """Pair every judge verdict with the reference verdict(s) about the same comparison.
+
+    Parameters
+    ----------
+    judgments : canonical table of the verdicts to evaluate (any number of judges).
+    reference : canonical table of reference verdicts (e.g. human votes).
+    reference_mode :
+        ``"majority"`` (PRD): the reference is reduced to one verdict per ordered key by
+        :func:`majority_vote`, then "doubled": the mirror of every reference key is
+        added unless that mirrored ordered key has a reference verdict of its own. Each
+        judge row is compared with the reference verdict of its own ordered key. This is
+        exactly the PRD notebook's comparison of each reviewer's ordered verdicts with
+        the doubled human majority.
+
+        ``"votes"`` (MT-Bench, FastChat ``compute_agreement.py``): each judge row is
+        compared with every individual reference vote about the same question and pair,
+        in either orientation (mirrored as needed), so one judge row can give several
+        pairs.
+
+    Returns
+    -------
+    DataFrame
+        One row per matched pair with the key columns (``question_id, model_a, model_b,
+        turn, criterion``), ``judge``, ``verdict`` (the judge's ``winner``) and
+        ``reference_verdict``, both in the judge row's orientation.
+        Judge rows without a reference verdict are left out. Rows follow the order of
+        ``judgments``.
+
+    Raises
+    ------
+    ValueError
+        If a table is not a valid judgment table (a ``JudgmentError`` naming
+        ``judgments`` or ``reference``, the row, column and value), or
+        ``reference_mode`` is not "majority" or "votes".
+    """
+    judgments = _canonical(judgments, "judgments")
+    reference = _canonical(reference, "reference")
+    if reference_mode not in _REFERENCE_MODES:
+        raise ValueError(f"reference_mode must be one of {_REFERENCE_MODES}, got {reference_mode!r}")
+    table: dict[tuple, list[str]] = {}
+    if reference_mode == "majority":
+        reduced = majority_vote(reference)
+        verdicts = reduced["winner"].tolist()
+        keys = _key_tuples(reduced)
+        for key, verdict in zip(keys, verdicts):
+            table[key] = [verdict]
+        for key, verdict in zip(keys, verdicts):
+            table.setdefault(_mirror_key(key), [_FLIP[verdict]])
+    else:
+        for key, verdict in zip(_key_tuples(reference), reference["winner"].tolist()):
+            table.setdefault(key, []).append(verdict)
+            table.setdefault(_mirror_key(key), []).append(_FLIP[verdict])
+    rows: list[int] = []
+    matched: list[str] = []
+    for row, key in enumerate(_key_tuples(judgments)):
+        for verdict in table.get(key, ()):
+            rows.append(row)
+            matched.append(verdict)
+    out = judgments.iloc[rows][[*_KEY, "judge", "winner"]].reset_index(drop=True)
+    out = out.rename(columns={"winner": "verdict"})
+    out["reference_verdict"] = pd.array(matched, dtype="str")
+    return out
+
+
+def agreement_of_pairs(pairs: pd.DataFrame, *, ties: str = "include") -> AgreementResult:
+    """Accuracy, Cohen's and Fleiss' kappa of matched verdict pairs.
+
+    Parameters
+    ----------
+    pairs : DataFrame with ``verdict`` and ``reference_verdict`` columns, as returned by
+        :func:`match_reference`.
+    ties : ``"include"`` counts every pair (MT-Bench "w/ tie", PRD); ``"exclude"`` drops
+        pairs where either side is a tie (MT-Bench "w/o tie").
+
+    Returns
+    -------
+    AgreementResult
+        ``n = 0`` gives NaN agreement and kappas (no exception). Kappas are NaN when
+        chance agreement is 1, e.g. both sides always say ``model_a`` (statsmodels
+        computes 0/0 there).
+    """
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    missing = [c for c in ("verdict", "reference_verdict") if c not in pairs.columns]
+    if missing:
+        raise ValueError(f"pairs is missing column(s) {missing}; build it with match_reference")
+    verdict = pairs["verdict"].to_numpy(dtype=object)
+    reference = pairs["reference_verdict"].to_numpy(dtype=object)
+    if ties == "exclude":
+        keep = (verdict != "tie") & (reference != "tie")
+        verdict, reference = verdict[keep], reference[keep]
+    n = len(verdict)
+    if n == 0:
+        return AgreementResult(0, math.nan, math.nan, math.nan)
+    return AgreementResult(
+        n=n,
+        agreement=float(np.mean(verdict == reference)),
+        cohen_kappa=cohen_kappa(verdict, reference),
+        fleiss_kappa=fleiss_kappa(np.column_stack([verdict, reference])),
+    )
+
+
+def agreement(
+    judgments: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    ties: str = "include",
+    reference_mode: str = "majority",
+) -> AgreementResult:
+    """Agreement of all verdicts in ``judgments`` with a reference (PRD Table 3; MT-Bench).
+
+    ``agreement_of_pairs(match_reference(judgments, reference, ...), ties=ties)``: the
+    verdicts of every judge in ``judgments`` are pooled (filter to one judge first, or
+    use :func:`agreement_by_judge`). With PRD's data, one reviewer's 1600 ordered
+    verdicts against the human votes with the default ``reference_mode="majority"``
+    give the paper's accuracy and Fleiss' kappa.
+
+    Parameters
+    ----------
+    judgments, reference : canonical judgment tables.
+    ties : "include" or "exclude" (see :func:`agreement_of_pairs`).
+    reference_mode : "majority" or "votes" (see :func:`match_reference`).
+    """
+    pairs = match_reference(judgments, reference, reference_mode=reference_mode)
+    return agreement_of_pairs(pairs, ties=ties)
+
+
+def agreement_by_judge(
+    judgments: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    ties: str = "include",
+    reference_mode: str = "majority",
+) -> pd.DataFrame:
+    """:func:`agreement` for each judge of ``judgments`` separately.
+
+    Returns
+    -------
+    DataFrame indexed by judge (sorted) with columns ``n, agreement, cohen_kappa,
+    fleiss_kappa``. A judge with no matched pair has ``n = 0`` and NaN values.
+    """
+    pairs = match_reference(judgments, reference, reference_mode=reference_mode)
+    judges = sorted(pd.unique(judgments["judge"].astype(str)))
+    rows = [agreement_of_pairs(pairs[pairs["judge"] == j], ties=ties) for j in judges]
+    frame = pd.DataFrame(
+        [[r.n, r.agreement, r.cohen_kappa, r.fleiss_kappa] for r in rows],
+        index=pd.Index(judges, name="judge", dtype="str"),
+        columns=["n", "agreement", "cohen_kappa", "fleiss_kappa"],
+    )
+    return frame.astype({"n": "int64", "agreement": float, "cohen_kappa": float, "fleiss_kappa": float})
+
+
+def cohen_kappa(labels_1: Sequence[Hashable], labels_2: Sequence[Hashable]) -> float:
+    """Cohen's kappa of two raters' labels on the same items (Cohen 1960).
+
+    .. math:: \\kappa = \\frac{p_o - p_e}{1 - p_e}, \\qquad
+              p_e = \\sum_k p_{1k} p_{2k}
+
+    computed by ``statsmodels.stats.inter_rater.cohens_kappa`` on the contingency table
+    of the labels seen (categories nobody used do not change kappa).
+
+    Returns
+    -------
+    float
+        In [-1, 1]; NaN for no items or when :math:`p_e = 1` (both raters always give
+        one and the same label).
+
+    Raises
+    ------
+    ValueError
+        If the two sequences differ in length or hold a missing label.
+    """
+    first, second = _labels(labels_1, "labels_1"), _labels(labels_2, "labels_2")
+    if len(first) != len(second):
+        raise ValueError(f"labels_1 and labels_2 must have the same length, got {len(first)} and {len(second)}")
+    if len(first) == 0:
+        return math.nan
+    codes, _ = pd.factorize(np.concatenate([first, second]))
+    k = int(codes.max()) + 1
+    table = np.zeros((k, k))
+    np.add.at(table, (codes[: len(first)], codes[len(first) :]), 1.0)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(inter_rater.cohens_kappa(table, return_results=False))
+
+
+def fleiss_kappa(ratings: np.ndarray | Sequence[Sequence[Hashable]]) -> float:
+    """Fleiss' kappa of an items x raters array of labels (Fleiss 1971).
+
+    The labels are counted per item with ``statsmodels.stats.inter_rater.aggregate_raters``
+    and passed to ``fleiss_kappa(method="fleiss")``, as the PRD notebook does for one
+    reviewer and the human majority.
+
+    Returns
+    -------
+    float
+        NaN for no items or when every rating uses the same single label.
+
+    Raises
+    ------
+    ValueError
+        If ``ratings`` is not two-dimensional, has fewer than two raters, or holds a
+        missing label.
+    """
+    array = np.asarray(ratings, dtype=object)
+    if array.ndim != 2:
+        raise ValueError(f"ratings must be an items x raters array, got shape {array.shape}")
+    if array.shape[0] == 0:
+        return math.nan
+    if array.shape[1] < 2:
+        raise ValueError(f"ratings needs at least 2 raters (columns), got {array.shape[1]}")
+    codes, _ = pd.factorize(_labels(array.ravel(), "ratings"))
+    counts, _ = inter_rater.aggregate_raters(codes.reshape(array.shape))
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(inter_rater.fleiss_kappa(counts, method="fleiss"))
+
+
+# --------------------------------------------------------------- leaderboard agreement
+
+
+def rank_correlation(scores_1: pd.Series, scores_2: pd.Series, *, method: str = "spearman") -> RankCorrelation:
+    """Rank correlation between two leaderboards (PRD Table 2: Elo vs human).
+
+    Parameters
+    ----------
+    scores_1, scores_2 : model-indexed scores (higher is better). Only the models in
+        both, with a score in both, are compared.
+    method : ``"spearman"`` (``scipy.stats.spearmanr``) or ``"kendall"``
+        (``scipy.stats.kendalltau``, tau-b).
+
+    Returns
+    -------
+    RankCorrelation
+        ``statistic`` (NaN when either side is constant), ``pvalue``, ``n_models``;
+        ``float(result)`` is the statistic.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown, an index holds a model twice, or fewer than 2 models
+        are scored on both sides.
+    """
+    if method not in ("spearman", "kendall"):
+        raise ValueError(f"method must be 'spearman' or 'kendall', got {method!r}")
+    for name, scores in (("scores_1", scores_1), ("scores_2", scores_2)):
+        if not isinstance(scores, pd.Series):
+            raise ValueError(f"{name} must be a model-indexed pandas Series, got {type(scores).__name__}")
+        duplicated = scores.index[scores.index.duplicated()].unique().tolist()
+        if duplicated:
+            raise ValueError(f"{name} lists model(s) {duplicated} more than once")
+    both = pd.concat([scores_1.rename("s1"), scores_2.rename("s2")], axis=1, join="inner").dropna()
+    if len(both) < 2:
+        raise ValueError(
+            f"scores_1 and scores_2 share {len(both)} scored model(s) ({list(both.index)}); need at least 2"
+        )
+    test = scipy.stats.spearmanr if method == "spearman" else scipy.stats.kendalltau
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
+        result = test(both["s1"].to_numpy(dtype=float), both["s2"].to_numpy(dtype=float))
+    return RankCorrelation(float(result.statistic), float(result.pvalue), len(both), method)
+
+
+# --------------------------------------------------------------------------- ScaleEval
+
+
+def verdict_mode(verdicts: Iterable[Hashable]) -> Hashable:
+    """The most frequent verdict; ``"tie"`` when several verdicts are equally frequent.
+
+    A judge whose verdicts split evenly between the two systems expresses no overall
+    preference, so a tie for the most frequent value resolves to ``"tie"``, whatever
+    the labels (``model_a`` / ``model_b`` / ``tie``, or winning model names). This is the
+    system-level verdict of ScaleEval (Chern et al. 2024, section 5).
+
+    Raises
+    ------
+    ValueError
+        If ``verdicts`` is empty (the mode is undefined).
+    """
+    counts = Counter(verdicts)
+    if not counts:
+        raise ValueError("verdicts is empty; the mode of no verdicts is undefined")
+    ranked = counts.most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return "tie"
+    return ranked[0][0]
+
+
+def example_level_agreement(judge_verdicts: Sequence[Hashable], gold: Sequence[Hashable]) -> float:
+    """Share of examples where the judge's verdict equals the gold verdict.
+
+    ScaleEval's example-level agreement (Chern et al. 2024, Table 3). The two sequences
+    are aligned by position; two pandas Series must carry the same index (they are
+    aligned on it). Returns NaN for no examples.
+
+    Raises
+    ------
+    ValueError
+        If the lengths (or Series indexes) differ.
+    """
+    judge, reference = _aligned(judge_verdicts, gold)
+    if len(judge) == 0:
+        return math.nan
+    return float(np.mean(judge == reference))
+
+
+def system_level_agreement(judge_verdicts: Sequence[Hashable], gold: Sequence[Hashable]) -> bool:
+    """Whether the judge's most frequent verdict equals the gold's (ScaleEval Table 4).
+
+    Both modes are taken with :func:`verdict_mode` (ties for the most frequent verdict
+    resolve to ``"tie"``). Use orientation-free labels (winning model names) when the
+    examples do not all show the two systems in the same order;
+    :func:`scaleeval_agreement` does.
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ or there are no examples.
+    """
+    judge, reference = _aligned(judge_verdicts, gold)
+    return bool(verdict_mode(judge) == verdict_mode(reference))
+
+
+def scaleeval_agreement(
+    judgments: pd.DataFrame,
+    gold: pd.DataFrame,
+    *,
+    group_of: Mapping[str, str] | pd.Series | None = None,
+) -> pd.DataFrame:
+    """Example- and system-level agreement of each judge with a gold set (ScaleEval).
+
+    The gold set (debate consensus plus human adjudications) is matched with
+    :func:`match_reference` (``reference_mode="majority"``, so several gold verdicts
+    about one comparison are reduced by majority and either orientation matches).
+    Results are reported per judge, per group (``group_of[question_id]``, e.g. the
+    scenario), per criterion and per pair of systems: the shape of ScaleEval
+    Tables 3-4.
+
+    Parameters
+    ----------
+    judgments : canonical table of the single judges' verdicts.
+    gold : canonical table of gold verdicts.
+    group_of : optional question_id -> group label (dict or Series).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``judge``, ``group`` (with ``group_of``), ``criterion`` (missing when
+        the verdicts have none), ``system_1``, ``system_2`` (the pair, sorted by name),
+        ``n`` (matched examples), ``example_agreement``, ``judge_mode`` and ``gold_mode`` (the most frequent
+        winning system or ``"tie"``, see :func:`verdict_mode`) and ``system_agreement``
+        (bool). Judges with no matched example do not appear.
+
+    Raises
+    ------
+    ValueError
+        If ``group_of`` has no group for a question that was matched.
+    """
+    pairs = match_reference(judgments, gold, reference_mode="majority")
+    by = ["judge"]
+    if group_of is not None:
+        mapping = pd.Series(dict(group_of.items()), dtype=object)
+        mapping.index = mapping.index.map(str)
+        groups = pairs["question_id"].astype(str).map(mapping)
+        if groups.isna().any():
+            unknown = sorted(pd.unique(pairs.loc[groups.isna(), "question_id"].astype(str)))
+            raise ValueError(f"group_of has no group for question_id(s) {unknown[:10]}")
+        pairs["group"] = groups.to_numpy()
+        by.append("group")
+    pairs["criterion"] = _key_text(pairs["criterion"])
+    by.append("criterion")
+    first_is_lower = (pairs["model_a"] <= pairs["model_b"]).to_numpy()
+    pairs["system_1"] = np.where(first_is_lower, pairs["model_a"], pairs["model_b"])
+    pairs["system_2"] = np.where(first_is_lower, pairs["model_b"], pairs["model_a"])
+    pairs["_judge_winner"] = _winner_names(pairs, "verdict")
+    pairs["_gold_winner"] = _winner_names(pairs, "reference_verdict")
+    by += ["system_1", "system_2"]
+    rows = []
+    for group_key, part in pairs.groupby(by, sort=True):
+        judge_mode, gold_mode = verdict_mode(part["_judge_winner"]), verdict_mode(part["_gold_winner"])
+        rows.append(
+            (*group_key, len(part), example_level_agreement(part["verdict"], part["reference_verdict"]),
+             judge_mode, gold_mode, judge_mode == gold_mode)
+        )
+    columns = [*by, "n", "example_agreement", "judge_mode", "gold_mode", "system_agreement"]
+    out = pd.DataFrame(rows, columns=columns)
+    out["criterion"] = pd.array(out["criterion"].where(out["criterion"] != _MISSING, None), dtype="str")
+    return out.astype({"n": "int64", "example_agreement": float, "system_agreement": bool})
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _canonical(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Validate and canonicalise a judgment table; errors name the parameter.
+
+    A frame that already has the canonical columns and dtypes and valid winners (the
+    output of :func:`peercore.judgments_from_frame`) is only re-indexed, not
+    re-validated.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    if _looks_canonical(frame):
+        return frame.reset_index(drop=True)
+    return judgments_from_frame(frame, source=name)
+
+
+def _looks_canonical(frame: pd.DataFrame) -> bool:
+    if tuple(frame.columns) != COLUMNS:
+        return False
+    if any(frame[c].dtype != "str" for c in (*REQUIRED_COLUMNS, "criterion", "rationale")):
+        return False
+    if frame["p_a"].dtype != np.float64 or any(frame[c].dtype != "Int64" for c in ("turn", "round")):
+        return False
+    return bool(frame["winner"].isin(WINNERS).all())
+
+
+def _key_tuples(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    """The matching key of every row of a canonical table, as a tuple of text.
+
+    Text keys hash alike whatever the column (``turn`` 1 -> "1"), and a sentinel makes
+    a missing turn / criterion match only another missing one.
+    """
+    return list(zip(*(_key_text(frame[column]) for column in _KEY)))
+
+
+def _mirror_key(key: tuple[str, ...]) -> tuple[str, ...]:
+    question_id, model_a, model_b, *rest = key
+    return (question_id, model_b, model_a, *rest)
+
+
+def _key_text(values: pd.Series) -> np.ndarray:
+    missing = values.isna().to_numpy()
+    return np.array(
+        [_MISSING if gone else str(v) for v, gone in zip(values.to_numpy(dtype=object), missing)], dtype=object
+    )
+
+
+def _labels(values: Iterable[Hashable], name: str) -> np.ndarray:
+    array = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=object)
+    if len(array) and pd.isna(pd.Series(array)).any():
+        raise ValueError(f"{name} holds a missing label; drop or fill it first")
+    return array
+
+
+def _aligned(judge_verdicts, gold) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(judge_verdicts, pd.Series) and isinstance(gold, pd.Series):
+        if not judge_verdicts.index.sort_values().equals(gold.index.sort_values()):
+            raise ValueError("judge_verdicts and gold are Series with different indexes; align them first")
+        gold = gold.loc[judge_verdicts.index] if not judge_verdicts.index.equals(gold.index) else gold
+    judge, reference = np.asarray(judge_verdicts, dtype=object), np.asarray(gold, dtype=object)
+    if judge.shape != reference.shape:
+        raise ValueError(f"judge_verdicts and gold must have the same length, got {len(judge)} and {len(reference)}")
+    return judge, reference
+
+
+def _winner_names(pairs: pd.DataFrame, column: str) -> np.ndarray:
+    verdict = pairs[column].to_numpy(dtype=object)
+    return np.where(
+        verdict == "model_a", pairs["model_a"].to_numpy(dtype=object),
+        np.where(verdict == "model_b", pairs["model_b"].to_numpy(dtype=object), "tie"),
+    )

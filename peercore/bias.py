@@ -1,0 +1,418 @@
+"""Judge biases: position, swap consistency, self-enhancement, length; threshold debiasing.
+
+* Position bias and its debiasing by a decision threshold: Liusie, Manakul & Gales,
+  "LLM Comparative Assessment", EACL 2024 (section 6, eqs. 9-10).
+* Swap consistency and self-enhancement: Zheng et al., "Judging LLM-as-a-Judge with
+  MT-Bench and Chatbot Arena", 2023 (section 3.3, Table 2 and Figure 3).
+* Verbosity (length) bias: Zheng et al. 2023 section 3.3; PRD (Li, Patel & Du 2023)
+  section 5 also discusses the preference for longer answers.
+
+Every function takes a canonical judgment table (see :mod:`peercore.judgments`) and
+returns a judge-indexed DataFrame (index named ``judge``, sorted).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from peercore.agreement import _KEY, _canonical, _key_text
+from peercore.judgments import _as_text
+from peercore.ranking.winrate import win_rates
+
+__all__ = [
+    "SelfEnhancement",
+    "position_bias",
+    "swap_consistency",
+    "debias_threshold",
+    "debias_thresholds",
+    "apply_threshold",
+    "self_enhancement",
+    "length_bias",
+]
+
+_POSITION_VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
+
+
+class SelfEnhancement(NamedTuple):
+    """Result of :func:`self_enhancement`; unpacks as ``win_rates, summary``."""
+
+    win_rates: pd.DataFrame
+    summary: pd.DataFrame
+
+
+def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """How often each judge picks the answer shown first (Liusie et al. 2024, Table 4).
+
+    .. math:: P(\\text{first}) = \\frac{\\#\\{\\text{winner} = \\text{model\\_a}\\}}
+              {\\#\\{\\text{winner} \\ne \\text{tie}\\}}
+
+    with a Wilson score interval (``statsmodels.stats.proportion.proportion_confint``,
+    ``method="wilson"``). On a symmetric set (every pair judged in both orders) an
+    unbiased judge has :math:`P(\\text{first}) = 0.5`; on other sets the share also
+    reflects which models happen to be shown first. Mirroring every row
+    (:func:`peercore.judgments.mirror`) turns ``p_first`` into ``1 - p_first``, the
+    interval into ``[1 - ci_high, 1 - ci_low]`` and ``mean_p_a`` into ``1 - mean_p_a``.
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    level : confidence level of the interval, in (0, 1).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by judge: ``n`` (verdicts), ``n_decisive`` (non-tie verdicts),
+        ``p_first``, ``ci_low``, ``ci_high`` (NaN when ``n_decisive == 0``),
+        ``tie_rate`` (ties / n) and ``mean_p_a`` (mean of the given ``p_a``; NaN when
+        the judge gave none).
+
+    Raises
+    ------
+    ValueError
+        If ``level`` is not in (0, 1) or ``judgments`` is not a judgment table.
+    """
+    _check_level(level)
+    judgments = _canonical(judgments, "judgments")
+    frame = pd.DataFrame(
+        {
+            "judge": judgments["judge"].to_numpy(dtype=object),
+            "first": (judgments["winner"] == "model_a").to_numpy(dtype=float),
+            "decisive": (judgments["winner"] != "tie").to_numpy(dtype=float),
+            "p_a": judgments["p_a"].to_numpy(dtype=float),
+        }
+    )
+    grouped = frame.groupby("judge", sort=True)
+    n = grouped.size()
+    n_first = grouped["first"].sum().astype(int)
+    n_decisive = grouped["decisive"].sum().astype(int)
+    ci_low, ci_high = _wilson(n_first.to_numpy(), n_decisive.to_numpy(), level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_first = np.where(n_decisive > 0, n_first / n_decisive.where(n_decisive > 0, 1), np.nan)
+    out = pd.DataFrame(
+        {
+            "n": n.astype("int64"),
+            "n_decisive": n_decisive.astype("int64"),
+            "p_first": p_first,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "tie_rate": 1.0 - n_decisive / n,
+            "mean_p_a": grouped["p_a"].mean(),
+        }
+    )
+    return _judge_indexed(out)
+
+
+def swap_consistency(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Whether each judge picks the same winner when the two answers swap places.
+
+    MT-Bench (Zheng et al. 2023, Table 2). Two verdicts form a pair when the same judge
+    judged the same ``question_id``, ``turn`` and ``criterion`` in both orders,
+    ``(A, B)`` and ``(B, A)``. Write each verdict by position, +1 first, 0 tie,
+    -1 second. The pair is *consistent* when the winning model is the same (or both are
+    ties): :math:`v_{AB} = -v_{BA}`. An inconsistent pair leans toward the position
+    that gained, the sign of :math:`v_{AB} + v_{BA}` (never 0 for an inconsistent
+    pair): "first, first" and "first, tie" favour the first position. The three shares
+    therefore sum to 1. When a judge gave several verdicts in one order (repeats,
+    rounds), every verdict in one order is paired with every verdict in the other.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by every judge of ``judgments``: ``n_pairs``, ``consistent``,
+        ``inconsistent_first`` (inconsistent, favouring the first position) and
+        ``inconsistent_second``, as shares of ``n_pairs`` (NaN when it is 0).
+    """
+    judgments = _canonical(judgments, "judgments")
+    question, model_a, model_b, turn, criterion = (_key_text(judgments[c]) for c in _KEY)
+    judges = judgments["judge"].tolist()
+    votes = judgments["winner"].map(_POSITION_VOTE).tolist()
+    forward: dict[tuple, list[int]] = {}
+    backward: dict[tuple, list[int]] = {}
+    for i, judge in enumerate(judges):
+        if model_a[i] < model_b[i]:
+            forward.setdefault((judge, question[i], model_a[i], model_b[i], turn[i], criterion[i]), []).append(votes[i])
+        else:
+            backward.setdefault((judge, question[i], model_b[i], model_a[i], turn[i], criterion[i]), []).append(votes[i])
+    counts = {judge: [0, 0, 0] for judge in sorted(set(judges))}  # consistent, first, second
+    for key, ab_votes in forward.items():
+        for ab in ab_votes:
+            for ba in backward.get(key, ()):
+                lean = ab + ba
+                counts[key[0]][0 if lean == 0 else 1 if lean > 0 else 2] += 1
+    tally = pd.DataFrame.from_dict(
+        counts, orient="index", columns=["consistent", "inconsistent_first", "inconsistent_second"], dtype=float
+    ).reindex(sorted(counts))
+    n_pairs = tally.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = tally.div(n_pairs.where(n_pairs > 0), axis=0)
+    out = pd.concat([n_pairs.rename("n_pairs").astype("int64"), shares.astype(float)], axis=1)
+    return _judge_indexed(out)
+
+
+def debias_threshold(p_a: np.ndarray | pd.Series) -> float:
+    """Decision threshold that makes both positions win equally often (Liusie eq. 9-10).
+
+    Predicting "A" iff :math:`p_a > \\tau` gives :math:`P(A) = P(B) = 0.5` over the set
+    when :math:`\\tau` is the median of :math:`p_a`:
+
+    .. math:: \\tau^* = \\operatorname{median}\\{p_a\\}
+
+    Use it over a symmetric set (every pair in both orders), where an unbiased judge's
+    decisions are split evenly by construction. Missing values are ignored.
+
+    Raises
+    ------
+    ValueError
+        If no ``p_a`` is given, or a value is outside [0, 1].
+    """
+    values = np.asarray(p_a, dtype=float).ravel()
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        raise ValueError("p_a holds no probabilities (empty or all missing); cannot choose a threshold")
+    if ((values < 0) | (values > 1)).any():
+        bad = float(values[(values < 0) | (values > 1)][0])
+        raise ValueError(f"p_a must be in [0, 1], got {bad!r}")
+    return float(np.median(values))
+
+
+def debias_thresholds(judgments: pd.DataFrame) -> pd.Series:
+    """:func:`debias_threshold` of each judge's ``p_a``.
+
+    Returns
+    -------
+    Series indexed by judge (sorted), named ``tau``; judges that never gave ``p_a``
+    are left out.
+    """
+    judgments = _canonical(judgments, "judgments")
+    given = judgments[judgments["p_a"].notna()]
+    tau = given.groupby("judge", sort=True)["p_a"].median().astype(float)
+    tau.index = pd.Index(tau.index.astype(str), name="judge")
+    return tau.rename("tau")
+
+
+def apply_threshold(judgments: pd.DataFrame, tau: float | Mapping[str, float] | pd.Series) -> pd.DataFrame:
+    """Re-decide each verdict from ``p_a`` with a decision threshold (Liusie eq. 9).
+
+    ``winner`` becomes ``model_a`` if :math:`p_a > \\tau`, ``model_b`` if
+    :math:`p_a < \\tau` and ``tie`` if :math:`p_a = \\tau`. Calling a value exactly at the
+    threshold a tie keeps the rule symmetric: mirrored rows with threshold
+    :math:`1 - \\tau` get mirrored winners. Rows without ``p_a`` keep their ``winner``
+    (there is nothing to re-decide from); ``p_a`` itself is unchanged.
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    tau : one threshold in [0, 1] for every judge, or judge -> threshold (e.g. from
+        :func:`debias_thresholds`).
+
+    Returns
+    -------
+    DataFrame, a canonical judgment table with the new ``winner`` column.
+
+    Raises
+    ------
+    ValueError
+        If a threshold is outside [0, 1], or a judge with ``p_a`` has no threshold.
+    """
+    judgments = _canonical(judgments, "judgments")
+    given = judgments["p_a"].notna()
+    if isinstance(tau, (Mapping, pd.Series)):
+        mapping = dict(tau.items())
+        needed = sorted(pd.unique(judgments.loc[given, "judge"]))
+        missing = [j for j in needed if j not in mapping]
+        if missing:
+            raise ValueError(f"tau has no threshold for judge(s) {missing}")
+        for judge, value in mapping.items():
+            _check_tau(value, f"tau[{judge!r}]")
+        threshold = judgments["judge"].map(lambda j: mapping.get(j, np.nan)).to_numpy(dtype=float)
+    else:
+        _check_tau(tau, "tau")
+        threshold = np.full(len(judgments), float(tau))
+    p_a = judgments["p_a"].to_numpy(dtype=float)
+    decided = np.where(p_a > threshold, "model_a", np.where(p_a < threshold, "model_b", "tie"))
+    out = judgments.copy()
+    out["winner"] = pd.array(np.where(given.to_numpy(), decided, judgments["winner"].to_numpy(dtype=object)), dtype="str")
+    return out
+
+
+def self_enhancement(judgments: pd.DataFrame, *, aliases: Mapping[str, str]) -> SelfEnhancement:
+    """Whether judges favour their own model (MT-Bench section 3.3, Figure 3; PRD).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    aliases : judge -> the contestant it is, e.g. ``{"openai:gpt-4": "gpt-4"}``. Aliases
+        of judges absent from ``judgments`` are ignored.
+
+    Returns
+    -------
+    SelfEnhancement
+        ``win_rates``: judge x contestant matrix of the win rate (ties half, both
+        positions pooled, :func:`peercore.ranking.winrate.win_rates`) each judge gives
+        each contestant; NaN where a judge never saw the contestant.
+
+        ``summary``: for each judge that has an alias, ``model`` (its contestant),
+        ``own_win_rate`` (the rate it gives its own model), ``others_win_rate`` (mean
+        of the rates the other judges give that model, NaN if none did) and
+        ``self_enhancement`` = own - others.
+
+    Raises
+    ------
+    ValueError
+        If an alias of a judge in ``judgments`` names a contestant that never appears.
+    """
+    judgments = _canonical(judgments, "judgments")
+    contestants = set(judgments["model_a"]) | set(judgments["model_b"])
+    judges = sorted(pd.unique(judgments["judge"]))
+    unknown = {j: m for j, m in aliases.items() if j in judges and m not in contestants}
+    if unknown:
+        raise ValueError(
+            f"aliases name contestant(s) that never appear in judgments: {unknown} "
+            f"(contestants: {sorted(contestants)})"
+        )
+    rows = {judge: win_rates(judgments[judgments["judge"] == judge]) for judge in judges}
+    matrix = pd.DataFrame(rows).T.reindex(index=judges, columns=sorted(contestants)).astype(float)
+    matrix.index.name, matrix.columns.name = "judge", "model"
+    records = []
+    for judge in judges:
+        if judge not in aliases:
+            continue
+        model = aliases[judge]
+        own = matrix.at[judge, model]
+        others = matrix.loc[matrix.index != judge, model].dropna()
+        others_rate = float(others.mean()) if len(others) else math.nan
+        records.append((judge, model, own, others_rate, own - others_rate))
+    summary = pd.DataFrame.from_records(
+        records, columns=["judge", "model", "own_win_rate", "others_win_rate", "self_enhancement"]
+    ).set_index("judge")
+    summary = summary.astype({"model": "str", "own_win_rate": float, "others_win_rate": float, "self_enhancement": float})
+    summary.index = pd.Index(summary.index.astype(str), name="judge")
+    return SelfEnhancement(matrix, summary)
+
+
+def length_bias(judgments: pd.DataFrame, answers: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """How often each judge's decisive verdicts go to the longer answer (verbosity bias).
+
+    Length is the number of characters of the answer text. Ties and pairs of answers
+    of equal length are dropped; an unbiased judge on answers whose quality does not
+    depend on length would give 0.5 (Zheng et al. 2023, section 3.3).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table.
+    answers : DataFrame with columns ``question_id, model, answer`` and optionally
+        ``turn``; with ``turn`` an answer is looked up by (question_id, model, turn),
+        a missing turn matching a missing turn.
+    level : confidence level of the Wilson interval.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by every judge of ``judgments``: ``n`` (decisive verdicts between
+        answers of unequal length), ``n_longer_won``, ``longer_win_rate``, ``ci_low``,
+        ``ci_high`` (NaN when ``n == 0``).
+
+    Raises
+    ------
+    ValueError
+        If ``answers`` lacks a column, holds two answers for one key, or has no answer
+        for a (question_id, model) that ``judgments`` needs (the first is named).
+    """
+    _check_level(level)
+    judgments = _canonical(judgments, "judgments")
+    lengths, with_turn = _answer_lengths(answers)
+    question = _key_text(judgments["question_id"])
+    turn = _key_text(judgments["turn"]) if with_turn else None
+    length = {}
+    for side in ("model_a", "model_b"):
+        model = _key_text(judgments[side])
+        keys = zip(question, model, turn) if with_turn else zip(question, model)
+        found = np.array([lengths.get(key, np.nan) for key in keys], dtype=float)
+        if np.isnan(found).any():
+            position = int(np.flatnonzero(np.isnan(found))[0])
+            missing = (judgments["question_id"].iloc[position], judgments[side].iloc[position])
+            where = f" turn {judgments['turn'].iloc[position]!r}" if with_turn else ""
+            raise ValueError(f"answers has no answer for (question_id, model) {missing}{where}")
+        length[side] = found
+    frame = pd.DataFrame(
+        {
+            "judge": judgments["judge"].to_numpy(dtype=object),
+            "winner": judgments["winner"].to_numpy(dtype=object),
+            "a_longer": length["model_a"] > length["model_b"],
+            "counted": (judgments["winner"] != "tie").to_numpy() & (length["model_a"] != length["model_b"]),
+        }
+    )
+    frame["longer_won"] = frame["counted"] & ((frame["winner"] == "model_a") == frame["a_longer"])
+    grouped = frame.groupby("judge", sort=True)
+    n = grouped["counted"].sum().astype("int64")
+    won = grouped["longer_won"].sum().astype("int64")
+    ci_low, ci_high = _wilson(won.to_numpy(), n.to_numpy(), level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, won / n.where(n > 0, 1), np.nan)
+    out = pd.DataFrame(
+        {"n": n, "n_longer_won": won, "longer_win_rate": rate, "ci_low": ci_low, "ci_high": ci_high}
+    )
+    return _judge_indexed(out)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _check_level(level: float) -> None:
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+
+
+def _check_tau(value: object, name: str) -> None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+
+
+def _wilson(count: np.ndarray, nobs: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson interval; NaN where nobs is 0."""
+    count, nobs = np.asarray(count, dtype=float), np.asarray(nobs, dtype=float)
+    low, high = np.full(count.shape, np.nan), np.full(count.shape, np.nan)
+    seen = nobs > 0
+    if seen.any():
+        low[seen], high[seen] = proportion_confint(count[seen], nobs[seen], alpha=1.0 - level, method="wilson")
+    return low, high
+
+
+def _judge_indexed(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.index = pd.Index(frame.index.astype(str), name="judge")
+    return frame
+
+
+def _answer_lengths(answers: pd.DataFrame) -> tuple[dict[tuple, float], bool]:
+    """Character length of each answer keyed by (question_id, model[, turn]) as text,
+    and whether ``answers`` has a turn column."""
+    if not isinstance(answers, pd.DataFrame):
+        raise ValueError(f"answers must be a pandas DataFrame, got {type(answers).__name__}")
+    missing = [c for c in ("question_id", "model", "answer") if c not in answers.columns]
+    if missing:
+        raise ValueError(f"answers is missing column(s) {missing} (found: {list(answers.columns)})")
+    names = ["question_id", "model"] + (["turn"] if "turn" in answers.columns else [])
+    columns = [_key_text(_as_text(answers[c]).str.strip()) for c in ("question_id", "model")]
+    if "turn" in answers.columns:
+        turn = pd.to_numeric(answers["turn"].astype(object).where(answers["turn"].notna()), errors="coerce")
+        if (turn.isna() != answers["turn"].isna()).any() or (turn.dropna() % 1 != 0).any():
+            raise ValueError(f"answers: turn must hold whole numbers, got {answers['turn'].tolist()[:5]}...")
+        columns.append(_key_text(turn.astype("Int64")))
+    keys = list(zip(*columns))
+    if len(set(keys)) < len(keys):
+        seen: set[tuple] = set()
+        duplicate = next(k for k in keys if k in seen or seen.add(k))
+        raise ValueError(f"answers holds more than one answer for {dict(zip(names, duplicate))}")
+    text = answers["answer"]
+    lengths = [len(str(a)) if present else np.nan for a, present in zip(text.tolist(), text.notna().tolist())]
+    return dict(zip(keys, lengths)), "turn" in answers.columns

@@ -1,0 +1,275 @@
+"""Unit tests for peercore.bias: hand-computed examples and edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from peercore.bias import (
+    SelfEnhancement,
+    apply_threshold,
+    debias_threshold,
+    debias_thresholds,
+    length_bias,
+    position_bias,
+    self_enhancement,
+    swap_consistency,
+)
+from peercore.judgments import judgments_from_frame, mirror
+
+
+def table(rows, **extra) -> pd.DataFrame:
+    """Canonical table from (question_id, model_a, model_b, judge, winner) tuples."""
+    frame = pd.DataFrame(rows, columns=["question_id", "model_a", "model_b", "judge", "winner"])
+    for column, values in extra.items():
+        frame[column] = values
+    return judgments_from_frame(frame)
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval written out (Wilson 1927), independent of statsmodels."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+# ------------------------------------------------------------------------ position bias
+
+
+def test_position_bias_hand_computed():
+    judgments = table(
+        [
+            ("q1", "a", "b", "g", "model_a"),
+            ("q1", "b", "a", "g", "model_a"),
+            ("q2", "a", "b", "g", "model_a"),
+            ("q2", "b", "a", "g", "model_b"),
+            ("q3", "a", "b", "g", "tie"),
+            ("q1", "a", "b", "h", "tie"),
+        ],
+        p_a=[0.9, 0.8, 0.7, 0.2, None, 0.5],
+    )
+    out = position_bias(judgments)
+    assert out.index.tolist() == ["g", "h"]
+    g = out.loc["g"]
+    assert (g["n"], g["n_decisive"]) == (5, 4)
+    assert g["p_first"] == pytest.approx(0.75)
+    assert (g["ci_low"], g["ci_high"]) == pytest.approx(wilson(3, 4))
+    assert g["tie_rate"] == pytest.approx(0.2)
+    assert g["mean_p_a"] == pytest.approx(0.65)  # the missing p_a is ignored
+    h = out.loc["h"]
+    assert h["n_decisive"] == 0 and h["tie_rate"] == 1.0
+    assert all(math.isnan(h[c]) for c in ("p_first", "ci_low", "ci_high"))
+
+
+def test_position_bias_level_and_mirror():
+    judgments = table([("q1", "a", "b", "g", "model_a")] * 3 + [("q2", "a", "b", "g", "model_b")])
+    narrow = position_bias(judgments, level=0.5).loc["g"]
+    assert (narrow["ci_low"], narrow["ci_high"]) == pytest.approx(wilson(3, 4, z=0.6744897501960817))
+    mirrored = position_bias(mirror(judgments)).loc["g"]
+    original = position_bias(judgments).loc["g"]
+    assert mirrored["p_first"] == pytest.approx(1 - original["p_first"])
+    assert mirrored["ci_low"] == pytest.approx(1 - original["ci_high"])
+    assert math.isnan(original["mean_p_a"])
+
+
+def test_position_bias_errors():
+    judgments = table([("q1", "a", "b", "g", "model_a")])
+    with pytest.raises(ValueError, match=r"level must be a number in \(0, 1\), got 95"):
+        position_bias(judgments, level=95)
+    with pytest.raises(ValueError, match=r"judgments.*winner 'A'"):
+        position_bias(judgments.assign(winner="A"))
+    assert len(position_bias(table([]))) == 0
+
+
+# --------------------------------------------------------------------- swap consistency
+
+
+def test_swap_consistency_hand_computed():
+    judgments = table(
+        [
+            # q1: a wins both times -> consistent
+            ("q1", "a", "b", "g", "model_a"),
+            ("q1", "b", "a", "g", "model_b"),
+            # q2: first position wins both times -> inconsistent toward first
+            ("q2", "a", "b", "g", "model_a"),
+            ("q2", "b", "a", "g", "model_a"),
+            # q3: second position then tie -> leans toward second
+            ("q3", "a", "b", "g", "model_b"),
+            ("q3", "b", "a", "g", "tie"),
+            # q4: tie both -> consistent
+            ("q4", "b", "a", "g", "tie"),
+            ("q4", "a", "b", "g", "tie"),
+            # q5: only one order -> not a pair
+            ("q5", "a", "b", "g", "model_a"),
+            # another judge's opposite order does not pair with g
+            ("q5", "b", "a", "h", "model_a"),
+        ]
+    )
+    out = swap_consistency(judgments)
+    assert out.index.tolist() == ["g", "h"]
+    g = out.loc["g"]
+    assert g["n_pairs"] == 4
+    assert (g["consistent"], g["inconsistent_first"], g["inconsistent_second"]) == (0.5, 0.25, 0.25)
+    h = out.loc["h"]
+    assert h["n_pairs"] == 0 and math.isnan(h["consistent"])
+
+
+def test_swap_consistency_pairs_within_turn_and_criterion():
+    judgments = table(
+        [("q1", "a", "b", "g", "model_a"), ("q1", "b", "a", "g", "model_a"), ("q1", "b", "a", "g", "model_b")],
+        turn=[1, 1, 2],
+    )
+    out = swap_consistency(judgments).loc["g"]
+    assert out["n_pairs"] == 1 and out["inconsistent_first"] == 1.0
+
+
+def test_swap_consistency_repeated_verdicts_pair_every_combination():
+    judgments = table(
+        [("q1", "a", "b", "g", "model_a"), ("q1", "b", "a", "g", "model_b"), ("q1", "b", "a", "g", "model_a")]
+    )
+    out = swap_consistency(judgments).loc["g"]
+    assert (out["n_pairs"], out["consistent"], out["inconsistent_first"]) == (2, 0.5, 0.5)
+
+
+# ------------------------------------------------------------------ threshold debiasing
+
+
+def test_debias_threshold_is_the_median():
+    assert debias_threshold([0.9, 0.8, 0.7, 0.2]) == pytest.approx(0.75)
+    assert debias_threshold(np.array([0.6, np.nan, 0.7, 0.9])) == pytest.approx(0.7)
+    p = np.array([0.95, 0.9, 0.8, 0.6, 0.55, 0.3])
+    tau = debias_threshold(p)
+    assert (p > tau).mean() == 0.5  # P(A) = P(B) = 0.5 after thresholding
+
+
+def test_debias_threshold_errors():
+    with pytest.raises(ValueError, match="p_a holds no probabilities"):
+        debias_threshold([np.nan])
+    with pytest.raises(ValueError, match=r"p_a must be in \[0, 1\], got 1.5"):
+        debias_threshold([0.2, 1.5])
+
+
+def test_apply_threshold_redecides_from_p_a():
+    judgments = table(
+        [("q1", "a", "b", "g", "model_a"), ("q2", "a", "b", "g", "model_a"), ("q3", "a", "b", "g", "model_b"),
+         ("q4", "a", "b", "g", "tie")],
+        p_a=[0.9, 0.6, 0.3, None],
+    )
+    out = apply_threshold(judgments, 0.6)
+    assert out["winner"].tolist() == ["model_a", "tie", "model_b", "tie"]  # row without p_a unchanged
+    assert out["p_a"].tolist()[:3] == [0.9, 0.6, 0.3]
+    assert apply_threshold(judgments, 0.5)["winner"].tolist() == ["model_a", "model_a", "model_b", "tie"]
+
+
+def test_per_judge_thresholds():
+    judgments = table(
+        [("q1", "a", "b", "g", "model_a"), ("q2", "a", "b", "g", "model_a"), ("q1", "a", "b", "h", "model_b"),
+         ("q2", "a", "b", "h", "model_a"), ("q3", "a", "b", "human", "tie")],
+        p_a=[0.9, 0.7, 0.2, 0.4, None],
+    )
+    tau = debias_thresholds(judgments)
+    assert tau.to_dict() == pytest.approx({"g": 0.8, "h": 0.3})  # human gave no p_a
+    out = apply_threshold(judgments, tau)
+    assert out["winner"].tolist() == ["model_a", "model_b", "model_b", "model_a", "tie"]
+    with pytest.raises(ValueError, match=r"tau has no threshold for judge\(s\) \['h'\]"):
+        apply_threshold(judgments, {"g": 0.5})
+    with pytest.raises(ValueError, match=r"tau\['g'\] must be a number in \[0, 1\], got 2"):
+        apply_threshold(judgments, {"g": 2, "h": 0.5})
+    with pytest.raises(ValueError, match=r"tau must be a number in \[0, 1\], got -0.1"):
+        apply_threshold(judgments, -0.1)
+
+
+# --------------------------------------------------------------------- self-enhancement
+
+
+def test_self_enhancement_hand_computed():
+    judgments = table(
+        [
+            ("q1", "gpt", "claude", "openai:gpt", "model_a"),
+            ("q2", "claude", "gpt", "openai:gpt", "tie"),
+            ("q1", "gpt", "claude", "anthropic:claude", "model_b"),
+            ("q2", "claude", "gpt", "anthropic:claude", "model_a"),
+            ("q1", "gpt", "claude", "human", "model_a"),
+            ("q2", "gpt", "claude", "human", "model_b"),
+        ]
+    )
+    result = self_enhancement(judgments, aliases={"openai:gpt": "gpt", "anthropic:claude": "claude", "other": "x"})
+    assert isinstance(result, SelfEnhancement)
+    rates, summary = result
+    assert rates.loc["openai:gpt", "gpt"] == pytest.approx(0.75)
+    assert rates.loc["anthropic:claude", "gpt"] == pytest.approx(0.0)
+    assert rates.loc["human", "claude"] == pytest.approx(0.5)
+    assert summary.index.tolist() == ["anthropic:claude", "openai:gpt"]  # human has no alias
+    gpt = summary.loc["openai:gpt"]
+    assert gpt["model"] == "gpt"
+    assert gpt["own_win_rate"] == pytest.approx(0.75)
+    assert gpt["others_win_rate"] == pytest.approx((0.0 + 0.5) / 2)
+    assert gpt["self_enhancement"] == pytest.approx(0.5)
+    claude = summary.loc["anthropic:claude"]
+    assert (claude["own_win_rate"], claude["others_win_rate"]) == pytest.approx((1.0, (0.25 + 0.5) / 2))
+
+
+def test_self_enhancement_unknown_contestant():
+    judgments = table([("q1", "gpt", "claude", "openai:gpt", "model_a")])
+    with pytest.raises(ValueError, match=r"aliases name contestant\(s\) that never appear.*'openai:gpt': 'gpt-4'"):
+        self_enhancement(judgments, aliases={"openai:gpt": "gpt-4"})
+
+
+def test_self_enhancement_without_other_judges_is_nan():
+    judgments = table([("q1", "gpt", "claude", "openai:gpt", "model_a")])
+    summary = self_enhancement(judgments, aliases={"openai:gpt": "gpt"}).summary
+    assert summary.loc["openai:gpt", "own_win_rate"] == 1.0
+    assert math.isnan(summary.loc["openai:gpt", "self_enhancement"])
+
+
+# -------------------------------------------------------------------------- length bias
+
+
+ANSWERS = pd.DataFrame(
+    {"question_id": [1, 1, 2, 2, 3, 3], "model": ["x", "y"] * 3, "answer": ["long", "s", "s", "long", "same", "same"]}
+)
+
+
+def test_length_bias_hand_computed():
+    judgments = table(
+        [
+            ("1", "x", "y", "g", "model_a"),  # longer won
+            ("1", "y", "x", "g", "model_a"),  # shorter won
+            ("2", "x", "y", "g", "model_b"),  # longer won
+            ("2", "y", "x", "g", "tie"),  # tie: dropped
+            ("3", "x", "y", "g", "model_a"),  # equal length: dropped
+            ("3", "x", "y", "h", "model_b"),  # equal length: dropped
+        ]
+    )
+    out = length_bias(judgments, ANSWERS)
+    assert out.index.tolist() == ["g", "h"]
+    g = out.loc["g"]
+    assert (g["n"], g["n_longer_won"]) == (3, 2)
+    assert g["longer_win_rate"] == pytest.approx(2 / 3)
+    assert (g["ci_low"], g["ci_high"]) == pytest.approx(wilson(2, 3))
+    assert out.loc["h", "n"] == 0 and math.isnan(out.loc["h", "longer_win_rate"])
+
+
+def test_length_bias_uses_turn_when_answers_have_it():
+    answers = pd.DataFrame(
+        {"question_id": ["1"] * 4, "model": ["x", "y", "x", "y"], "turn": [1, 1, 2, 2], "answer": ["aa", "a", "a", "aa"]}
+    )
+    judgments = table([("1", "x", "y", "g", "model_a"), ("1", "x", "y", "g", "model_a")], turn=[1, 2])
+    assert length_bias(judgments, answers).loc["g", "n_longer_won"] == 1
+
+
+def test_length_bias_errors():
+    judgments = table([("1", "x", "y", "g", "model_a"), ("4", "x", "z", "g", "model_a")])
+    with pytest.raises(ValueError, match=r"answers has no answer for \(question_id, model\) \('4', 'x'\)"):
+        length_bias(judgments, ANSWERS)
+    with pytest.raises(ValueError, match=r"answers is missing column\(s\) \['answer'\]"):
+        length_bias(judgments, ANSWERS.drop(columns="answer"))
+    with pytest.raises(ValueError, match="answers holds more than one answer for"):
+        length_bias(judgments, pd.concat([ANSWERS, ANSWERS.iloc[:1]]))
+    missing_text = ANSWERS.assign(answer=[None, "s", "s", "l", "a", "b"])
+    with pytest.raises(ValueError, match=r"no answer for \(question_id, model\) \('1', 'x'\)"):
+        length_bias(judgments.iloc[:1], missing_text)
