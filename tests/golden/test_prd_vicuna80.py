@@ -1,0 +1,128 @@
+"""PRD (Li, Patel & Du 2023) Tables 2-3 reproduced from the paper's own review files.
+
+Expected values: ``../shared/data/prd_vicuna80/expected_results.json``, recomputed from
+these files with the conventions of bcdnlp/PRD ``peer_rank/peer_ranking.ipynb`` and equal
+to the outputs saved in that notebook. Recipe: the folder's README.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from peercore.agreement import agreement, majority_vote
+from peercore.io.prd import PRD_HUMAN_JUDGE, read_prd_judgments
+from peercore.judgments import concat, mirror
+from peercore.ranking.elo import elo_ratings
+from peercore.ranking.peer_rank import prd_weights
+from peercore.ranking.winrate import win_rates
+
+pytestmark = pytest.mark.golden
+
+PRD_MODELS = ["bard", "claude", "gpt35", "gpt4", "vicuna-13b"]
+# The notebook's display names for the file names.
+NOTEBOOK_NAME = {"gpt4": "gpt-4", "gpt35": "gpt-3.5", "bard": "bard", "claude": "claude", "vicuna-13b": "vicuna"}
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def expected(prd_folder):
+    return json.loads((prd_folder / "expected_results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def reviews(prd_folder):
+    return read_prd_judgments(prd_folder, models=PRD_MODELS)
+
+
+@pytest.fixture(scope="module")
+def llm_reviews(reviews):
+    return reviews[reviews["judge"] != PRD_HUMAN_JUDGE].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def human_votes(reviews):
+    return reviews[reviews["judge"] == PRD_HUMAN_JUDGE].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def weights(llm_reviews):
+    return prd_weights(llm_reviews, iterations=5).weights
+
+
+def _renamed(series: pd.Series) -> dict[str, float]:
+    return {NOTEBOOK_NAME[k]: float(v) for k, v in series.items()}
+
+
+def _assert_close(got: dict, want: dict, tol: float = TOL) -> None:
+    assert set(got) == set(want)
+    for key in want:
+        assert got[key] == pytest.approx(want[key], abs=tol), f"{key}: got {got[key]}, expected {want[key]}"
+
+
+def test_counts(expected, llm_reviews, human_votes):
+    assert len(llm_reviews) == expected["n_auto_reviews"] == 8000
+    assert len(human_votes) == expected["n_human_votes"] == 1760
+    assert len(majority_vote(human_votes)) == expected["n_human_majority"] == 800
+
+
+def test_win_rates_gpt4_reviewer(expected, llm_reviews):
+    got = win_rates(llm_reviews[llm_reviews["judge"] == "gpt4"])
+    _assert_close(_renamed(got), expected["winrate_gpt4_reviewer"])
+
+
+def test_win_rates_gpt35_reviewer(expected, llm_reviews):
+    got = win_rates(llm_reviews[llm_reviews["judge"] == "gpt35"])
+    _assert_close(_renamed(got), expected["winrate_gpt35_reviewer"])
+
+
+def test_win_rates_all_reviewers(expected, llm_reviews):
+    _assert_close(_renamed(win_rates(llm_reviews)), expected["winrate_all_reviewers"])
+
+
+def test_win_rates_human_doubled_majority(expected, human_votes):
+    majority = majority_vote(human_votes)
+    doubled = concat([majority, mirror(majority)])
+    assert len(doubled) == 1600
+    _assert_close(_renamed(win_rates(doubled)), expected["winrate_human"])
+
+
+def test_prd_reviewer_weights(expected, weights):
+    # Paper: 0.488 / 0.377 / 0.082 / 0.053 / 0.000
+    _assert_close(_renamed(weights), expected["pr_reviewer_weights_winrate_5iter"])
+    assert weights["bard"] == 0.0
+
+
+def test_win_rates_all_weighted(expected, llm_reviews, weights):
+    got = win_rates(llm_reviews, weights=weights.to_dict())
+    _assert_close(_renamed(got), expected["winrate_all_weighted"])
+
+
+@pytest.mark.parametrize("reviewer", PRD_MODELS)
+def test_reviewer_accuracy_and_fleiss_kappa_vs_human_majority(expected, llm_reviews, human_votes, reviewer):
+    want = expected["agreement_vs_human_majority"][NOTEBOOK_NAME[reviewer]]
+    got = agreement(llm_reviews[llm_reviews["judge"] == reviewer], human_votes, ties="include", reference_mode="majority")
+    assert got.n == want["n"] == 1600
+    assert got.agreement == pytest.approx(want["accuracy"], abs=TOL)
+    assert got.fleiss_kappa == pytest.approx(want["fleiss_kappa"], abs=TOL)
+
+
+def test_weighted_vote_of_all_reviewers(expected, llm_reviews, human_votes, weights):
+    # PRD "All (weighted)": sign of the Peer-Rank-weighted vote, |score| <= 0.01 is a tie.
+    vote = majority_vote(llm_reviews, weights=weights.to_dict(), tie_margin=0.01, judge_name="vote:weighted")
+    want = expected["agreement_vs_human_majority"]["all_weighted_pr"]
+    got = agreement(vote, human_votes, ties="include", reference_mode="majority")
+    assert got.n == want["n"] == 1600
+    assert got.agreement == pytest.approx(want["accuracy"], abs=TOL)
+    assert got.fleiss_kappa == pytest.approx(want["fleiss_kappa"], abs=TOL)
+
+
+@pytest.mark.slow
+def test_elo_all_weighted_within_10_points(expected, llm_reviews, weights):
+    # The notebook multiplies each review's Elo update by the reviewer's raw weight
+    # (weights sum to 1) and averages over random orders; saved: 1217/1122/912/889/859.
+    raw_weight = llm_reviews["judge"].map(weights).to_numpy(dtype=float)
+    got = elo_ratings(llm_reviews, k=32, scale=400, base=10, initial=1000, row_weights=raw_weight, shuffles=1000, seed=0)
+    _assert_close(_renamed(got), expected["notebook_reference"]["elo_all_weighted_mean_of_100_shuffles"], tol=10.0)

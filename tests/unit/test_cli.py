@@ -1,0 +1,110 @@
+"""The peercore command line: outputs and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import make_judgments
+from peercore.cli import main
+
+
+@pytest.fixture
+def judgments_file(tmp_path):
+    rows = ([("a", "b", "model_a", "gpt")] * 6 + [("b", "a", "model_b", "gpt")] * 6
+            + [("b", "c", "model_a", "gpt")] * 6 + [("c", "b", "tie", "claude")] * 2
+            + [("a", "b", "model_a", "human:x")] * 5 + [("a", "b", "tie", "human:y")] * 2)
+    path = tmp_path / "j.csv"
+    make_judgments(rows).to_csv(path, index=False)
+    return path
+
+
+def test_rank_json_shape(judgments_file, capsys):
+    assert main(["rank", str(judgments_file), "--method", "bt", "--bootstrap", "50", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"leaderboard", "weights"} and payload["weights"] is None
+    assert [row["model"] for row in payload["leaderboard"]] == ["a", "b", "c"]
+    assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles"}
+    assert payload["leaderboard"][0]["ci_low"] < payload["leaderboard"][0]["score"]
+
+
+def test_rank_judge_filter_and_csv(judgments_file, capsys):
+    assert main(["rank", str(judgments_file), "--method", "winrate", "--judge", "human:", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "model,score,rank,ci_low,ci_high,battles"
+    assert lines[1].startswith("a,0.857142857") and lines[2].startswith("b,0.142857142")
+
+
+def test_rank_table_output(judgments_file, capsys):
+    assert main(["rank", str(judgments_file), "--method", "elo"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Elo from 27 judgments") and "model" in out
+
+
+def test_peer_weights_reported(tmp_path, capsys):
+    path = tmp_path / "peer.csv"
+    make_judgments([("a", "b", "model_a", "a"), ("b", "a", "model_b", "b"), ("a", "b", "model_b", "b")]).to_csv(path, index=False)
+    assert main(["rank", str(path), "--method", "winrate", "--peer-weights", "prd", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights"] == {"a": 1.0, "b": 0.0}
+
+
+def test_bad_file_is_one_line_exit_2(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("question_id,model_a,model_b,judge,winner\nq1,a,b,j,model_a\nq2,a,a,j,tie\n")
+    done = subprocess.run([sys.executable, "-m", "peercore.cli", "rank", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("peercore: error: bad.csv, line 3, column 'model_b'")
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["rank", "missing.csv"],
+    ["rank", "x.csv", "--method", "glicko"],
+    ["rank", "x.csv", "--bootstrap", "-5"],
+    ["nonsense"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        status = main(argv)
+        raise SystemExit(status)
+    assert info.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_unknown_judge_is_reported(judgments_file, capsys):
+    assert main(["rank", str(judgments_file), "--judge", "nobody"]) == 2
+    assert "judge 'nobody' matches no judge" in capsys.readouterr().err
+
+
+def test_agree_json_and_prefix_reference(judgments_file, capsys):
+    assert main(["agree", str(judgments_file), "--judge", "gpt", "--reference", "human:", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"n", "agreement", "cohen_kappa"}
+    # make_judgments gives every row its own question id, so no verdict has a reference: n = 0
+    assert payload["n"] == 0 and payload["agreement"] is None
+
+
+def test_agree_matches_reversed_orientation(tmp_path, capsys):
+    rows = [("a", "b", "model_a", "gpt"), ("b", "a", "model_b", "human:x"), ("b", "a", "model_a", "human:y"),
+            ("b", "a", "model_b", "human:z")]
+    path = tmp_path / "agree.csv"
+    make_judgments(rows, question_id="q1").to_csv(path, index=False)
+    assert main(["agree", str(path), "--judge", "gpt", "--reference", "human:", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"n": 1, "agreement": 1.0, "cohen_kappa": None}
+    assert main(["agree", str(path), "--judge", "gpt", "--reference", "human:", "--reference-mode", "votes", "--format", "json"]) == 0
+    votes = json.loads(capsys.readouterr().out)
+    assert votes["n"] == 3 and votes["agreement"] == pytest.approx(2 / 3)
+
+
+def test_bias_json(tmp_path, capsys):
+    rows = [("a", "b", "model_a", "j"), ("b", "a", "model_a", "j"), ("a", "b", "model_a", "j"), ("b", "a", "tie", "j")]
+    path = tmp_path / "bias.csv"
+    make_judgments(rows, question_id="q").to_csv(path, index=False)
+    assert main(["bias", str(path), "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)["j"]
+    assert payload["n"] == 4 and payload["n_decisive"] == 3 and payload["p_first"] == 1.0
+    assert payload["n_pairs"] == 4 and payload["swap_consistency"] == 0.0
