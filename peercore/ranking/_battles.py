@@ -124,7 +124,10 @@ def as_series(values: np.ndarray, models: tuple[str, ...], name: str) -> pd.Seri
     return pd.Series(values, index=pd.Index(models, name="model"), name=name)
 
 
-__all__ = ["Battles", "encode", "row_weights", "as_series", "unique_rows", "multinomial_resample"]
+__all__ = [
+    "Battles", "encode", "row_weights", "as_series", "unique_rows", "multinomial_resample",
+    "resample_chunks", "draw_multinomial", "run_chunks",
+]
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,41 @@ def unique_rows(battles: Battles, weight: np.ndarray | None = None) -> UniqueRow
     )
 
 
+def resample_chunks(rounds: int, *, seed: int, chunk: int = 50) -> list[tuple[int, int, np.random.SeedSequence]]:
+    """Split ``rounds`` bootstrap rounds into chunks, each with its own child seed.
+
+    Draws made chunk by chunk from these seeds are the same whatever the number of
+    threads, and whichever thread does which chunk.
+    """
+    starts = list(range(0, rounds, chunk))
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+    return [(start, min(start + chunk, rounds), s) for start, s in zip(starts, seeds)]
+
+
+def draw_multinomial(counts: np.ndarray, size: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """``size`` draws of Multinomial(sum(counts), counts / sum(counts)), int64."""
+    counts = np.asarray(counts)
+    total = int(counts.sum())
+    return np.random.default_rng(seed).multinomial(total, counts / total, size=size)
+
+
+def run_chunks(work, chunks, *, workers: int | None = None) -> None:
+    """Call ``work(start, stop, seed)`` for every chunk, in ``workers`` threads.
+
+    While the threads run, BLAS is limited to one thread each: threads already use
+    every core, and nested BLAS threads would oversubscribe them (measured 3x slower).
+    """
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(chunks) <= 1:
+        for chunk in chunks:
+            work(*chunk)
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
+        list(pool.map(lambda chunk: work(*chunk), chunks))
+
+
 def multinomial_resample(
     counts: np.ndarray, *, rounds: int, seed: int, workers: int | None = None, chunk: int = 50
 ) -> np.ndarray:
@@ -164,30 +202,17 @@ def multinomial_resample(
     Resampling N battles with replacement is the same as drawing how many times each
     distinct row is picked from this multinomial (what Chatbot Arena does). numpy
     releases the GIL inside ``Generator.multinomial``, so the draws run in ``workers``
-    threads (default: all CPUs). Each chunk of rounds has its own child seed, so the
-    result depends on ``seed`` only, not on ``workers``.
+    threads (default: all CPUs). Each chunk of rounds has its own child seed
+    (:func:`resample_chunks`), so the result depends on ``seed`` only.
 
     Returns
     -------
     int64 array of shape (rounds, len(counts)).
     """
-    counts = np.asarray(counts)
-    total = int(counts.sum())
-    pvals = counts / total
-    starts = list(range(0, rounds, chunk))
-    seeds = np.random.SeedSequence(seed).spawn(len(starts))
     out = np.empty((rounds, len(counts)), dtype=np.int64)
 
-    def draw(k: int) -> None:
-        start = starts[k]
-        stop = min(start + chunk, rounds)
-        out[start:stop] = np.random.default_rng(seeds[k]).multinomial(total, pvals, size=stop - start)
+    def work(start, stop, chunk_seed):
+        out[start:stop] = draw_multinomial(counts, stop - start, chunk_seed)
 
-    workers = workers or os.cpu_count() or 1
-    if workers == 1 or len(starts) <= 1:
-        for k in range(len(starts)):
-            draw(k)
-    else:
-        with ThreadPoolExecutor(max_workers=min(workers, len(starts))) as pool:
-            list(pool.map(draw, range(len(starts))))
+    run_chunks(work, resample_chunks(rounds, seed=seed, chunk=chunk), workers=workers)
     return out
