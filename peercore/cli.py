@@ -16,7 +16,7 @@ import pandas as pd
 
 from peercore.errors import PeercoreError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "fail"]
 
 EXIT_USAGE = 2
 
@@ -56,7 +56,28 @@ def build_parser() -> argparse.ArgumentParser:
     bias = commands.add_parser("bias", help="position bias and swap consistency per judge")
     bias.add_argument("file")
     bias.add_argument("--format", choices=("table", "json"), default="table")
+
+    rank.set_defaults(handler=_rank)
+    agree.set_defaults(handler=_agree)
+    bias.set_defaults(handler=_bias)
+    for module in _command_modules():
+        module.add_commands(commands)
     return parser
+
+
+# Command groups that live beside the code they drive (import/export in peercore.io,
+# review runs in peercore.jobs). Each module defines add_commands(subparsers) and sets
+# handler=callable(args) -> exit status on its parsers.
+_COMMAND_MODULES = ("peercore.io.commands", "peercore.jobs.commands", "peercore.ui.commands")
+
+
+def _command_modules():
+    import importlib
+    import importlib.util
+
+    for name in _COMMAND_MODULES:
+        if importlib.util.find_spec(name.rsplit(".", 1)[0]) and importlib.util.find_spec(name):
+            yield importlib.import_module(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,18 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "rank":
-            return _rank(args)
-        if args.command == "agree":
-            return _agree(args)
-        if args.command == "bias":
-            return _bias(args)
+        return int(args.handler(args) or 0)
     except PeercoreError as exc:
         return _fail(str(exc))
     except (ValueError, OSError) as exc:
-        return _fail(f"{getattr(args, 'file', '')}: {exc}")
-    parser.error(f"unknown command {args.command!r}")
-    return EXIT_USAGE
+        where = getattr(args, "file", None) or getattr(args, "path", None)
+        return _fail(f"{where}: {exc}" if where else str(exc))
 
 
 # --------------------------------------------------------------------------- commands
@@ -179,6 +194,11 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
+
+
+def fail(message: str) -> int:
+    """Print one error line and return exit status 2 (for command modules)."""
+    return _fail(message)
 
 
 def _fail(message: str) -> int:
