@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     rank = commands.add_parser("rank", help="leaderboard from judgments")
-    rank.add_argument("file", help="judgments: .csv, .jsonl or .parquet in the canonical shape")
+    rank.add_argument("file", nargs="?", help="judgments: .csv, .jsonl or .parquet in the canonical shape")
+    _study_options(rank)
     rank.add_argument("--method", choices=("winrate", "elo", "bt"), default="bt")
     rank.add_argument("--judge", action="append", metavar="NAME",
                       help="count only this judge (repeatable; a name ending in ':' is a prefix, e.g. human:)")
@@ -45,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
     agree = commands.add_parser("agree", help="agreement of one judge with a reference")
-    agree.add_argument("file")
+    agree.add_argument("file", nargs="?")
+    _study_options(agree)
     agree.add_argument("--judge", required=True, metavar="NAME")
     agree.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX",
                        help="reference judge, or a prefix ending in ':' for several (e.g. human:)")
@@ -54,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("--format", choices=("table", "json"), default="table")
 
     bias = commands.add_parser("bias", help="position bias and swap consistency per judge")
-    bias.add_argument("file")
+    bias.add_argument("file", nargs="?")
+    _study_options(bias)
     bias.add_argument("--format", choices=("table", "json"), default="table")
 
     rank.set_defaults(handler=_rank)
@@ -96,14 +99,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------- commands
 
 
+def _study_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--study", metavar="NAME", help="read a stored study instead of a file")
+    parser.add_argument("--db", metavar="PATH", help="database of --study (default: $PEERBOARD_DB or the per-user "
+                        "data folder)")
+
+
+def _load(args):
+    """(judgments, judge aliases) from the FILE argument or from ``--study`` in the store."""
+    if (args.file is None) == (args.study is None):
+        raise ValueError("give either a judgments FILE or --study NAME (with --db PATH)")
+    if args.study is None:
+        from peercore.judgments import read_judgments
+
+        return read_judgments(args.file), None
+    from peercore.store import Store
+
+    store = Store(args.db, create=False)
+    return store.judgments(args.study), store.judge_aliases(args.study) or None
+
+
 def _rank(args) -> int:
-    from peercore.judgments import read_judgments
     from peercore.ranking.leaderboard import leaderboard
 
-    judgments = read_judgments(args.file)
+    judgments, aliases = _load(args)
     board = leaderboard(
         judgments, method=args.method, judges=args.judge, peer_weights=args.peer_weights,
-        bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles,
+        bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, aliases=aliases,
     )
     table = board.table
     if args.format == "json":
@@ -128,10 +150,9 @@ def _rank(args) -> int:
 
 def _agree(args) -> int:
     from peercore.agreement import agreement
-    from peercore.judgments import read_judgments
     from peercore.ranking.leaderboard import select_judges
 
-    judgments = read_judgments(args.file)
+    judgments, _ = _load(args)
     judge_rows = select_judges(judgments, [args.judge])
     reference_rows = select_judges(judgments, [args.reference])
     if args.judge.endswith(":") or args.reference == args.judge:
@@ -150,9 +171,8 @@ def _agree(args) -> int:
 
 def _bias(args) -> int:
     from peercore.bias import position_bias, swap_consistency
-    from peercore.judgments import read_judgments
 
-    judgments = read_judgments(args.file)
+    judgments, _ = _load(args)
     position = position_bias(judgments)
     swap = swap_consistency(judgments)
     table = position.join(swap[["n_pairs", "consistent"]].rename(columns={"consistent": "swap_consistency"}), how="left")

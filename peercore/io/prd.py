@@ -2,6 +2,9 @@
 
 Layout::
 
+    prompts/vicuna_questions.jsonl                 question_id, text, category
+    generations/answer_<model>.jsonl               question_id, text (the answer)
+    generations_qlora/<size>-guanaco-...jsonl      question_id, generation (Guanaco answers)
     ratings-<reviewer>/answer_<A>-vs-answer_<B>-<reviewer>-reviewer[_threeclass].jsonl
 
 one JSON object per line with ``question_id``, ``score`` and (LLM reviewers) the review
@@ -11,24 +14,31 @@ reviews carry ``-1`` (the review could not be parsed); the PRD notebook counts t
 as ties, and so do we, so that the paper's numbers reproduce.
 
 Human votes (``ratings-human``) carry no annotator id; each vote becomes one row with
-judge ``human:prd``.
+judge ``human:prd`` (repeated votes on one pair are numbered by ``vote``).
+
+Model names are the file names' (``gpt4``, ``claude``, ``vicuna-13b``, ...). The Guanaco
+answer files are named by size; QLoRA's ``30b`` file holds the model the rating files
+call ``guanaco-33b`` (see the dataset README).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from peercore.errors import JudgmentError
+from peercore.io._common import Bundle, check_identifiers, fail, json_records
+from peercore.io.canonical import questions_frame
 from peercore.judgments import judgments_from_frame
 
-__all__ = ["read_prd_judgments", "PRD_HUMAN_JUDGE", "PRD_SCORE_TO_WINNER"]
+__all__ = ["read_prd_judgments", "read_prd_folder", "read_prd_file", "PRD_HUMAN_JUDGE", "PRD_SCORE_TO_WINNER", "QLORA_MODEL_NAMES"]
 
 PRD_HUMAN_JUDGE = "human:prd"
 PRD_SCORE_TO_WINNER = {1: "model_a", 2: "model_b", 3: "tie", -1: "tie"}
+QLORA_MODEL_NAMES = {"7b": "guanaco-7b", "13b": "guanaco-13b", "30b": "guanaco-33b", "33b": "guanaco-33b",
+                     "65b": "guanaco-65b"}
 
 
 def _file_pattern(reviewer: str) -> re.Pattern:
@@ -65,7 +75,11 @@ def read_prd_judgments(
         Naming the file and line of a record that is not valid JSON or has an unknown
         ``score``.
     """
-    folder = Path(folder)
+    frames = _rating_frames(Path(folder), models=models, reviewers=reviewers)
+    return judgments_from_frame(pd.concat(frames, ignore_index=True), source=str(folder))
+
+
+def _rating_frames(folder: Path, *, models=None, reviewers=None) -> list[pd.DataFrame]:
     rating_dirs = sorted(p for p in folder.glob("ratings-*") if p.is_dir())
     if not rating_dirs:
         raise JudgmentError("no ratings-*/ folders found; is this a PRD vicuna80 folder?", source=str(folder))
@@ -86,31 +100,98 @@ def read_prd_judgments(
             frames.append(_read_file(path, model_a, model_b, judge))
     if not frames:
         raise JudgmentError("no PRD ratings matched the requested models and reviewers", source=str(folder))
-    return judgments_from_frame(pd.concat(frames, ignore_index=True), source=str(folder))
+    return frames
+
+
+def read_prd_folder(folder: str | Path) -> Bundle:
+    """The whole PRD folder as an import bundle: questions, answers, reviews, human votes.
+
+    LLM reviewers are registered with themselves as model alias (a reviewer is also a
+    contestant, which Peer Rank needs); ``human:prd`` as a human judge.
+    """
+    folder = Path(folder)
+    frames = _rating_frames(folder)
+    judgments = judgments_from_frame(pd.concat(frames, ignore_index=True), source=str(folder))
+    judgments["valid"] = 1
+    judgments["raw"] = None
+    files = sorted(p for p in folder.glob("ratings-*/answer_*.jsonl"))
+    bundle = Bundle(source=str(folder), format="prd", judgments=judgments, files=files)
+    questions_file = folder / "prompts" / "vicuna_questions.jsonl"
+    if questions_file.is_file():
+        records, lines = json_records(questions_file)
+        bundle.questions = questions_frame(pd.DataFrame.from_records(records), name=questions_file.name,
+                                           line_of=lambda row: lines[row])
+        bundle.files.append(questions_file)
+    answer_frames = []
+    for path in sorted((folder / "generations").glob("answer_*.jsonl")):
+        answer_frames.append(_answers(path, path.stem.removeprefix("answer_"), "text"))
+    for path in sorted((folder / "generations_qlora").glob("*-guanaco-*.jsonl")):
+        size = path.name.split("-", 1)[0]
+        answer_frames.append(_answers(path, QLORA_MODEL_NAMES.get(size, f"guanaco-{size}"), "generation"))
+    if answer_frames:
+        bundle.answers = pd.concat(answer_frames, ignore_index=True)
+        bundle.files += sorted((folder / "generations").glob("answer_*.jsonl"))
+        bundle.files += sorted((folder / "generations_qlora").glob("*-guanaco-*.jsonl"))
+    contestants = set(judgments["model_a"]) | set(judgments["model_b"])
+    bundle.judges = [
+        {"name": str(name), "kind": "human" if name == PRD_HUMAN_JUDGE else "llm",
+         "model_alias": str(name) if name in contestants else None}
+        for name in pd.unique(judgments["judge"])
+    ]
+    bundle.notes = {"llm_reviews": int((judgments["judge"] != PRD_HUMAN_JUDGE).sum()),
+                    "human_votes": int((judgments["judge"] == PRD_HUMAN_JUDGE).sum())}
+    return bundle
+
+
+def read_prd_file(path: str | Path) -> Bundle:
+    """One PRD rating file; the reviewer comes from its ``ratings-<reviewer>/`` folder."""
+    path = Path(path)
+    reviewer = path.parent.name.removeprefix("ratings-")
+    match = _file_pattern(reviewer).match(path.name) if path.parent.name.startswith("ratings-") else None
+    if match is None:
+        fail("a PRD rating file is named answer_<A>-vs-answer_<B>-<reviewer>-reviewer....jsonl and sits in its "
+             "ratings-<reviewer>/ folder", source=path.name)
+    judge = PRD_HUMAN_JUDGE if reviewer == "human" else reviewer
+    judgments = judgments_from_frame(_read_file(path, match["a"], match["b"], judge), source=path.name)
+    judgments["valid"] = 1
+    judgments["raw"] = None
+    return Bundle(source=str(path), format="prd-file", judgments=judgments, files=[path],
+                  judges=[{"name": judge, "kind": "human" if reviewer == "human" else "llm"}])
+
+
+def _answers(path: Path, model: str, field: str) -> pd.DataFrame:
+    records, lines = json_records(path)
+    rows = []
+    for record, line in zip(records, lines):
+        for name in ("question_id", field):
+            if name not in record:
+                fail(f"missing field {name!r} of a PRD answer", source=path.name, line=line, column=name)
+        if not isinstance(record[field], str):
+            fail(f"{field} is {type(record[field]).__name__}, not text", source=path.name, line=line, column=field)
+        rows.append({"question_id": str(record["question_id"]), "model": model, "turn": 1, "answer": record[field]})
+    frame = pd.DataFrame(rows)
+    check_identifiers(frame, ("question_id",), source=path.name, line_of=lambda row: lines[row])
+    return frame
 
 
 def _read_file(path: Path, model_a: str, model_b: str, judge: str) -> pd.DataFrame:
+    records, lines = json_records(path)
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JudgmentError(f"not valid JSON ({exc.msg})", source=path.name, line=number) from None
-            score = record.get("score")
-            if score not in PRD_SCORE_TO_WINNER:
-                raise JudgmentError(
-                    f"score {score!r} is not one of 1 (A better), 2 (B better), 3 (tie), -1 (unparsed)",
-                    source=path.name, line=number, column="score", value=score,
-                )
-            rows.append({
-                "question_id": str(record["question_id"]),
-                "model_a": model_a,
-                "model_b": model_b,
-                "judge": judge,
-                "winner": PRD_SCORE_TO_WINNER[score],
-                "rationale": record.get("text") if judge != PRD_HUMAN_JUDGE else None,
-            })
+    for record, number in zip(records, lines):
+        if "question_id" not in record:
+            raise JudgmentError("missing field 'question_id'", source=path.name, line=number, column="question_id")
+        score = record.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or score not in PRD_SCORE_TO_WINNER:
+            raise JudgmentError(
+                f"score {score!r} is not one of 1 (A better), 2 (B better), 3 (tie), -1 (unparsed)",
+                source=path.name, line=number, column="score", value=score,
+            )
+        rows.append({
+            "question_id": str(record["question_id"]),
+            "model_a": model_a,
+            "model_b": model_b,
+            "judge": judge,
+            "winner": PRD_SCORE_TO_WINNER[score],
+            "rationale": record.get("text") if judge != PRD_HUMAN_JUDGE else None,
+        })
     return pd.DataFrame(rows)

@@ -44,3 +44,29 @@ def test_bad_score_names_file_and_line(tmp_path):
 def test_not_a_prd_folder(tmp_path):
     with pytest.raises(JudgmentError, match="no ratings-"):
         read_prd_judgments(tmp_path)
+
+
+def test_whole_folder_bundle_with_questions_answers_and_judges(tmp_path):
+    from peercore.io.prd import read_prd_folder
+
+    _write(tmp_path, "gpt4", "answer_gpt4-vs-answer_claude-gpt4-reviewer_threeclass.jsonl",
+           [{"question_id": 1, "score": 1, "text": "A"}, {"question_id": 2, "score": 3, "text": "T"}])
+    _write(tmp_path, "human", "answer_gpt4-vs-answer_guanaco-33b-human-reviewer_threeclass.jsonl",
+           [{"question_id": 1, "score": 2, "text": "q"}, {"question_id": 1, "score": 2, "text": "q"}])
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "vicuna_questions.jsonl").write_text(
+        json.dumps({"question_id": 1, "text": "Q1?", "category": "generic"}) + "\n"
+        + json.dumps({"question_id": 2, "text": "Q2?", "category": "math"}) + "\n")
+    (tmp_path / "generations").mkdir()
+    (tmp_path / "generations" / "answer_gpt4.jsonl").write_text(
+        json.dumps({"answer_id": "x", "question_id": 1, "model_id": "gpt-4:2023", "text": "A1"}) + "\n")
+    (tmp_path / "generations_qlora").mkdir()
+    (tmp_path / "generations_qlora" / "30b-guanaco-vicuna-generations-topp0.9-temp0.7.jsonl").write_text(
+        json.dumps({"question_id": 1, "prompt": "...", "generation": "G1"}) + "\n")
+    bundle = read_prd_folder(tmp_path)
+    assert bundle.questions["question_id"].tolist() == ["1", "2"] and bundle.questions["category"].tolist() == [
+        "generic", "math"]
+    assert bundle.answers[["model", "answer"]].values.tolist() == [["gpt4", "A1"], ["guanaco-33b", "G1"]]
+    assert bundle.notes == {"llm_reviews": 2, "human_votes": 2}
+    assert {j["name"]: (j["kind"], j["model_alias"]) for j in bundle.judges} == {
+        "gpt4": ("llm", "gpt4"), PRD_HUMAN_JUDGE: ("human", None)}

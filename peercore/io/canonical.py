@@ -1,0 +1,418 @@
+"""Canonical judgment files and question / answer tables.
+
+Judgments: the canonical table of :mod:`peercore.judgments` (CSV, JSONL / JSON array,
+Parquet) with ``question_id, model_a, model_b, judge, winner`` and optionally ``p_a,
+criterion, turn, round, rationale``; an optional ``valid`` (0/1) and ``raw`` keep
+unparsed verdicts, ``vote`` numbers repeated verdicts. Questions and answers:
+
+- questions: ``question_id`` and the text as ``question``, ``text``, ``prompt`` or
+  ``turns`` (a list, MT-Bench style), optional ``category``, ``reference``;
+- answers: ``question_id, model, answer`` (optional ``turn``, default 1);
+- question/answer table (one row per answer): ``question_id, question, model, answer``,
+  optional ``category``, ``reference``, ``turn``. The same id with two different
+  question texts is refused.
+
+Large files take a fast path: JSONL is parsed by Arrow, CSV by pandas, and the
+checks run on distinct values (a million battles between a hundred models is a hundred
+names to check, not a million). Any doubt falls back to the row-by-row path, which is
+what names the file, line and field of the first problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from peercore.io._common import (
+    FORMULA_PREFIXES,
+    MAX_IDENTIFIER,
+    Bundle,
+    check_identifiers,
+    dedupe_questions,
+    fail,
+    file_kind,
+    require_columns,
+    table_records,
+    text_column,
+    whole_numbers,
+    with_validity,
+)
+from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, _validate
+
+__all__ = [
+    "read_canonical_judgments",
+    "read_questions",
+    "read_answers",
+    "read_qa_table",
+    "judgments_frame",
+    "fast_canonical",
+]
+
+IDENTIFIER_COLUMNS = ("question_id", "model_a", "model_b", "judge", "criterion")
+_WINNER_ALIASES = {"model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie"}
+_FAST_PATH_BYTES = 1 << 20  # files smaller than 1 MiB are simply read row by row
+QUESTION_TEXT_COLUMNS = ("question", "text", "prompt", "turns", "instruction")
+
+
+# --------------------------------------------------------------------- judgments
+
+
+def read_canonical_judgments(path: str | Path, *, judge_prefix: str | None = None,
+                             default_judge: str | None = None, format: str = "canonical") -> Bundle:
+    """Read a canonical judgment file into an import bundle.
+
+    Parameters
+    ----------
+    path : .csv, .jsonl / .json, or .parquet.
+    judge_prefix : prefix added to judge names that hold no ``:`` (e.g. ``human:`` for
+        Chatbot Arena voters); None keeps names as they are.
+    default_judge : judge for files without a ``judge`` column (Arena logs may omit it).
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file, line and column: a missing column, an empty key, an unknown
+        winner, ``model_a == model_b``, a bad ``p_a`` / ``turn``, an identifier that
+        looks like a spreadsheet formula, a repeated field, bad encoding, ...
+    """
+    path = Path(path)
+    frame = judgments_frame(path, judge_prefix=judge_prefix, default_judge=default_judge)
+    return Bundle(source=str(path), format=format, judgments=frame, judges=_judges_of(frame), files=[path])
+
+
+def judgments_frame(path: Path, *, judge_prefix: str | None = None, default_judge: str | None = None) -> pd.DataFrame:
+    """Canonical judgments (+ ``valid``, ``raw``, optional ``vote``) of one file."""
+    name = path.name
+    kind = file_kind(path)
+    fast = None
+    if path.stat().st_size >= _FAST_PATH_BYTES:
+        try:
+            raw = _fast_raw_frame(path, kind)
+        except Exception:  # any parse trouble: the careful path below explains it
+            raw = None
+        if raw is not None:
+            if default_judge is not None and "judge" not in raw.columns:
+                raw["judge"] = pd.array(np.full(len(raw), default_judge, dtype=object), dtype="str")
+            fast = fast_canonical(raw, judge_prefix=judge_prefix)
+    if fast is not None:
+        return fast
+    frame, line_of = table_records(path, format=kind)
+    if default_judge is not None and "judge" not in frame.columns:
+        frame["judge"] = default_judge
+    return _careful_canonical(frame, name=name, line_of=line_of, judge_prefix=judge_prefix)
+
+
+def _careful_canonical(frame: pd.DataFrame, *, name: str, line_of, judge_prefix: str | None) -> pd.DataFrame:
+    require_columns(frame, REQUIRED_COLUMNS, source=name, what="judgments")
+    check_identifiers(frame, IDENTIFIER_COLUMNS, source=name, line_of=line_of)
+    valid = _validity(frame, name=name, line_of=line_of)
+    good = valid == 1
+    stand_in = frame["winner"].astype(object).where(good, "tie")
+    canonical = _validate(frame.assign(winner=stand_in), source=name, line_of=line_of)
+    canonical["winner"] = canonical["winner"].where(good)
+    if judge_prefix:
+        canonical["judge"] = _prefixed(canonical["judge"], judge_prefix)
+    raw = frame["raw"].astype(object).where(frame["raw"].notna(), None) if "raw" in frame.columns else None
+    out = with_validity(canonical, valid=valid, raw=None if raw is None else raw.tolist())
+    if "vote" in frame.columns:
+        out["vote"] = whole_numbers(frame, "vote", source=name, line_of=line_of, default=0).astype(np.int64).to_numpy()
+    return out
+
+
+def _validity(frame: pd.DataFrame, *, name: str, line_of) -> np.ndarray:
+    if "valid" not in frame.columns:
+        return np.ones(len(frame), dtype=np.int64)
+    values = whole_numbers(frame, "valid", source=name, line_of=line_of, default=1)
+    bad = ~values.isin([0, 1]).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        fail(f"valid {frame['valid'].iloc[row]!r} is not 0 or 1", source=name, line=line_of(row), column="valid",
+             value=frame["valid"].iloc[row])
+    return values.to_numpy(dtype=np.int64)
+
+
+def _prefixed(judges: pd.Series, prefix: str) -> pd.Series:
+    codes, uniques = pd.factorize(judges)
+    renamed = np.array([u if ":" in u else prefix + u for u in uniques], dtype=object)
+    return pd.Series(pd.array(renamed[codes], dtype="str"), index=judges.index)
+
+
+def _judges_of(judgments: pd.DataFrame) -> list[dict]:
+    """Registrations for the judges of an import: kind from the name prefix."""
+    out = []
+    for name in pd.unique(judgments["judge"]):
+        kind = ("human" if name.startswith("human:") else "debate" if name.startswith("debate:")
+                else "adjudicator" if name.startswith("adjudicator:") else "vote" if name.startswith("vote:") else "llm")
+        out.append({"name": str(name), "kind": kind})
+    return out
+
+
+# -------------------------------------------------------------------- fast path
+
+
+def _fast_raw_frame(path: Path, kind: str) -> pd.DataFrame | None:
+    """Raw columns with Arrow-backed strings, parsed in C; None when not applicable."""
+    if kind == "json":
+        head = path.open("rb").read(4096).lstrip()
+        if head.startswith(b"\xef\xbb\xbf") or head.startswith(b"["):
+            return None
+        import pyarrow.json as pj
+
+        table = pj.read_json(path)
+        return pd.DataFrame({name: _column(table.column(name)) for name in table.column_names})
+    if kind == "csv" and path.suffix.lower() == ".csv":
+        frame = pd.read_csv(path, dtype="str", keep_default_na=False, na_values=[""], encoding="utf-8",
+                            skip_blank_lines=True)
+        if len(set(frame.columns)) != len(frame.columns) or any(str(c) != str(c).strip() for c in frame.columns):
+            return None
+        return frame
+    return None
+
+
+def _column(chunked: pa.ChunkedArray):
+    if pa.types.is_string(chunked.type) or pa.types.is_large_string(chunked.type):
+        return pd.array(chunked.cast(pa.large_string()).combine_chunks(), dtype="str")
+    if pa.types.is_null(chunked.type):
+        return pd.Series([None] * len(chunked), dtype=object).array
+    return chunked.to_pandas()
+
+
+def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.DataFrame | None:
+    """The canonical table of ``raw`` if every check passes on whole Arrow columns, else None.
+
+    Returns exactly what the careful path returns for the same input (a property test
+    checks this); None means "ask the careful path", which names the first bad row.
+    """
+    if any(c not in raw.columns for c in REQUIRED_COLUMNS) or "valid" in raw.columns or "raw" in raw.columns \
+            or "vote" in raw.columns:
+        return None
+    n = len(raw)
+    if n == 0:
+        return None
+    out: dict[str, object] = {}
+    arrays: dict[str, pa.Array] = {}
+    for column in ("question_id", "model_a", "model_b", "judge"):
+        values = _fast_text(raw[column])
+        if values is None:
+            return None
+        arrow = _large(values)
+        if arrow.null_count:
+            return None
+        stripped = pc.utf8_trim_whitespace(arrow)
+        if not _identifiers_ok(arrow, stripped) or pc.any(pc.equal(stripped, "")).as_py():
+            return None
+        arrays[column] = stripped
+    if pc.any(pc.equal(arrays["model_a"], arrays["model_b"])).as_py():
+        return None
+    if judge_prefix:
+        encoded = pc.dictionary_encode(arrays["judge"])
+        names = [u if ":" in u else judge_prefix + u for u in encoded.dictionary.to_pylist()]
+        arrays["judge"] = pa.array(names, pa.large_string()).take(encoded.indices)
+    for column, array in arrays.items():
+        out[column] = pd.array(array, dtype="str")
+    winner = _fast_text(raw["winner"])
+    if winner is None:
+        return None
+    encoded = pc.dictionary_encode(_large(winner))
+    if encoded.null_count:
+        return None
+    mapped = [_WINNER_ALIASES.get(str(u).strip().lower()) for u in encoded.dictionary.to_pylist()]
+    if any(m is None for m in mapped):
+        return None
+    out["winner"] = pd.array(pa.array(mapped, pa.large_string()).take(encoded.indices), dtype="str")
+    if "p_a" in raw.columns:
+        p_a = raw["p_a"]
+        if p_a.dtype == object and p_a.isna().all():
+            numbers = np.full(n, np.nan)
+        elif pd.api.types.is_numeric_dtype(p_a.dtype) and not pd.api.types.is_bool_dtype(p_a.dtype):
+            numbers = p_a.to_numpy(dtype=float, na_value=np.nan)
+        else:
+            return None
+        with np.errstate(invalid="ignore"):
+            if (~np.isnan(numbers) & ~((numbers >= 0) & (numbers <= 1))).any():
+                return None
+        out["p_a"] = numbers
+    else:
+        out["p_a"] = np.full(n, np.nan)
+    for column in ("criterion", "rationale"):
+        if column in raw.columns:
+            values = _fast_text(raw[column], allow_missing=True)
+            if values is None:
+                return None
+            if column == "criterion":
+                arrow = _large(values)
+                if not _identifiers_ok(arrow, pc.utf8_trim_whitespace(arrow)):
+                    return None
+            out[column] = values
+        else:
+            out[column] = _null_text(n)
+    for column in ("turn", "round"):
+        if column in raw.columns:
+            values = raw[column]
+            if values.dtype == object and values.isna().all():
+                out[column] = _null_int(n)
+            elif pd.api.types.is_integer_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+                out[column] = values.astype("Int64").array
+            elif pd.api.types.is_float_dtype(values.dtype):
+                numbers = values.to_numpy(dtype=float)
+                with np.errstate(invalid="ignore"):
+                    if (~np.isnan(numbers) & (numbers % 1 != 0)).any():
+                        return None
+                out[column] = values.astype("Int64").array
+            elif values.dtype == "str":
+                numbers = pd.to_numeric(values, errors="coerce")
+                if (numbers.isna() & values.notna()).any() or (numbers.dropna() % 1 != 0).any():
+                    return None
+                out[column] = numbers.astype("Int64").array
+            else:
+                return None
+        else:
+            out[column] = _null_int(n)
+    return with_validity(pd.DataFrame({column: out[column] for column in COLUMNS}))
+
+
+def _null_text(n: int):
+    return pd.array(pa.nulls(n, pa.large_string()), dtype="str")
+
+
+def _null_int(n: int):
+    return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+
+
+def _large(values) -> pa.Array:
+    array = pa.array(values)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array if array.type == pa.large_string() else array.cast(pa.large_string())
+
+
+def _fast_text(series: pd.Series, *, allow_missing: bool = False):
+    """Arrow-backed text of a column, or None when the careful path must decide."""
+    if series.dtype == "str":
+        return series.array
+    if pd.api.types.is_integer_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        return pd.array(series.astype(str), dtype="str")
+    if allow_missing and series.dtype == object and series.isna().all():
+        return _null_text(len(series))
+    return None
+
+
+def _identifiers_ok(arrow: pa.Array, stripped: pa.Array) -> bool:
+    """No formula-like start, no line break, not too long (nulls are fine)."""
+    for prefix in FORMULA_PREFIXES:
+        if pc.any(pc.starts_with(arrow, prefix)).as_py() or pc.any(pc.starts_with(stripped, prefix)).as_py():
+            return False
+    if pc.any(pc.greater(pc.utf8_length(arrow), MAX_IDENTIFIER)).as_py():
+        return False
+    for char in ("\n", "\r", "\x00"):
+        if pc.any(pc.match_substring(arrow, char)).as_py():
+            return False
+    return True
+
+
+# ------------------------------------------------------------ questions, answers
+
+
+def read_questions(path: str | Path) -> Bundle:
+    """Questions: ``question_id`` + ``question`` / ``text`` / ``prompt`` / ``turns``, optional ``category``, ``reference``."""
+    path = Path(path)
+    frame, line_of = table_records(path)
+    questions = questions_frame(frame, name=path.name, line_of=line_of)
+    return Bundle(source=str(path), format="questions", questions=questions, files=[path])
+
+
+def questions_frame(frame: pd.DataFrame, *, name: str, line_of) -> pd.DataFrame:
+    """``question_id, text, category, reference, metadata`` from a raw questions frame."""
+    require_columns(frame, ("question_id",), source=name, what="questions")
+    text_column_name = next((c for c in QUESTION_TEXT_COLUMNS if c in frame.columns), None)
+    if text_column_name is None:
+        fail(f"missing the question text: give one of the columns {', '.join(QUESTION_TEXT_COLUMNS)} "
+             f"(found: {', '.join(map(str, frame.columns))})", source=name, line=1)
+    check_identifiers(frame, ("question_id", "category"), source=name, line_of=line_of)
+    qid = text_column(frame, "question_id", source=name, line_of=line_of)
+    metadata = [{} for _ in range(len(frame))]
+    if text_column_name == "turns":
+        texts = []
+        for row, turns in enumerate(frame["turns"].tolist()):
+            if isinstance(turns, str):
+                turns = [turns]
+            if not isinstance(turns, (list, tuple, np.ndarray)) or not len(turns) or not all(
+                    isinstance(t, str) and t.strip() for t in turns):
+                fail(f"turns must be a non-empty list of texts, got {turns!r}", source=name, line=line_of(row),
+                     column="turns", value=turns)
+            texts.append(turns[0])
+            if len(turns) > 1:
+                metadata[row]["turns"] = list(turns)
+        text = pd.Series(texts, index=frame.index, dtype="str")
+    else:
+        text = text_column(frame, text_column_name, source=name, line_of=line_of)
+    category = text_column(frame, "category", source=name, line_of=line_of, required=False).fillna("") \
+        if "category" in frame.columns else pd.Series("", index=frame.index, dtype="str")
+    reference = [None] * len(frame)
+    if "reference" in frame.columns:
+        for row, value in enumerate(frame["reference"].tolist()):
+            if isinstance(value, (list, tuple, np.ndarray)):
+                value = [str(v) for v in value]
+                if len(value) > 1:
+                    metadata[row]["reference_turns"] = value
+                value = value[0] if value else None
+            reference[row] = None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    questions = pd.DataFrame({"question_id": qid, "text": text, "category": category,
+                              "reference": pd.Series(reference, index=frame.index, dtype=object),
+                              "metadata": pd.Series(metadata, index=frame.index, dtype=object),
+                              "_line": [line_of(row) for row in range(len(frame))]})
+    return dedupe_questions(questions, source=name, line_of=line_of)
+
+
+def read_answers(path: str | Path) -> Bundle:
+    """Answers: ``question_id, model, answer`` (optional ``turn``)."""
+    path = Path(path)
+    frame, line_of = table_records(path)
+    answers = answers_frame(frame, name=path.name, line_of=line_of)
+    return Bundle(source=str(path), format="answers", answers=answers, files=[path], answer_lines=line_of)
+
+
+def answers_frame(frame: pd.DataFrame, *, name: str, line_of) -> pd.DataFrame:
+    require_columns(frame, ("question_id", "model", "answer"), source=name, what="answers")
+    check_identifiers(frame, ("question_id", "model"), source=name, line_of=line_of)
+    answers = pd.DataFrame({
+        "question_id": text_column(frame, "question_id", source=name, line_of=line_of),
+        "model": text_column(frame, "model", source=name, line_of=line_of),
+        "turn": whole_numbers(frame, "turn", source=name, line_of=line_of, default=1).astype(np.int64),
+        "answer": _answer_text(frame, name=name, line_of=line_of),
+    })
+    key = answers[["question_id", "model", "turn"]]
+    duplicated = key.duplicated(keep="first").to_numpy()
+    if duplicated.any():
+        row = int(np.flatnonzero(duplicated)[0])
+        first = int(np.flatnonzero((key == key.iloc[row]).all(axis=1).to_numpy())[0])
+        fail(f"a second answer of model {answers['model'].iloc[row]!r} to question {answers['question_id'].iloc[row]!r} "
+             f"(turn {answers['turn'].iloc[row]}); the first is on line {line_of(first)}", source=name,
+             line=line_of(row), column="question_id", value=answers["question_id"].iloc[row])
+    return answers
+
+
+def _answer_text(frame: pd.DataFrame, *, name: str, line_of) -> pd.Series:
+    values = frame["answer"]
+    bad = values.isna().to_numpy() | np.array([not isinstance(v, (str, int, float)) for v in values.tolist()])
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        fail(f"answer {values.iloc[row]!r} is not a text", source=name, line=line_of(row), column="answer",
+             value=values.iloc[row])
+    return values.astype(str)
+
+
+def read_qa_table(path: str | Path) -> Bundle:
+    """A question/answer table: ``question_id, question, model, answer`` (+ ``category``, ``reference``, ``turn``)."""
+    path = Path(path)
+    frame, line_of = table_records(path)
+    require_columns(frame, ("question_id", "question", "model", "answer"), source=path.name, what="a question/answer table")
+    questions = questions_frame(frame.drop(columns=[c for c in ("turns", "text", "prompt") if c in frame.columns]),
+                                name=path.name, line_of=line_of)
+    answers = answers_frame(frame, name=path.name, line_of=line_of)
+    return Bundle(source=str(path), format="qa", questions=questions, answers=answers, files=[path],
+                  answer_lines=line_of)

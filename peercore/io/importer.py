@@ -1,0 +1,215 @@
+"""Read any supported file or folder into a bundle, check it, and write it in one transaction.
+
+The order is what makes a rejected import leave the database byte-for-byte unchanged:
+
+1. **parse and validate** the whole input into a :class:`~peercore.io._common.Bundle`
+   (no database involved; the first problem raises naming file, line and field);
+2. **referential checks** against the bundle and the stored study (read only): every
+   answer's question exists, and no question or answer id is already stored with a
+   different text;
+3. **one write transaction** creating the study if needed and adding questions,
+   answers, judges, judgments and debates, plus the import's provenance record. The
+   transaction is the safety net: an exception or a killed process inside it leaves
+   nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from peercore.io._common import Bundle, fail, merge, sha256_of
+from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, detect_format
+
+__all__ = ["read_path", "import_path", "import_bundle", "ImportReport", "FORMATS", "default_study_name"]
+
+FORMATS = tuple(dict.fromkeys(("auto", *FOLDER_FORMATS, *FILE_FORMATS, "prd-file")))
+_SKIP_NAMES = ("README", "LICENSE")
+
+
+# format -> (module, function); modules are imported only when their format is read
+# (importing every reader would pull in scipy.stats through the agreement module).
+_READERS = {
+    "canonical": ("canonical", "read_canonical_judgments"),
+    "arena": ("arena", "read_arena"),
+    "fastchat-human": ("arena", "read_fastchat_human"),
+    "fastchat-pair": ("fastchat", "read_fastchat_pairs"),
+    "fastchat-answers": ("fastchat", "read_fastchat_answers"),
+    "fastchat-questions": ("fastchat", "read_fastchat_questions"),
+    "fastchat": ("fastchat", "read_fastchat_folder"),
+    "alpacaeval": ("alpacaeval", "read_alpacaeval"),
+    "prd": ("prd", "read_prd_folder"),
+    "prd-file": ("prd", "read_prd_file"),
+    "scaleeval": ("scaleeval", "read_scaleeval_path"),
+    "debates": ("debates", "read_debate_table"),
+    "human": ("human", "read_human_annotations"),
+    "questions": ("canonical", "read_questions"),
+    "answers": ("canonical", "read_answers"),
+    "qa": ("canonical", "read_qa_table"),
+}
+
+
+def _reader(format: str) -> Callable[[Path], Bundle]:
+    if format == "folder":
+        return _read_folder
+    import importlib
+
+    module, name = _READERS[format]
+    return getattr(importlib.import_module(f"peercore.io.{module}"), name)
+
+
+def read_path(path: str | Path, *, format: str = "auto") -> Bundle:
+    """Parse and validate ``path`` (file or folder) into a bundle; nothing is written.
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file, line and field of the first problem.
+    ValueError
+        If ``format`` is not one of :data:`FORMATS`.
+    """
+    path = Path(path)
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
+    if not path.exists():
+        fail("no such file or folder", source=str(path))
+    chosen = detect_format(path) if format == "auto" else format
+    if chosen in FOLDER_FORMATS and not path.is_dir() and chosen != "scaleeval":
+        fail(f"format {chosen!r} expects a folder", source=str(path))
+    if chosen not in FOLDER_FORMATS and chosen != "prd-file" and path.is_dir():
+        fail(f"format {chosen!r} expects a file, got a folder", source=str(path))
+    bundle = _reader(chosen)(path)
+    check_internal_references(bundle)
+    return bundle
+
+
+def _read_folder(folder: Path) -> Bundle:
+    """Every data file in a folder (recursively), each detected on its own."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+                   and not p.stem.upper().startswith(_SKIP_NAMES))
+    if not files:
+        fail(f"no data files ({', '.join(DATA_SUFFIXES)}) in this folder", source=str(folder))
+    parts = [read_path(path) for path in files]
+    out = merge(parts, source=str(folder), format="folder")
+    out.notes["files"] = {str(p.relative_to(folder)): b.format for p, b in zip(files, parts)}
+    out.parts = parts
+    return out
+
+
+def _parts(bundle: Bundle) -> list[Bundle]:
+    return bundle.parts or [bundle]
+
+
+def check_internal_references(bundle: Bundle, *, stored_questions: set[str] | None = None) -> None:
+    """Every answer names a question of the bundle (or of the study, when given)."""
+    known = set(bundle.questions["question_id"]) | (stored_questions or set())
+    for part in _parts(bundle):
+        if len(part.answers) == 0:
+            continue
+        if not known and stored_questions is None:
+            continue  # checked again against the study before writing
+        missing = ~part.answers["question_id"].isin(known).to_numpy()
+        if missing.any():
+            row = int(missing.nonzero()[0][0])
+            qid = part.answers["question_id"].iloc[row]
+            line = part.answer_lines(row) if part.answer_lines else None
+            fail(f"answer to question {qid!r}, which is neither in this import nor in the study; "
+                 "import its question first", source=Path(part.source).name, line=line,
+                 row=None if line else row, column="question_id", value=qid)
+
+
+@dataclass
+class ImportReport:
+    """What an import added and skipped (already present), per table, and what it noted."""
+
+    study: str
+    source: str
+    format: str
+    import_id: int
+    counts: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = [f"imported {self.source} ({self.format}) into study {self.study!r}"]
+        for table, counts in self.counts.items():
+            out.append(f"  {table:<10} {counts.added:>9,} added  {counts.skipped:>9,} skipped as duplicates")
+        for key, value in self.notes.items():
+            if key != "files":
+                out.append(f"  {key.replace('_', ' ')}: {value}")
+        return out
+
+
+def default_study_name(path: str | Path) -> str:
+    """The study a path imports into when none is named: the folder name or file stem."""
+    path = Path(path).resolve()
+    return path.name if path.is_dir() else path.stem
+
+
+def import_path(path: str | Path, *, store, study: str | None = None, format: str = "auto") -> ImportReport:
+    """Import ``path`` into ``study`` of ``store`` (see the module docstring for the order).
+
+    Returns
+    -------
+    ImportReport
+        Counts of added / skipped rows per table and the import's notes (e.g.
+        ``unresolved_debates`` for ScaleEval).
+    """
+    bundle = read_path(path, format=format)
+    return import_bundle(bundle, store=store, study=study or default_study_name(path))
+
+
+def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
+    """Write a parsed bundle into ``study`` (created if needed), all or nothing."""
+    if not study or not study.strip():
+        raise ValueError(f"study name is empty ({study!r})")
+    exists = store.has_study(study)
+    stored_questions = set(store.questions(study)["question_id"]) if exists else set()
+    check_internal_references(bundle, stored_questions=stored_questions)
+    if exists:
+        _check_conflicts(bundle, store, study)
+    registered = store.registered_judges(study) if exists else set()
+    checksum = sha256_of(bundle.files) if bundle.files else None
+    counts: dict = {}
+    with store.transaction():
+        store.create_study(study, exist_ok=True)
+        import_id = store.record_import(study, source=bundle.source, format=bundle.format, sha256=checksum)
+        counts["questions"] = store.add_questions(study, bundle.questions)
+        counts["answers"] = store.add_answers(study, bundle.answers)
+        new_judges = [j for j in bundle.judges if j["name"] not in registered]
+        if new_judges:
+            store.add_judges(study, new_judges)
+        counts["judgments"] = store.add_judgments(study, bundle.judgments, import_id=import_id)
+        counts["debates"] = store.add_debates(study, bundle.debates)
+        notes = dict(bundle.notes)
+        invalid = int((bundle.judgments["valid"] == 0).sum()) if "valid" in bundle.judgments.columns else 0
+        if invalid:
+            notes.setdefault("invalid_verdicts_kept", invalid)
+        store.set_import_counts(import_id, {**{k: v for k, v in counts.items()}, "notes": notes})
+    return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
+                        counts=counts, notes=notes)
+
+
+def _check_conflicts(bundle: Bundle, store, study: str) -> None:
+    for part in _parts(bundle):
+        name = Path(part.source).name
+        if len(part.questions):
+            clash = store.question_conflicts(study, part.questions)
+            if len(clash):
+                qid = clash["question_id"].iloc[0]
+                line = clash["_line"].iloc[0] if "_line" in clash.columns else None
+                fail(f"question {qid!r} is already in study {study!r} with a different text "
+                     f"({str(clash['stored_text'].iloc[0])[:60]!r}); import into another study (--study)",
+                     source=name, line=None if pd.isna(line) else int(line), column="question_id", value=qid)
+        if len(part.answers):
+            clash = store.answer_conflicts(study, part.answers)
+            if len(clash):
+                row = clash.index[0]
+                line = part.answer_lines(int(row)) if part.answer_lines else None
+                fail(f"the answer of {clash['model'].iloc[0]!r} to question {clash['question_id'].iloc[0]!r} is already "
+                     f"in study {study!r} with a different text; import into another study (--study)",
+                     source=name, line=line, column="answer")
+

@@ -1,0 +1,283 @@
+"""The SQLite store: settings, natural keys, atomic writes, round trips, provenance."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from peercore.errors import JudgmentError
+from peercore.judgments import empty_judgments, judgments_from_frame
+from peercore.store import SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store(tmp_path / "pb.sqlite")
+    store.create_study("s")
+    return store
+
+
+def frame(rows, **extra) -> pd.DataFrame:
+    keys = ("question_id", "model_a", "model_b", "judge", "winner")
+    return pd.DataFrame([dict(zip(keys, r)) for r in rows]).assign(**extra)
+
+
+def rich() -> pd.DataFrame:
+    """Every optional column, with gaps."""
+    return judgments_from_frame(pd.DataFrame({
+        "question_id": ["1", "1", "2", "3"], "model_a": ["a", "a", "b", "c"], "model_b": ["b", "b", "c", "a"],
+        "judge": ["j", "j", "k", "human:x"], "winner": ["model_a", "tie", "model_b", "tie (bothbad)"],
+        "p_a": [0.7, None, 0.2, 0.5], "criterion": ["help", None, "style", "help"], "turn": [1, None, 2, 1],
+        "round": [None, None, 3, None], "rationale": ["because", None, "so", None],
+    }))
+
+
+# ------------------------------------------------------------------------ settings
+
+
+def test_wal_foreign_keys_and_schema_version(store):
+    connection = store.connect()
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert list(store.migrations()["version"]) == [1, 2]
+
+
+def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("PEERBOARD_DB", str(tmp_path / "env.sqlite"))
+    assert default_db_path() == tmp_path / "env.sqlite"
+    monkeypatch.delenv("PEERBOARD_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "peerboard" / "peerboard.sqlite"
+
+
+def test_memory_folder_missing_and_foreign_files_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="':memory:' is not supported"):
+        Store(":memory:")
+    with pytest.raises(StoreError, match="is a folder"):
+        Store(tmp_path)
+    with pytest.raises(StoreError, match="no PeerBoard database at"):
+        Store(tmp_path / "missing.sqlite", create=False)
+    assert not (tmp_path / "missing.sqlite").exists()
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database at all, just text" * 100)
+    with pytest.raises(StoreError, match="is not a PeerBoard database"):
+        Store(junk)
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite"
+    Store(path).connect().execute("INSERT INTO schema_migrations VALUES (99, 'future', 'now')")
+    with pytest.raises(StoreError, match="schema version 99, newer than this peercore"):
+        Store(path)
+
+
+def test_each_thread_gets_its_own_connection(store):
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(store.connect()))
+    thread.start()
+    thread.join()
+    assert seen[0] is not store.connect()
+    assert store.summary("s")["judgments"] == 0
+
+
+# ---------------------------------------------------------------------- judgments
+
+
+def test_round_trip_keeps_every_canonical_column(store):
+    assert store.add_judgments("s", rich()) == WriteCounts(4, 0)
+    pd.testing.assert_frame_equal(store.judgments("s"), rich())
+
+
+def test_round_trip_of_an_empty_study(store):
+    pd.testing.assert_frame_equal(store.judgments("s"), empty_judgments())
+    assert store.add_judgments("s", empty_judgments()) == WriteCounts(0, 0)
+
+
+def test_same_judgment_twice_is_one_row_and_repeats_are_votes(store):
+    rows = frame([("q", "a", "b", "crowd", "model_a"), ("q", "a", "b", "crowd", "tie"), ("q", "b", "a", "crowd", "tie")])
+    assert store.add_judgments("s", rows) == WriteCounts(3, 0)
+    assert store.add_judgments("s", rows) == WriteCounts(0, 3)
+    out = store.judgments("s", with_vote=True)
+    assert list(out["vote"]) == [0, 1, 0]
+    assert list(out["winner"]) == ["model_a", "tie", "tie"]
+    assert store.connect().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 3
+
+
+def test_vote_column_given_explicitly(store):
+    rows = frame([("q", "a", "b", "crowd", "model_a"), ("q", "a", "b", "crowd", "tie")], vote=[5, 7])
+    store.add_judgments("s", rows)
+    assert list(store.judgments("s", with_vote=True)["vote"]) == [5, 7]
+
+
+def test_invalid_verdicts_keep_key_and_raw_text(store):
+    rows = frame([("q", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", None)], valid=[1, 0],
+                 raw=[None, "I cannot decide [[?]]"])
+    assert store.add_judgments("s", rows) == WriteCounts(2, 0)
+    assert len(store.judgments("s")) == 1
+    everything = store.judgments("s", include_invalid=True)
+    assert list(everything["valid"]) == [1, 0]
+    assert everything["winner"].isna().tolist() == [False, True]
+    assert everything["raw"].iloc[1] == "I cannot decide [[?]]"
+    assert store.summary("s")["invalid_judgments"] == 1
+
+
+def test_bad_judgments_are_named_and_nothing_is_written(store):
+    rows = frame([("q", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", "modelB")])
+    with pytest.raises(JudgmentError, match=r"row 1, column 'winner': winner 'modelB'"):
+        store.add_judgments("s", rows)
+    with pytest.raises(JudgmentError, match="model_a and model_b are both"):
+        store.add_judgments("s", frame([("q", "a", "a", "j", None)], valid=[0]))
+    assert store.summary("s")["judgments"] == 0 and store.revision("s") == 0
+
+
+def test_trusted_frames_are_still_checked(store):
+    bad = rich()
+    bad.loc[2, "winner"] = "maybe"  # canonical dtypes, non-canonical value
+    with pytest.raises(JudgmentError, match="winner 'maybe'"):
+        store.add_judgments("s", bad)
+    spaced = rich()
+    spaced.loc[0, "judge"] = " j "
+    store.add_judgments("s", spaced)  # falls back to full validation, which strips
+    assert set(store.judgments("s")["judge"]) == {"j", "k", "human:x"}
+
+
+def test_judge_filter_and_names_are_integer_coded(store):
+    store.add_judgments("s", rich())
+    assert list(store.judgments("s", judges=["k"])["question_id"]) == ["2"]
+    assert len(store.judgments("s", judges=["nobody"])) == 0
+    labels = store.labels("s")
+    assert set(labels) == {"a", "b", "c", "j", "k", "human:x", "help", "style"}
+    stored = store.connect().execute("SELECT model_a, judge, winner FROM verdicts ORDER BY id").fetchall()
+    assert [tuple(r) for r in stored][0] == (labels["a"], labels["j"], 0)
+
+
+def test_judgments_view_decodes_and_accepts_inserts(store):
+    store.add_judgments("s", rich())
+    sid = store.study_id("s")
+    rows = store.connect().execute(
+        "SELECT question_id, model_a, model_b, judge, winner, criterion FROM judgments ORDER BY id").fetchall()
+    assert tuple(rows[0]) == ("1", "a", "b", "j", "model_a", "help")
+    store.connect().execute(
+        "INSERT INTO judgments (study_id, question_id, model_a, model_b, judge, winner, criterion) "
+        "VALUES (?, 'q9', 'a', 'newmodel', 'sqluser', 'model_b', 'help')", (sid,))
+    out = store.judgments("s")
+    assert out.iloc[-1][["model_b", "judge", "winner", "criterion"]].tolist() == ["newmodel", "sqluser", "model_b", "help"]
+    assert store.integrity_problems() == []
+
+
+def test_each_write_is_one_transaction(store):
+    before = store.summary("s")
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.add_judgments("s", rich())
+            store.add_questions("s", pd.DataFrame({"question_id": ["1"], "text": ["?"]}))
+            raise RuntimeError("boom")
+    assert store.summary("s") == before
+    assert store.labels("s") == {}
+
+
+def test_integrity_problems_finds_orphan_codes(store):
+    store.add_judgments("s", rich())
+    store.connect().execute("DELETE FROM labels WHERE text = 'k'")
+    assert store.integrity_problems() == ["1 verdict(s) with a judge code missing from labels"]
+
+
+# ------------------------------------------------------------------ other tables
+
+
+def test_questions_answers_and_conflicts(store):
+    questions = pd.DataFrame({"question_id": ["1", "2"], "text": ["2+2?", "Colour?"], "category": ["math", None],
+                              "metadata": [{"turns": ["2+2?", "and 3+3?"]}, {}]})
+    assert store.add_questions("s", questions) == WriteCounts(2, 0)
+    assert store.add_questions("s", questions) == WriteCounts(0, 2)
+    assert store.questions("s", with_metadata=True)["metadata"].iloc[0] == {"turns": ["2+2?", "and 3+3?"]}
+    answers = pd.DataFrame({"question_id": ["1", "1"], "model": ["a", "a"], "answer": ["4", "6"], "turn": [1, 2]})
+    assert store.add_answers("s", answers) == WriteCounts(2, 0)
+    clash = store.question_conflicts("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["2+2?", "Animal?"]}))
+    assert list(clash["question_id"]) == ["2"] and clash["stored_text"].iloc[0] == "Colour?"
+    changed = store.answer_conflicts("s", pd.DataFrame({"question_id": ["1"], "model": ["a"], "answer": ["five"]}))
+    assert list(changed["stored_answer"]) == ["4"]
+
+
+def test_debates_turns_queue_and_adjudication(store):
+    debate = {"debate_key": "k1", "question_id": "1", "model_a": "a", "model_b": "b", "status": "unresolved",
+              "criterion": "help", "scenario": "code", "n_rounds": 1}
+    turns = [{"round": 0, "position": 0, "speaker": "x", "verdict": "model_a"},
+             {"round": 0, "position": 1, "speaker": "y", "verdict": None, "raw": '"4"'},
+             {"round": 1, "position": 0, "speaker": "x", "verdict": "model_a"},
+             {"round": 1, "position": 1, "speaker": "y", "verdict": "model_b"}]
+    assert store.add_debate("s", debate, turns) is True
+    assert store.add_debate("s", debate, turns) is False
+    queue = store.adjudication_queue("s")
+    assert list(queue["debate_key"]) == ["k1"] and queue["scenario"].iloc[0] == "code"
+    stored = store.debate_turns(queue["id"])
+    assert len(stored) == 4 and stored["raw"].iloc[1] == '"4"'
+    assert store.adjudicate(int(queue["id"].iloc[0]), "ann", "model_a") is True
+    assert store.adjudication_queue("s").empty
+    with pytest.raises(ValueError, match="consensus must be one of"):
+        store.add_debate("s", {**debate, "debate_key": "k2", "consensus": "A"}, [])
+
+
+def test_import_provenance_goes_to_imports_and_study_source(store):
+    with store.transaction():
+        import_id = store.record_import("s", source="/data/x.csv", format="canonical", sha256="ab" * 32)
+        store.add_judgments("s", rich(), import_id=import_id)
+        store.set_import_counts(import_id, {"judgments": WriteCounts(4, 0), "notes": {"x": np.int64(1)}})
+    imports = store.imports("s")
+    assert list(imports["format"]) == ["canonical"]
+    assert imports["counts"].iloc[0] == {"judgments": {"added": 4, "skipped": 0}, "notes": {"x": 1}}
+    record = store.study_source("s")["imports"][0]
+    assert record["source"] == "/data/x.csv" and record["sha256"] == "ab" * 32
+    ids = {r[0] for r in store.connect().execute("SELECT import_id FROM verdicts")}
+    assert ids == {import_id}
+
+
+def test_revision_changes_with_every_write(store):
+    first = store.revision("s")
+    store.add_judgments("s", rich())
+    second = store.revision("s")
+    store.add_judgments("s", rich())  # nothing new: no bump
+    assert first < second == store.revision("s")
+
+
+def test_summary_counts(store):
+    store.add_judgments("s", rich())
+    summary = store.summary("s")
+    assert summary["judgments"] == 4 and summary["human_votes"] == 1 and summary["contestants"] == 3
+    assert summary["judges"] == 3
+    judges = store.judges("s").set_index("name")
+    assert judges.loc["human:x", "kind"] == "human" and judges.loc["j", "n_judgments"] == 2
+
+
+def test_unknown_study_lists_the_studies(store):
+    with pytest.raises(StoreError, match=r"no study named 'x' in .*; studies are \['s'\]"):
+        store.judgments("x")
+
+
+def test_secrets_never_reach_the_database(store):
+    store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
+    text = "\n".join(sqlite3.connect(store.path).iterdump())
+    assert "sk-123" not in text and '"model": "m"' in text
+
+
+def test_optional_columns_are_fetched_only_when_filled(store):
+    store.add_judgments("s", frame([("q", "a", "b", "j", "model_a")]))
+    filled = {r[0] for r in store.connect().execute("SELECT name FROM verdict_columns")}
+    assert filled == set()
+    store.add_judgments("s", frame([("q2", "a", "b", "j", "tie")], p_a=[0.5]))
+    filled = {r[0] for r in store.connect().execute("SELECT name FROM verdict_columns")}
+    assert filled == {"p_a"}
+    assert store.judgments("s")["p_a"].tolist()[1] == 0.5
+
+
+def test_json_text_round_trips_unicode(store):
+    store.add_judgments("s", frame([("问题", "模型甲", "b", "j", "model_a")], rationale=["因为 ✓"]))
+    out = store.judgments("s")
+    assert out["question_id"].iloc[0] == "问题" and out["rationale"].iloc[0] == "因为 ✓"
+    assert json.loads(json.dumps(store.labels("s"), ensure_ascii=False))
