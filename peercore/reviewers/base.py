@@ -17,7 +17,8 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["ChatRequest", "Completion", "Backend", "BackendError", "RetryableError", "MissingCredentials"]
+__all__ = ["ChatRequest", "Completion", "Backend", "BackendError", "RetryableError", "MissingCredentials",
+           "Capabilities"]
 
 
 class BackendError(RuntimeError):
@@ -38,6 +39,26 @@ class RetryableError(BackendError):
 
 class MissingCredentials(BackendError):
     """No API key: the message names exactly which environment variable to set."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond plain generation (judging picks its method from this).
+
+    Attributes
+    ----------
+    logprobs : returns ``top_logprobs`` of the first generated token when asked
+        (OpenAI Chat Completions, most OpenAI-compatible servers, the local backend).
+    logits : reads next-token logits directly after a prefill, for every token (the
+        local backend: the prompt-based classifier of Liusie et al. 2024, eq. 3).
+    prefill : honours :attr:`ChatRequest.prefill` (Anthropic, local, most local servers).
+    seed : honours :attr:`ChatRequest.seed`.
+    """
+
+    logprobs: bool = False
+    logits: bool = False
+    prefill: bool = False
+    seed: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,12 +135,14 @@ class Backend(ABC):
     backend : ``"openai"``, ``"anthropic"``, ``"openai-compatible"`` or ``"local"``.
     model : the provider's model name (or the GGUF's name for ``local``).
     base_url : for servers addressed by URL, else None.
+    capabilities : what the backend supports beyond generation (:class:`Capabilities`).
     name : the judge name used in judgments, ``"<backend>:<model>"`` by default.
     """
 
     backend: str
     model: str
     base_url: str | None = None
+    capabilities: Capabilities = Capabilities()
 
     @property
     def name(self) -> str:

@@ -1,0 +1,193 @@
+"""Prompt templates: TOML data files beside this module, a loader and a renderer.
+
+Each ``*.toml`` file in this folder (except ``scaleeval_rubrics.toml``) is one template
+with the keys ``name, title, kind, scheme, labels, source, system, user`` and optional
+``prefill`` and ``[defaults]``. ``system`` and ``user`` hold ``{field}`` placeholders;
+only placeholders are substituted (other braces are left alone and field values are
+never re-interpreted), so answers containing braces or code are safe.
+
+Shipped templates
+-----------------
+``prd_review``, ``prd_review_coding``, ``prd_review_math``
+    PRD reviewer prompts (Li, Patel, Du 2023, Table 8): last line 1, 2 or 3 (tie).
+``prd_discussion``
+    One turn of PRD's two-reviewer discussion (Table 1): last line 1 or 2.
+``liusie_classifier``, ``liusie_classifier_numeric``
+    Liusie et al. (2024) prompt-based classifier: label probabilities after a prefill.
+``liusie_generative``
+    Liusie et al. generative comparison ending with ``Verdict: Response A|B``.
+``scaleeval_initial``, ``scaleeval_discussion``
+    ScaleEval (Chern et al. 2024) judge-agent prompts with a 1-5 rubric; last line 1, 2
+    or 0 (tie).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping, Sequence
+
+from ..errors import PeercoreError
+
+__all__ = ["PromptTemplate", "TemplateError", "load_template", "list_templates", "format_turns", "KINDS"]
+
+KINDS = ("review", "discussion", "classifier", "generative", "debate_initial", "debate_discussion")
+_SCHEMES = ("prd", "scaleeval", "ab")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NOT_TEMPLATES = {"scaleeval_rubrics"}
+
+
+class TemplateError(PeercoreError):
+    """A template file is malformed, unknown, or rendered without a required field."""
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """One chat prompt template.
+
+    Attributes
+    ----------
+    name : identifier (the file stem).
+    title : one-line description for menus.
+    kind : one of :data:`KINDS`.
+    scheme : the verdict scheme for :func:`peercore.prompts.parse_verdict`
+        (``"prd"``, ``"scaleeval"`` or ``"ab"``).
+    labels : the two tokens naming the first and second answer (``("1", "2")`` or
+        ``("A", "B")``): what a classifier reads probabilities for.
+    source : the paper/table and origin of the wording (with licence).
+    system, user : the message texts with ``{field}`` placeholders.
+    prefill : text the assistant reply starts with (classifier templates), or None.
+    defaults : values for fields the caller may omit.
+    """
+
+    name: str
+    title: str
+    kind: str
+    scheme: str
+    labels: tuple[str, str]
+    source: str
+    system: str
+    user: str
+    prefill: str | None = None
+    defaults: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every placeholder, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for text in (self.system, self.user):
+            for match in _PLACEHOLDER.finditer(text):
+                seen.setdefault(match.group(1), None)
+        return tuple(seen)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Placeholders without a default."""
+        return tuple(f for f in self.fields if f not in self.defaults)
+
+    def render(self, **values: object) -> tuple[dict, ...]:
+        """The chat messages: ``({"role": "system", ...}, {"role": "user", ...})``.
+
+        Values not used by the template are ignored (callers may pass a standard set such
+        as ``question, answer_1, answer_2, criterion`` to any template).
+
+        Raises
+        ------
+        TemplateError
+            If a required field is missing (the message names the template and fields).
+        """
+        merged = {**self.defaults, **{k: v for k, v in values.items() if v is not None}}
+        missing = [f for f in self.fields if f not in merged]
+        if missing:
+            raise TemplateError(f"template {self.name!r} needs field(s) {missing}; got {sorted(values)}")
+
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: str(merged[m.group(1)]), text)
+
+        messages = []
+        if self.system:
+            messages.append({"role": "system", "content": fill(self.system)})
+        messages.append({"role": "user", "content": fill(self.user)})
+        return tuple(messages)
+
+
+def list_templates() -> list[str]:
+    """Names of the shipped templates, sorted."""
+    return sorted(_template_files())
+
+
+def load_template(name: str | PromptTemplate) -> PromptTemplate:
+    """A shipped template by name (a :class:`PromptTemplate` is returned as it is).
+
+    Raises
+    ------
+    TemplateError
+        If the name is unknown (the known names are listed) or the file is malformed.
+    """
+    if isinstance(name, PromptTemplate):
+        return name
+    return _load(name)
+
+
+def format_turns(turns: Sequence[tuple[str, str]], *, header: str = "[{speaker}]") -> str:
+    """Render earlier discussion turns as text blocks for a ``{discussion}`` field.
+
+    Parameters
+    ----------
+    turns : ``(speaker, text)`` pairs in order, e.g. ``[("Reviewer 1", "...1")]``.
+    header : format of each block's first line; ``{speaker}`` is substituted.
+
+    Returns
+    -------
+    str
+        ``"[Reviewer 1]\\n...\\n\\n[Reviewer 2]\\n...\\n\\n"``, or ``""`` for no turns.
+    """
+    return "".join(f"{header.format(speaker=speaker)}\n{text.strip()}\n\n" for speaker, text in turns)
+
+
+@lru_cache(maxsize=1)
+def _template_files() -> dict[str, str]:
+    folder = resources.files(__package__)
+    out = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".toml") and entry.name[:-5] not in _NOT_TEMPLATES:
+            out[entry.name[:-5]] = entry.name
+    return out
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> PromptTemplate:
+    files = _template_files()
+    if name not in files:
+        raise TemplateError(f"template must be one of {sorted(files)}; got {name!r}")
+    data = tomllib.loads(resources.files(__package__).joinpath(files[name]).read_text(encoding="utf-8"))
+    return template_from_mapping(data, origin=files[name])
+
+
+def template_from_mapping(data: Mapping, *, origin: str = "<mapping>") -> PromptTemplate:
+    """Build and validate a template from a parsed TOML/JSON mapping (user templates too)."""
+    for key in ("name", "kind", "scheme", "labels", "user"):
+        if key not in data:
+            raise TemplateError(f"{origin}: missing key {key!r}")
+    if data["kind"] not in KINDS:
+        raise TemplateError(f"{origin}: kind must be one of {KINDS}, got {data['kind']!r}")
+    if data["scheme"] not in _SCHEMES:
+        raise TemplateError(f"{origin}: scheme must be one of {_SCHEMES}, got {data['scheme']!r}")
+    labels = tuple(str(x) for x in data["labels"])
+    if len(labels) != 2 or labels[0] == labels[1]:
+        raise TemplateError(f"{origin}: labels must be two distinct tokens, got {data['labels']!r}")
+    return PromptTemplate(
+        name=str(data["name"]),
+        title=str(data.get("title", data["name"])),
+        kind=data["kind"],
+        scheme=data["scheme"],
+        labels=labels,  # type: ignore[arg-type]
+        source=str(data.get("source", "")),
+        system=str(data.get("system", "")),
+        user=str(data["user"]),
+        prefill=data.get("prefill") or None,
+        defaults={str(k): str(v) for k, v in dict(data.get("defaults", {})).items()},
+    )

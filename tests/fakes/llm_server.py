@@ -1,0 +1,505 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI and Anthropic wire formats.
+
+Tests point the real ``openai`` and ``anthropic`` SDKs (or any HTTP client) at it to
+exercise backends, the runner's retries and its fault handling without a network.
+
+Endpoints
+---------
+``POST /v1/chat/completions``
+    OpenAI Chat Completions (non-streaming). Reply shape: ``{"id", "object":
+    "chat.completion", "created", "model", "choices": [{"index": 0, "message":
+    {"role": "assistant", "content"}, "logprobs", "finish_reason": "stop"}],
+    "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}``.
+``POST /v1/messages``
+    Anthropic Messages (non-streaming). Reply shape: ``{"id", "type": "message",
+    "role": "assistant", "model", "content": [{"type": "text", "text"}],
+    "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens",
+    "output_tokens"}}``.
+``GET /v1/models``
+    A one-model list (some clients probe it). Anything else is a provider-shaped 404.
+
+Default reply
+-------------
+Without ``reply=``, the reply is derived from the SHA-256 of the request's messages (and
+system prompt), so the same request always gets the same text::
+
+    Fake review 1a2b3c4d: both answers address the question; the first is clearer.
+    Verdict: Answer 1
+
+The last line is always ``Verdict: Answer 1`` or ``Verdict: Answer 2`` (never a tie).
+The verdict follows ``p1``, a "probability that answer 1 is better" drawn from the hash
+in [0.1, 0.9]: at temperature 0 the verdict is ``Answer 1`` iff ``p1 >= 0.5``; at a
+temperature above 0 it is sampled from Bernoulli(``p1``) with the server's seeded RNG,
+so K samples of one prompt give a verdict fraction near ``p1`` (deterministic given the
+request order). When the last message is an assistant prefill (Anthropic), the reply
+is the continuation only: ``"1"`` or ``"2"``.
+
+When an OpenAI request sets ``logprobs: true`` with ``top_logprobs: k``, the choice
+carries ``logprobs.content``: one entry per whitespace token of the reply; the first
+entry's ``top_logprobs`` lists ``"1"`` (log 0.95*p1), ``"2"`` (log 0.95*(1-p1)) and
+filler tokens, truncated to k (at least the two digits are always kept).
+
+Usage counts are whitespace words: prompt words across all messages, reply words.
+
+Faults
+------
+Each request draws a fault with probability ``fault_rate`` from a seeded RNG (choice
+uniform over ``faults``), or takes the next fault queued with :meth:`inject`:
+
+``"429"``
+    Status 429, header ``Retry-After: <retry_after_s>`` (seconds, may be fractional)
+    and a provider-shaped ``rate_limit_error`` body.
+``"500"``
+    Status 500 with a provider-shaped server error body.
+``"timeout"``
+    Sleeps ``timeout_hang_s`` before answering normally. Clients in tests must use a
+    timeout well below ``timeout_hang_s`` (e.g. 0.5 s against the default 5 s) so
+    their timeout fires first. :meth:`stop` wakes hung handlers at once.
+``"malformed"``
+    Status 200, ``Content-Type: application/json``, a body that is not valid JSON.
+``"reset"``
+    Closes the socket with SO_LINGER 0 (a TCP RST) without sending any response.
+``"400"``, ``"401"``, ``"403"``, ``"404"`` (:data:`HTTP_ERROR_KINDS`, opt-in only)
+    That status with a provider-shaped error body: permanent errors a client must not retry.
+
+Latency ``latency_s`` is slept in every request's own thread before it is answered
+(faulted or not), so concurrent requests overlap: 32 concurrent requests at 0.2 s
+latency complete in about 0.2 s.
+
+Counters ``requests_total``, ``faults_injected``, ``successes`` and ``max_in_flight``
+(the peak number of POSTs being handled at once) and the list
+``request_log`` (one ``{"api", "fault", "body", "path", "has_key", "key_sha256"}`` dict
+per request; ``has_key`` says whether an API key header arrived and ``key_sha256`` is the
+SHA-256 of the key sent (``Authorization: Bearer`` or ``x-api-key``) so tests can tell
+which key was used -- the key itself is never kept) are updated under a lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+__all__ = ["FakeLLMServer", "FAULT_KINDS", "HTTP_ERROR_KINDS", "default_reply", "default_p1"]
+
+FAULT_KINDS = ("429", "500", "timeout", "malformed", "reset")
+# permanent client errors, never drawn by default; usable in ``faults=`` and :meth:`inject`
+HTTP_ERROR_KINDS = ("400", "401", "403", "404")
+_ALL_KINDS = FAULT_KINDS + HTTP_ERROR_KINDS
+
+ReplyFn = Callable[[dict, str], str]
+
+
+def _messages_digest(body: dict) -> str:
+    payload = {"system": body.get("system"), "messages": body.get("messages")}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def default_p1(body: dict) -> float:
+    """The fake's "probability that answer 1 is better" for a request, in [0.1, 0.9]."""
+    digest = _messages_digest(body)
+    return 0.1 + 0.8 * (int(digest[8:16], 16) / 0xFFFFFFFF)
+
+
+def _has_prefill(body: dict) -> bool:
+    messages = body.get("messages") or []
+    return bool(messages) and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant"
+
+
+def default_reply(body: dict, api: str, *, first: bool | None = None) -> str:
+    """The deterministic default reply (see the module docstring for the format).
+
+    ``first`` forces the verdict (True = Answer 1); None takes the argmax of :func:`default_p1`.
+    """
+    if first is None:
+        first = default_p1(body) >= 0.5
+    digit = "1" if first else "2"
+    if api == "anthropic" and _has_prefill(body):
+        return digit
+    tag = _messages_digest(body)[:8]
+    which = "first" if first else "second"
+    return (
+        f"Fake review {tag}: both answers address the question; the {which} is clearer.\n"
+        f"Verdict: Answer {digit}"
+    )
+
+
+def _count_words(value) -> int:
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, list):
+        return sum(_count_words(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_count_words(v) for k, v in value.items() if k in ("content", "text"))
+    return 0
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+    allow_reuse_address = True
+
+    fake: "FakeLLMServer"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format, *args):  # noqa: A002 - silence stderr logging
+        pass
+
+    # -- plumbing --------------------------------------------------------------------
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, status: int, payload, *, headers: dict | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+    def _reset(self) -> None:
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+        self.close_connection = True
+
+    # -- verbs -----------------------------------------------------------------------
+    def do_GET(self):  # noqa: N802
+        if self.path.rstrip("/").endswith("/v1/models"):
+            self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
+
+    def do_POST(self):  # noqa: N802
+        fake = self.server.fake
+        fake._handler_started()
+        try:
+            self._post(fake)
+        finally:
+            fake._handler_done()
+
+    def _post(self, fake: "FakeLLMServer") -> None:
+        raw = self._read_body()
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/chat/completions"):
+            api = "openai"
+        elif path.endswith("/messages"):
+            api = "anthropic"
+        else:
+            api = "unknown"
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else {}
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            body = None
+        key = self.headers.get("x-api-key") or ""
+        auth = self.headers.get("Authorization") or ""
+        if not key and auth.lower().startswith("bearer "):
+            key = auth[7:].strip()
+        key_digest = hashlib.sha256(key.encode("utf-8")).hexdigest() if key else None
+        fault = fake._begin(api, body, path, bool(key), key_digest)
+        if fake.latency_s > 0:
+            fake._stop_event.wait(fake.latency_s)
+        if fault == "reset":
+            self._reset()
+            return
+        if fault == "429":
+            self._send(429, _error_body(api, 429, "rate limit exceeded (fake)"),
+                       headers={"Retry-After": _fmt_seconds(fake.retry_after_s)})
+            return
+        if fault == "500":
+            self._send(500, _error_body(api, 500, "internal server error (fake)"))
+            return
+        if fault in HTTP_ERROR_KINDS:
+            status = int(fault)
+            self._send(status, _error_body(api if api != "unknown" else "openai", status, f"client error {status} (fake)"))
+            return
+        if fault == "malformed":
+            self._send(200, b'{"id": "chatcmpl-broken", "choices": [ {"message": ')
+            return
+        if fault == "timeout":
+            fake._stop_event.wait(fake.timeout_hang_s)
+        if api == "unknown":
+            self._send(404, _error_body("openai", 404, f"no route POST {self.path}"))
+            return
+        if body is None or not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self._send(400, _error_body(api, 400, "request body must be JSON with a 'messages' list"))
+            return
+        if body.get("stream"):
+            self._send(400, _error_body(api, 400, "streaming is not supported by the fake server"))
+            return
+        try:
+            payload = fake._answer(api, body)
+        except Exception as exc:  # a user reply callable failed: report it as a 500
+            self._send(500, _error_body(api, 500, f"reply callable raised {type(exc).__name__}: {exc}"))
+            return
+        self._send(200, payload)
+        if fault is None:
+            fake._count_success()
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
+
+
+def _error_body(api: str, status: int, message: str) -> dict:
+    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+            429: "rate_limit_error", 500: "api_error"}.get(status, "api_error")
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    openai_kind = {429: "rate_limit_error", 500: "server_error", 401: "invalid_api_key"}.get(status, "invalid_request_error")
+    return {"error": {"message": message, "type": openai_kind, "param": None, "code": None}}
+
+
+class FakeLLMServer:
+    """Real HTTP server on 127.0.0.1 (ephemeral port) in a background thread, speaking
+    OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages).
+
+    Parameters
+    ----------
+    reply : callable ``(body: dict, api: str) -> str`` giving the reply text (``api`` is
+        ``"openai"`` or ``"anthropic"``); default :func:`default_reply`.
+    latency_s : seconds slept (in the request's own thread) before every answer.
+    fault_rate : probability that a request gets a fault, drawn from ``random.Random(seed)``.
+    faults : the fault kinds to choose from, a subset of ``FAULT_KINDS`` (plus, opt-in,
+        ``HTTP_ERROR_KINDS``).
+    retry_after_s : the ``Retry-After`` header value sent with a 429.
+    timeout_hang_s : how long a ``"timeout"`` fault hangs before answering; clients must
+        use a shorter timeout.
+    seed : seeds the fault RNG and the temperature > 0 verdict sampling.
+
+    Examples
+    --------
+    >>> with FakeLLMServer(fault_rate=0.3) as server:      # doctest: +SKIP
+    ...     client = openai.OpenAI(base_url=server.openai_base_url, api_key="x", max_retries=0, timeout=0.5)
+    """
+
+    def __init__(self, *, reply: ReplyFn | None = None, latency_s: float = 0.0, fault_rate: float = 0.0,
+                 faults=FAULT_KINDS, retry_after_s: float = 0.05,
+                 timeout_hang_s: float = 5.0, seed: int = 0) -> None:
+        faults = tuple(faults)
+        unknown = [f for f in faults if f not in _ALL_KINDS]
+        if unknown:
+            raise ValueError(f"faults: unknown fault kind(s) {unknown!r}; choose from {_ALL_KINDS}")
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate!r}")
+        if fault_rate > 0 and not faults:
+            raise ValueError("faults must not be empty when fault_rate > 0")
+        for name, value in (("latency_s", latency_s), ("retry_after_s", retry_after_s),
+                            ("timeout_hang_s", timeout_hang_s)):
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        self.reply = reply
+        self.latency_s = float(latency_s)
+        self.fault_rate = float(fault_rate)
+        self.faults = faults
+        self.retry_after_s = float(retry_after_s)
+        self.timeout_hang_s = float(timeout_hang_s)
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._sample_rng = random.Random(seed + 1)
+        self._lock = threading.Lock()
+        self._queued: deque[str] = deque()
+        self._stop_event = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.requests_total = 0
+        self.faults_injected = 0
+        self.successes = 0
+        self.request_log: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> "FakeLLMServer":
+        """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        self._stop_event.clear()
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"FakeLLMServer:{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake hung handlers and close the socket."""
+        if self._httpd is None:
+            return
+        self._stop_event.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> "FakeLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("FakeLLMServer is not started (use start() or a with block)")
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    # -- control ---------------------------------------------------------------------
+    def inject(self, *faults: str) -> None:
+        """Queue faults for the next requests, in order (they take precedence over fault_rate)."""
+        unknown = [f for f in faults if f not in _ALL_KINDS]
+        if unknown:
+            raise ValueError(f"faults: unknown fault kind(s) {unknown!r}; choose from {_ALL_KINDS}")
+        with self._lock:
+            self._queued.extend(faults)
+
+    def reset_counts(self) -> None:
+        """Zero the counters and clear the request log (queued faults are kept)."""
+        with self._lock:
+            self.requests_total = 0
+            self.faults_injected = 0
+            self.successes = 0
+            self.request_log = []
+            self.max_in_flight = self.in_flight
+
+    # -- used by the handler ---------------------------------------------------------
+    def _begin(self, api: str, body, path: str, has_key: bool, key_digest: str | None = None) -> str | None:
+        with self._lock:
+            self.requests_total += 1
+            if self._queued:
+                fault = self._queued.popleft()
+            elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.faults)
+            else:
+                fault = None
+            if fault is not None:
+                self.faults_injected += 1
+            self.request_log.append({"api": api, "fault": fault, "body": body, "path": path, "has_key": has_key,
+                                     "key_sha256": key_digest})
+        return fault
+
+    def _handler_started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _handler_done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _count_success(self) -> None:
+        with self._lock:
+            self.successes += 1
+
+    def _answer(self, api: str, body: dict) -> dict:
+        p1 = default_p1(body)
+        if self.reply is not None:
+            text = self.reply(body, api)
+            if not isinstance(text, str):
+                raise TypeError(f"reply must return str, got {type(text).__name__}")
+        else:
+            temperature = float(body.get("temperature") or 0.0)
+            if temperature > 0:
+                with self._lock:
+                    first = self._sample_rng.random() < p1
+            else:
+                first = p1 >= 0.5
+            text = default_reply(body, api, first=first)
+        model = str(body.get("model", "fake-model"))
+        prompt_tokens = _count_words(body.get("messages")) + _count_words(body.get("system") or "")
+        completion_tokens = len(text.split())
+        if api == "anthropic":
+            return {
+                "id": f"msg_{uuid.uuid4().hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+            }
+        logprobs = None
+        if body.get("logprobs"):
+            logprobs = {"content": _logprob_content(text, p1, int(body.get("top_logprobs") or 0)), "refusal": None}
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": logprobs,
+                "finish_reason": "stop",
+            }],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+
+def _token(token: str, logprob: float) -> dict:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+
+def _logprob_content(text: str, p1: float, k: int) -> list[dict]:
+    words = text.split() or [""]
+    top = [_token("1", math.log(0.95 * p1)), _token("2", math.log(0.95 * (1.0 - p1))),
+           _token("Answer", math.log(0.03)), _token(" ", math.log(0.01)), _token("3", math.log(0.005))]
+    top = top[: max(k, 2)]
+    content = []
+    for i, word in enumerate(words):
+        entry = _token(word if i == 0 else " " + word, -0.01)
+        entry["top_logprobs"] = top if i == 0 else [_token(entry["token"], -0.01)][:max(k, 1)]
+        content.append(entry)
+    return content
