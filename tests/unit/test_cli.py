@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import make_judgments
+from peerboard_testing import make_judgments
 from peercore.cli import main
 
 

@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from conftest import make_judgments
+from peerboard_testing import make_judgments
 from peercore.errors import ConvergenceError
 from peercore.judgments import judgments_from_frame
 from peercore.ranking.bradley_terry import arena_ranks, bradley_terry, bradley_terry_intervals, pair_table

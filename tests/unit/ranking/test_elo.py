@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import make_judgments
+from peerboard_testing import make_judgments
 from peercore.ranking.elo import elo_intervals, elo_ratings, elo_trajectory, elo_update
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import make_judgments
+from peerboard_testing import make_judgments
 from peercore.ranking.leaderboard import LEADERBOARD_COLUMNS, leaderboard, select_judges
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import make_judgments
+from peerboard_testing import make_judgments
 from peercore.ranking.winrate import battle_counts, pairwise_win_fraction, win_rate_intervals, win_rates
 
 
