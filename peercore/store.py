@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import sqlite3
 import sys
@@ -88,7 +89,10 @@ VERDICTS = ("model_a", "model_b", "tie")
 JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
-_SECRET_WORDS = ("key", "token", "secret", "password", "authorization", "auth")
+# A key is secret when its last word (split on _ - . and camelCase) is one of these:
+# "api_key", "apiKey", "token", "access_token", "password" are; "max_tokens",
+# "prompt_tokens", "keyboard" are not.
+_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "auth", "bearer", "credential", "credentials"})
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
 # test can kill the process while a large import is written but not committed.
 _ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
@@ -120,17 +124,27 @@ def default_db_path() -> Path:
 def scrub_secrets(config: object) -> object:
     """A copy of ``config`` with every value under a secret-looking key replaced by ``"***"``.
 
-    Keys containing key, token, secret, password or auth (case-insensitive) count as
-    secret, at any depth. Used before a run configuration reaches the database or a log.
+    A key counts as secret when its last word is key, api key, token, secret, password,
+    auth(orization), bearer or credential(s) (``api_key``, ``OPENAI_API_KEY``,
+    ``accessToken``), at any depth; ``max_tokens`` or ``prompt_tokens`` do not. Used
+    before a run configuration reaches the database or a log.
     """
     if isinstance(config, Mapping):
         return {
-            k: ("***" if any(word in str(k).lower() for word in _SECRET_WORDS) and v not in (None, "") else scrub_secrets(v))
+            k: ("***" if _is_secret_key(k) and v not in (None, "") else scrub_secrets(v))
             for k, v in config.items()
         }
     if isinstance(config, (list, tuple)):
         return [scrub_secrets(v) for v in config]
     return config
+
+
+def _is_secret_key(key: object) -> bool:
+    words = re.split(r"[_\-.\s]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower())
+    words = [w for w in words if w]
+    if not words:
+        return False
+    return words[-1] in _SECRET_WORDS or (len(words) >= 2 and words[-2] + words[-1] in _SECRET_WORDS)
 
 
 # ------------------------------------------------------------------------- migrations
@@ -1001,18 +1015,23 @@ class Store:
         So a result is either stored together with its "done" mark or not at all: a
         killed run never loses a finished item nor marks an unfinished one done.
         """
+        finished = ("done", "invalid")
         with self.transaction() as tx:
             if write is not None:
                 write(tx)
+            row = tx.execute("SELECT status FROM run_items WHERE run_id = ? AND item_key = ?", (run_id, item_key)).fetchone()
+            if row is None:
+                raise StoreError(f"run {run_id!r} has no item {item_key!r}")
             tx.execute(
                 "UPDATE run_items SET status = ?, detail = ?, updated_at = ? WHERE run_id = ? AND item_key = ?",
                 (status, detail, _now(), run_id, item_key),
             )
+            # Incremental count: a COUNT(*) per finished item made long runs quadratic.
+            step = int(status in finished) - int(row[0] in finished)
             tx.execute(
-                "UPDATE runs SET n_done = (SELECT COUNT(*) FROM run_items WHERE run_id = ?1 AND status IN ('done', 'invalid')), "
-                "prompt_tokens = prompt_tokens + ?2, completion_tokens = completion_tokens + ?3, "
-                "cost_usd = cost_usd + ?4, updated_at = ?5 WHERE id = ?1",
-                (run_id, prompt_tokens, completion_tokens, cost_usd, _now()),
+                "UPDATE runs SET n_done = n_done + ?2, prompt_tokens = prompt_tokens + ?3, "
+                "completion_tokens = completion_tokens + ?4, cost_usd = cost_usd + ?5, updated_at = ?6 WHERE id = ?1",
+                (run_id, step, prompt_tokens, completion_tokens, cost_usd, _now()),
             )
 
     # ------------------------------------------------------------------------- cache
@@ -1122,7 +1141,8 @@ class Store:
         return pd.concat(frames, ignore_index=True)
 
     def adjudication_queue(self, study: str, *, annotator: str | None = None) -> pd.DataFrame:
-        """Unresolved debates not yet decided (by ``annotator``, or by anyone when None)."""
+        """Unresolved debates (kind ``debate``, not PRD discussions) not yet decided, by
+        ``annotator`` or, when None, by anyone."""
         sid = self.study_id(study)
         if annotator is None:
             where, params = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)", [sid]
@@ -1130,7 +1150,8 @@ class Store:
             where, params = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)", [sid, annotator]
         return pd.read_sql_query(
             "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds "
-            f"FROM debates d WHERE d.study_id = ? AND d.status = 'unresolved' AND {where} ORDER BY d.id",
+            f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
+            "ORDER BY d.id",
             self.connect(), params=params,
         )
 

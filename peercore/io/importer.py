@@ -27,7 +27,7 @@ from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, dete
 __all__ = ["read_path", "import_path", "import_bundle", "ImportReport", "FORMATS", "default_study_name"]
 
 FORMATS = tuple(dict.fromkeys(("auto", *FOLDER_FORMATS, *FILE_FORMATS, "prd-file")))
-_SKIP_NAMES = ("README", "LICENSE")
+_SKIP_NAMES = ("README", "LICENSE", "PROVENANCE")  # documentation, not data
 
 
 # format -> (module, function); modules are imported only when their format is read

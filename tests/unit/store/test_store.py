@@ -281,3 +281,33 @@ def test_json_text_round_trips_unicode(store):
     out = store.judgments("s")
     assert out["question_id"].iloc[0] == "问题" and out["rationale"].iloc[0] == "因为 ✓"
     assert json.loads(json.dumps(store.labels("s"), ensure_ascii=False))
+
+
+def test_secret_keys_are_scrubbed_but_token_counts_are_not():
+    from peercore.store import scrub_secrets
+
+    config = {"api_key": "sk-1", "OPENAI_API_KEY": "sk-2", "accessToken": "t", "nested": [{"password": "p"}],
+              "max_tokens": 512, "prompt_tokens": 7, "keyboard": "qwerty", "model": "gpt-4o"}
+    assert scrub_secrets(config) == {"api_key": "***", "OPENAI_API_KEY": "***", "accessToken": "***",
+                                     "nested": [{"password": "***"}], "max_tokens": 512, "prompt_tokens": 7,
+                                     "keyboard": "qwerty", "model": "gpt-4o"}
+
+
+def test_discussions_do_not_enter_the_adjudication_queue(store):
+    base = {"question_id": "1", "model_a": "a", "model_b": "b", "status": "unresolved"}
+    store.add_debate("s", {**base, "debate_key": "talk", "kind": "discussion"}, [])
+    store.add_debate("s", {**base, "debate_key": "fight", "kind": "debate"}, [])
+    assert list(store.adjudication_queue("s")["debate_key"]) == ["fight"]
+
+
+def test_run_progress_counts_each_item_once(store):
+    run = store.create_run("s", "review", {"max_tokens": 5}, items=["a", "b", "c"])
+    store.finish_item(run, "a")
+    store.finish_item(run, "a")  # a repeated mark does not count twice
+    store.finish_item(run, "b", status="invalid")
+    store.finish_item(run, "c", status="failed")
+    assert store.run(run)["n_done"] == 2
+    assert store.pending_items(run) == ["c"]
+    assert store.run(run)["config"] == {"max_tokens": 5}
+    with pytest.raises(StoreError, match="has no item 'zzz'"):
+        store.finish_item(run, "zzz")
