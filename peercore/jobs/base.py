@@ -1,0 +1,116 @@
+"""Shared pieces of the job definitions: judges, item keys, seeded randomness, inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from peercore.reviewers.base import Backend
+
+if TYPE_CHECKING:  # pragma: no cover
+    from peercore.store import Store
+
+__all__ = ["Judge", "as_judges", "item_key", "parse_item_key", "seeded_rng", "load_questions", "load_answers",
+           "backend_config"]
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A backend in the role of a judge, reviewer or debate agent.
+
+    Parameters
+    ----------
+    backend : the :class:`~peercore.reviewers.base.Backend` that is called.
+    name : the judge name written in judgments (default ``backend.name``, e.g.
+        ``local:qwen2.5-coder-1.5b``); give distinct names to several configurations of
+        one model (e.g. three debate agents at different temperatures).
+    temperature : sampling temperature for this judge, or None for the job's default.
+    """
+
+    backend: Backend
+    name: str | None = None
+    temperature: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.backend.name
+
+    def describe(self) -> dict:
+        return {"name": self.label, **backend_config(self.backend), "temperature": self.temperature}
+
+
+def backend_config(backend: Backend) -> dict:
+    """What identifies a backend in a run configuration (never credentials)."""
+    return {"backend": backend.backend, "model": backend.model, "base_url": backend.base_url}
+
+
+def as_judges(judges: Iterable[Backend | Judge], *, what: str = "reviewers") -> list[Judge]:
+    """Wrap backends as :class:`Judge`; refuse an empty list and duplicate names.
+
+    Raises
+    ------
+    ValueError
+        If there are none, if an element is neither, or two judges share a name (named).
+    """
+    out = []
+    for judge in judges:
+        if isinstance(judge, Judge):
+            out.append(judge)
+        elif isinstance(judge, Backend):
+            out.append(Judge(judge))
+        else:
+            raise ValueError(f"{what} must be Backend or Judge objects, got {type(judge).__name__}: {judge!r}")
+    if not out:
+        raise ValueError(f"{what} is empty: give at least one")
+    names = [j.label for j in out]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{what} has duplicate names {duplicates}; name each configuration (e.g. NAME=spec)")
+    return out
+
+
+def item_key(*parts: object) -> str:
+    """A run item key: the JSON list of its parts (readable, unambiguous)."""
+    return json.dumps([str(p) for p in parts], ensure_ascii=False)
+
+
+def parse_item_key(key: str) -> list[str]:
+    return json.loads(key)
+
+
+def seeded_rng(seed: int, *parts: object) -> np.random.Generator:
+    """A generator determined by ``seed`` and ``parts`` (stable across runs and machines)."""
+    digest = hashlib.sha256(json.dumps([int(seed), *[str(p) for p in parts]]).encode("utf-8")).digest()
+    return np.random.default_rng([int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)])
+
+
+def load_questions(store: "Store", study: str, *, questions: Sequence[str] | None = None) -> dict[str, str]:
+    """question_id -> text (in store order), restricted to ``questions`` when given.
+
+    Raises
+    ------
+    ValueError
+        If the study has no questions, or a requested question is missing (named).
+    """
+    frame = store.questions(study)
+    texts = dict(zip(frame["question_id"].astype(str), frame["text"].astype(str)))
+    if not texts:
+        raise ValueError(f"study {study!r} has no questions; import some first (peercore import)")
+    if questions is not None:
+        missing = [q for q in questions if q not in texts]
+        if missing:
+            raise ValueError(f"questions {missing[:10]} are not in study {study!r}")
+        texts = {q: texts[q] for q in questions}
+    return texts
+
+
+def load_answers(store: "Store", study: str) -> dict[tuple[str, str], str]:
+    """(question_id, model) -> answer text (first turn)."""
+    frame = store.answers(study)
+    frame = frame[frame["turn"].fillna(1).astype(int) == 1]
+    return {(str(q), str(m)): str(a) for q, m, a in zip(frame["question_id"], frame["model"], frame["answer"])}

@@ -1,0 +1,279 @@
+"""``peercore answer | review | discuss | debate``: run LLM jobs on a study from the shell.
+
+Every command takes ``--study``, the judges as specs (``--reviewer openai:gpt-4o``, see
+:mod:`peercore.jobs.specs`), pair-selection and budget options, ``--dry-run`` (print the
+estimate of calls, tokens and dollars; spend nothing) and shows a progress bar on
+stderr. Running the same command again resumes the same run: finished items are not
+redone and calls already paid are read from the cache.
+
+Exit status: 0 when every item is done, 1 when items failed (run it again to retry
+them) or the run was cancelled, 2 on bad input or missing credentials (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+__all__ = ["add_commands"]
+
+
+def add_commands(subparsers) -> None:
+    """Register the job commands on the ``peercore`` parser."""
+    answer = subparsers.add_parser("answer", help="generate answers: each contestant answers each question")
+    _common(answer)
+    answer.add_argument("--contestant", action="append", required=True, metavar="SPEC",
+                        help="backend:model answering (repeatable), e.g. local:smollm2-135m")
+    answer.add_argument("--question", action="append", metavar="ID", help="only this question (repeatable)")
+    answer.add_argument("--temperature", type=float, default=0.0)
+    answer.add_argument("--max-tokens", type=_positive_int, default=512)
+    answer.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short generic one)")
+    answer.set_defaults(handler=_answer)
+
+    review = subparsers.add_parser("review", help="pairwise peer review of the study's answers")
+    _common(review)
+    review.add_argument("--reviewer", action="append", required=True, metavar="SPEC",
+                        help="[NAME=]backend:model[?temperature=T] (repeatable)")
+    _pairs(review)
+    review.add_argument("--method", choices=("verdict", "logprobs", "logits", "samples", "auto"), default="verdict",
+                        help="verdict line (PRD, default), label probabilities (Liusie et al.), K samples, or auto")
+    review.add_argument("--template", default=None, help="prompt template (default prd_review for verdict, "
+                                                         "liusie_classifier_numeric for probabilities)")
+    review.add_argument("--criterion", default=None, help="criterion stored with the judgments (and its rubric)")
+    review.add_argument("--samples", type=_positive_int, default=1, metavar="K",
+                        help="samples per comparison with --method samples")
+    review.add_argument("--temperature", type=float, default=1.0, help="sampling temperature for --method samples")
+    review.add_argument("--max-tokens", type=_positive_int, default=512)
+    review.set_defaults(handler=_review)
+
+    discuss = subparsers.add_parser("discuss", help="PRD peer discussions between two reviewers")
+    _common(discuss)
+    discuss.add_argument("--reviewer", action="append", required=True, metavar="SPEC",
+                         help="exactly two: [NAME=]backend:model")
+    _pairs(discuss)
+    discuss.add_argument("--turns", type=_non_negative_int, default=4, help="discussion turns after the reviews")
+    discuss.add_argument("--one-order", action="store_true", help="only the first reviewer leads (default: both orders)")
+    discuss.add_argument("--temperature", type=float, default=0.0)
+    discuss.add_argument("--max-tokens", type=_positive_int, default=512)
+    discuss.set_defaults(handler=_discuss)
+
+    debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
+    _common(debate)
+    debate.add_argument("--agent", action="append", required=True, metavar="SPEC",
+                        help="[NAME=]backend:model[?temperature=T] (two or more)")
+    _pairs(debate)
+    debate.add_argument("--criterion", action="append", default=None, metavar="NAME",
+                        help="criterion rubric (repeatable; default helpfulness)")
+    debate.add_argument("--max-rounds", type=_positive_int, default=3, metavar="D",
+                        help="rounds including the initial verdicts (default 3)")
+    debate.add_argument("--name", default="scaleeval", help="panel name: consensus judge is debate:<name>")
+    debate.add_argument("--temperature", type=float, default=0.0)
+    debate.add_argument("--max-tokens", type=_positive_int, default=256)
+    debate.set_defaults(handler=_debate)
+
+
+def _common(parser) -> None:
+    parser.add_argument("--study", required=True, help="study name in the database")
+    parser.add_argument("--db", default=None, metavar="PATH", help="database file (default $PEERBOARD_DB or the user data dir)")
+    parser.add_argument("--dry-run", action="store_true", help="print the estimate of calls, tokens and cost; spend nothing")
+    parser.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default 8)")
+    parser.add_argument("--limit", action="append", default=[], metavar="WHO:rpm=N,tpm=N,concurrency=N",
+                        help="rate limits for a provider (openai) or judge (openai:gpt-4o), repeatable")
+    parser.add_argument("--max-attempts", type=_positive_int, default=6, help="attempts per call (default 6)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="HTTP timeout per request")
+    parser.add_argument("--prices", default=None, metavar="TOML", help="price table overriding the bundled one")
+    parser.add_argument("--run-id", default=None, help="resume this run (default: the job's own id)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the estimate or result as JSON")
+
+
+def _pairs(parser) -> None:
+    parser.add_argument("--contestant", action="append", default=None, metavar="MODEL",
+                        help="compare only these contestants' answers (repeatable)")
+    parser.add_argument("--question", action="append", default=None, metavar="ID", help="only this question (repeatable)")
+    parser.add_argument("--strategy", choices=("all", "random", "no-repeat", "symmetric", "greedy"), default="all",
+                        help="comparison selection (Liusie et al.); default all ordered pairs")
+    parser.add_argument("--comparisons", type=_positive_int, default=None, metavar="K",
+                        help="comparisons per question with a selection strategy")
+    parser.add_argument("--budget", type=_positive_int, default=None, metavar="CALLS",
+                        help="total call budget (sets K when --comparisons is not given)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+# ------------------------------------------------------------------------------ handlers
+
+
+def _answer(args) -> int:
+    from peercore.jobs.answers import DEFAULT_SYSTEM_PROMPT, AnswerJob
+
+    contestants = [_judge(s, args) for s in args.contestant]
+    job = AnswerJob(args.study, contestants, questions=args.question,
+                    system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
+                    temperature=args.temperature, max_tokens=args.max_tokens)
+    return _run(job, args)
+
+
+def _review(args) -> int:
+    from peercore.jobs.review import ReviewJob
+
+    job = ReviewJob(args.study, [_judge(s, args) for s in args.reviewer], **_pair_options(args),
+                    template=args.template, criterion=args.criterion, method=args.method, samples=args.samples,
+                    temperature=args.temperature, max_tokens=args.max_tokens)
+    return _run(job, args)
+
+
+def _discuss(args) -> int:
+    from peercore.jobs.discussion import DiscussionJob
+
+    job = DiscussionJob(args.study, [_judge(s, args) for s in args.reviewer], turns=args.turns,
+                        both_orders=not args.one_order, **_pair_options(args), temperature=args.temperature,
+                        max_tokens=args.max_tokens)
+    return _run(job, args)
+
+
+def _debate(args) -> int:
+    from peercore.jobs.discussion import DebateJob
+
+    job = DebateJob(args.study, [_judge(s, args) for s in args.agent], criteria=args.criterion or ["helpfulness"],
+                    max_rounds=args.max_rounds, name=args.name, **_pair_options(args),
+                    temperature=args.temperature, max_tokens=args.max_tokens)
+    return _run(job, args)
+
+
+def _pair_options(args) -> dict:
+    return {"contestants": args.contestant, "questions": args.question, "strategy": args.strategy,
+            "comparisons": args.comparisons, "budget": args.budget, "seed": args.seed}
+
+
+def _judge(spec: str, args):
+    from peercore.jobs.specs import parse_judge_spec
+
+    return parse_judge_spec(spec, timeout=args.timeout)
+
+
+def _limits(values: list[str]) -> dict:
+    from peercore.runner import ProviderLimits
+
+    out = {}
+    for text in values:
+        who, sep, rest = text.rpartition(":") if "=" in text.rsplit(":", 1)[-1] else ("", "", "")
+        if not sep or not who:
+            raise ValueError(f"--limit must look like 'openai:rpm=500,tpm=30000', got {text!r}")
+        options = {}
+        for part in rest.split(","):
+            key, eq, value = part.partition("=")
+            names = {"rpm": "requests_per_minute", "tpm": "tokens_per_minute", "concurrency": "concurrency"}
+            if not eq or key.strip() not in names:
+                raise ValueError(f"--limit {text!r}: options are rpm=N, tpm=N, concurrency=N; got {part!r}")
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"--limit {text!r}: {key} must be a number, got {value!r}") from None
+            options[names[key.strip()]] = int(number) if key.strip() == "concurrency" else number
+        out[who] = ProviderLimits(**options)
+    return out
+
+
+def _run(job, args) -> int:
+    from peercore.cli import fail
+    from peercore.jobs.estimate import estimate
+    from peercore.jobs.pricing import load_prices
+    from peercore.reviewers.base import MissingCredentials
+    from peercore.runner import RetryPolicy, run_job_sync
+    from peercore.store import Store
+
+    store = Store(args.db)
+    prices = load_prices(args.prices)
+    limits = _limits(args.limit)
+    if args.dry_run:
+        est = estimate(job, store, prices=prices, run_id=args.run_id)
+        print(json.dumps(est.to_dict(), indent=2, default=str) if args.json else est.to_text())
+        return 0
+    for backend in job.backends():  # fail fast, before any work, when a key is missing
+        check = getattr(backend, "check_credentials", None)
+        if check is not None:
+            try:
+                check()
+            except MissingCredentials as exc:
+                return fail(str(exc))
+    bar = None if args.no_progress else _ProgressBar(sys.stderr)
+    result = run_job_sync(job, store, run_id=args.run_id, on_progress=bar, concurrency=args.concurrency,
+                          limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts))
+    if bar is not None:
+        bar.close()
+    if args.json:
+        print(json.dumps({k: getattr(result, k) for k in result.__dataclass_fields__}, indent=2, default=str))
+    else:
+        print(summary(result))
+    if result.status == "failed" and result.error and not result.failed_items:
+        return fail(result.error)
+    return 0 if result.status == "finished" else 1
+
+
+def summary(result) -> str:
+    """One line about a finished (or stopped) run."""
+    cost = "cost unknown" if result.cost_usd is None else f"${result.cost_usd:,.4f}"
+    text = (f"{result.status}: {result.done}/{result.total} items ({result.invalid} invalid, {result.failed} failed); "
+            f"{result.calls} calls paid, {result.cached} from cache, {result.retries} retries; "
+            f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens, {cost}; "
+            f"{result.elapsed_s:.1f} s; run {result.run_id}")
+    if result.failed_items:
+        key, reason = result.failed_items[0]
+        text += f"\nfirst failure: {key}: {reason}\nrun the same command again to retry the failed items"
+    return text
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal; a line every 10 % (or 30 s) otherwise."""
+
+    def __init__(self, stream, *, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self._last_decile = -1
+        self._last_time = 0.0
+        self._drawn = False
+
+    def __call__(self, event) -> None:
+        cost = "cost ?" if event.cost_usd is None else f"${event.cost_usd:,.4f}"
+        text = (f"{event.done}/{event.total} items  {event.calls} calls  {event.cached} cached  "
+                f"{event.retries} retries  {event.failed} failed  {cost}  {event.elapsed_s:.0f}s")
+        if self.tty:
+            filled = int(round(self.width * event.fraction))
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {text}\x1b[K")
+            self.stream.flush()
+            self._drawn = True
+            return
+        decile = int(10 * event.fraction)
+        now = time.monotonic()
+        if decile != self._last_decile or now - self._last_time > 30 or event.status != "running":
+            self._last_decile, self._last_time = decile, now
+            self.stream.write(f"[{100 * event.fraction:5.1f}%] {text}\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value

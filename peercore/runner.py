@@ -1,0 +1,1019 @@
+"""Concurrent, cached, resumable execution of LLM jobs (answers, reviews, discussions, debates).
+
+A *job* (:class:`Job`, concrete ones in :mod:`peercore.jobs`) is a list of *items*
+(one review, one answer, one debate ...). The runner executes the items that are not
+done yet, each by one or more :meth:`Backend.complete` calls, and stores every item's
+results **in the same transaction as its done mark**. Every paid call goes through
+one path, :meth:`ItemContext.complete`, which gives:
+
+- **a persistent cache** keyed on ``backend.cache_key(request)`` = SHA-256 of (backend,
+  model, base URL, parameters, messages, sample index). A call whose key is in the
+  store is never made again; a successful call is written to the cache *before* the
+  item's results are committed, so a crash between the two loses nothing that was
+  paid for. Identical calls in flight at the same time are made once.
+- **retries** on :class:`RetryableError` (429, 5xx, timeouts, dropped connections,
+  malformed replies) with exponential backoff and full jitter
+  (``delay = U(0, min(cap, base * 2**attempt))``, the AWS "full jitter" scheme),
+  never shorter than the server's ``Retry-After``; a 429 also pauses the whole
+  provider for that long.
+- **limits**: a global concurrency limit, and per provider (or per judge name) an
+  optional concurrency limit and token buckets for requests/minute and tokens/minute
+  (tokens are estimated before the call, ``chars / 4 + max_tokens``, and corrected
+  with the reported usage after it).
+- **accounting**: prompt/completion tokens and dollars (from a
+  :class:`peercore.jobs.pricing.PriceTable`) per item, summed per run in the store.
+
+**Resuming.** A run's id is deterministic: :meth:`Job.run_id` hashes the study, the
+job kind and the job's configuration, so running the same job again (after a crash,
+``kill -9``, a cancel, or failed items) continues the same run: only its pending
+items are executed, and the calls they already paid for come from the cache. A run
+whose items are all done does nothing and makes no request.
+
+**Commits.** Finished items are committed in batches (``commit_batch`` items or every
+``commit_interval_s``), one transaction per batch holding the items' results and their
+done marks; progress events follow each commit, so ``done`` is always what is durable.
+
+**Entry points.**
+
+- ``await Runner(store, ...).run(job, on_progress=..., cancel=event)`` inside a loop;
+- :func:`run_job_sync` for scripts and the CLI (own event loop);
+- :func:`start_run` for a GUI: runs in a background thread with its own event loop
+  and returns a :class:`RunHandle` with ``progress``, ``cancel()``, ``wait()``.
+
+From a dashboard page (no event loop of its own)::
+
+    from peercore.jobs import ReviewJob, estimate, make_backend
+    job = ReviewJob(study, [make_backend("openai:gpt-4o")], strategy="greedy", budget=500)
+    print(estimate(job, store).to_text())        # calls, tokens, dollars; spends nothing
+    handle = start_run(job, store, concurrency=8)  # returns at once
+    handle.progress                               # latest ProgressEvent: poll it on reruns
+    handle.cancel(); handle.wait()                # stop; the finished items stay stored
+    start_run(job_with_same_config, store)        # resumes the same run (same run id)
+
+References: Li et al. (PRD), Chern et al. (ScaleEval) for the jobs; the retry scheme
+follows Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import random
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from peercore.errors import PeercoreError
+from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, MissingCredentials, RetryableError
+from peercore.store import scrub_secrets
+
+if TYPE_CHECKING:  # pragma: no cover
+    from peercore.jobs.pricing import PriceTable
+    from peercore.store import Store
+
+__all__ = [
+    "Job",
+    "ItemOutcome",
+    "ItemContext",
+    "PlannedCall",
+    "RetryPolicy",
+    "ProviderLimits",
+    "ProgressEvent",
+    "RunResult",
+    "Runner",
+    "RunHandle",
+    "RunnerError",
+    "CallFailed",
+    "run_job_sync",
+    "start_run",
+    "estimate_tokens",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RunnerError(PeercoreError):
+    """A run could not start or was aborted (bad configuration, missing credentials)."""
+
+
+class CallFailed(BackendError):
+    """A call failed for good: a permanent error, or retries exhausted.
+
+    Attributes
+    ----------
+    attempts : how many attempts were made.
+    """
+
+    def __init__(self, message: str, *, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+# ----------------------------------------------------------------------------- policy
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, honouring ``Retry-After``.
+
+    The wait before retry ``k`` (k = 0, 1, ...) is ``U(0, min(cap_s, base_s * 2**k))``
+    and never less than the server's ``Retry-After`` (itself capped at
+    ``max_retry_after_s``).
+
+    Parameters
+    ----------
+    max_attempts : attempts per call in total (first try included), >= 1.
+    base_s, cap_s : backoff base and cap, in seconds.
+    max_retry_after_s : longest ``Retry-After`` honoured (a server asking for hours is
+        capped, then the call is retried or fails as usual).
+    """
+
+    max_attempts: int = 6
+    base_s: float = 0.5
+    cap_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
+        for name in ("base_s", "cap_s", "max_retry_after_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    def delay(self, attempt: int, *, retry_after: float | None = None, rng: random.Random) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
+        backoff = rng.uniform(0.0, min(self.cap_s, self.base_s * (2.0 ** attempt)))
+        if retry_after is not None and retry_after > 0:
+            return max(min(float(retry_after), self.max_retry_after_s), backoff)
+        return backoff
+
+
+@dataclass(frozen=True)
+class ProviderLimits:
+    """Limits for one provider (``"openai"``) or one judge (``"openai:gpt-4o"``).
+
+    Parameters
+    ----------
+    requests_per_minute, tokens_per_minute : token-bucket rates, or None for no limit.
+        Buckets hold ``burst_s`` seconds' worth (at least one request): providers
+        enforce per-minute limits over shorter windows, so bursts are kept short.
+    concurrency : calls in flight at once for this provider, or None (the runner's
+        global limit only). Local models default to 1.
+    burst_s : bucket size in seconds of rate.
+    """
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    concurrency: int | None = None
+    burst_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+        if self.concurrency is not None and (not isinstance(self.concurrency, int) or self.concurrency < 1):
+            raise ValueError(f"concurrency must be an integer >= 1 or None, got {self.concurrency!r}")
+        if not (isinstance(self.burst_s, (int, float)) and self.burst_s > 0):
+            raise ValueError(f"burst_s must be > 0, got {self.burst_s!r}")
+
+
+class _TokenBucket:
+    """Async token bucket allowing debt: a request larger than the bucket waits for a
+    full bucket, then leaves it negative (so the long-run rate is exact)."""
+
+    def __init__(self, per_minute: float, *, burst_s: float, minimum: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic, sleep=asyncio.sleep) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(minimum, self.rate * burst_s)
+        self.level = self.capacity
+        self._clock = clock
+        self._sleep = sleep
+        self._stamp = clock()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def acquire(self, amount: float) -> None:
+        async with self._lock:  # FIFO: a big request is not starved by small ones
+            need = min(amount, self.capacity)
+            while True:
+                self._refill()
+                if self.level >= need:
+                    self.level -= amount
+                    return
+                await self._sleep((need - self.level) / self.rate)
+
+    def adjust(self, delta: float) -> None:
+        """Take ``delta`` more (or give back ``-delta``) once the real usage is known."""
+        self._refill()
+        self.level = min(self.capacity, self.level - delta)
+
+
+class _Provider:
+    def __init__(self, limits: ProviderLimits) -> None:
+        self.limits = limits
+        self.semaphore = asyncio.Semaphore(limits.concurrency) if limits.concurrency else None
+        self.requests = (_TokenBucket(limits.requests_per_minute, burst_s=limits.burst_s)
+                         if limits.requests_per_minute else None)
+        self.tokens = (_TokenBucket(limits.tokens_per_minute, burst_s=limits.burst_s, minimum=0.0)
+                       if limits.tokens_per_minute else None)
+        self.paused_until = 0.0
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """Rough prompt-token count of a request: characters / 4, rounded up (+4 per message).
+
+    OpenAI's rule of thumb for English text; used for rate limiting and estimates
+    before a call, corrected by the provider's reported usage after it.
+    """
+    chars = sum(len(str(m.get("content", ""))) for m in request.messages) + len(request.prefill or "")
+    return math.ceil(chars / 4) + 4 * len(request.messages)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """A snapshot of a run, sent to ``on_progress`` after every item (and at start/end).
+
+    Attributes
+    ----------
+    run_id : the run.
+    status : ``"running"``, then ``"finished"``, ``"failed"`` (items failed or the run
+        aborted), ``"cancelled"`` or ``"interrupted"``.
+    done : items finished so far (including those finished by earlier attempts of this
+        run and items stored as invalid).
+    total : items in the run.
+    failed : items that failed in this attempt (retried by the next attempt).
+    invalid : items whose output could not be parsed (stored with ``valid=0``).
+    cached : calls answered from the cache in this attempt (free).
+    calls : calls paid in this attempt (successful requests).
+    retries : failed attempts in this attempt (each one a request the server saw, or a
+        connection that failed).
+    prompt_tokens, completion_tokens : tokens paid in this attempt.
+    cost_usd : dollars paid in this attempt, or None when a model's price is unknown.
+    elapsed_s : seconds since this attempt started.
+    message : a human line (last item, or why the run stopped).
+    """
+
+    run_id: str
+    status: str
+    done: int
+    total: int
+    failed: int = 0
+    invalid: int = 0
+    cached: int = 0
+    calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    elapsed_s: float = 0.0
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """done / total (1.0 for an empty run)."""
+        return 1.0 if self.total == 0 else self.done / self.total
+
+
+@dataclass(frozen=True)
+class RunResult(ProgressEvent):
+    """The last :class:`ProgressEvent` of a run, plus what failed.
+
+    Attributes
+    ----------
+    error : why the run stopped early (missing credentials, an exception), or None.
+    failed_items : ``[(item_key, reason), ...]`` for items that failed in this attempt.
+    """
+
+    error: str | None = None
+    failed_items: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "finished"
+
+
+# ------------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A call an item will (or may) make, for estimates before a run.
+
+    Attributes
+    ----------
+    backend, request : the call.
+    optional : True for calls that happen only in some cases (later debate rounds).
+    typical_output_tokens : expected completion length (``request.max_tokens`` bounds it).
+    """
+
+    backend: Backend
+    request: ChatRequest
+    optional: bool = False
+    typical_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """What an item produced, stored by the runner together with the item's done mark.
+
+    Results are declared as rows so that the runner can commit many finished items in
+    one transaction (one ``add_judgments`` for the whole batch); each item's results
+    still land in the same transaction as its done mark, never without it.
+
+    Attributes
+    ----------
+    write : optional ``write(store, run_id)`` for anything else, called inside that
+        transaction with public Store methods.
+    status : ``"done"``, or ``"invalid"`` when the model's output could not be parsed
+        (the invalid verdict is still stored, with ``valid=0`` and the raw text).
+    detail : a short note kept with the item.
+    judgments : canonical judgment rows (+ ``valid``, ``raw``, ``vote``), for
+        :meth:`Store.add_judgments`.
+    answers : ``{"question_id", "model", "answer"}`` rows for :meth:`Store.add_answers`.
+    debates : ``(debate, turns)`` pairs for :meth:`Store.add_debate`.
+    """
+
+    write: Callable[["Store", str], None] | None = None
+    status: str = "done"
+    detail: str | None = None
+    judgments: tuple[dict, ...] = ()
+    answers: tuple[dict, ...] = ()
+    debates: tuple[tuple[dict, tuple[dict, ...]], ...] = ()
+
+
+@dataclass
+class _Commit:
+    item: str
+    status: str
+    detail: str | None
+    ctx: "ItemContext"
+    outcome: ItemOutcome | None = None
+
+
+class Job(ABC):
+    """A unit of LLM work over a study: a deterministic list of items.
+
+    Subclasses set ``kind`` and implement :meth:`config`, :meth:`prepare`,
+    :meth:`plan` and :meth:`run_item`. ``prepare`` reads the inputs from the store
+    (questions, answers) and returns the item keys; it is called once per run, in the
+    thread that runs the job.
+    """
+
+    kind: str = "job"
+    study: str
+
+    @abstractmethod
+    def config(self) -> dict:
+        """A JSON-able description of everything that determines the job's items and calls."""
+
+    @abstractmethod
+    def backends(self) -> list[Backend]:
+        """The backends the job calls (closed by the runner when it owns the event loop)."""
+
+    @abstractmethod
+    def prepare(self, store: "Store") -> list[str]:
+        """Load inputs from ``store``; return the item keys (unique, deterministic order)."""
+
+    @abstractmethod
+    def plan(self, item: str) -> list[PlannedCall]:
+        """The calls ``item`` will make (certain ones first), for estimates. Needs prepare()."""
+
+    @abstractmethod
+    async def run_item(self, item: str, ctx: "ItemContext") -> ItemOutcome:
+        """Do one item: make calls with ``ctx.complete`` and return what to store."""
+
+    def on_start(self, store: "Store") -> None:  # noqa: B027 - optional hook
+        """Called once the run is registered, before any item (e.g. to register judges)."""
+
+    def run_id(self) -> str:
+        """``<kind>-<16 hex>``: SHA-256 of (study, kind, config), so the same job resumes the same run."""
+        blob = json.dumps({"study": self.study, "kind": self.kind, "config": self.config()},
+                          sort_keys=True, ensure_ascii=False, default=str)
+        return f"{self.kind}-{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]}"
+
+
+class ItemContext:
+    """What an item sees of the runner: :meth:`complete`, the item's key and its tallies."""
+
+    def __init__(self, runner: "Runner", run_id: str, item: str) -> None:
+        self._runner = runner
+        self.run_id = run_id
+        self.item = item
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost_usd: float | None = 0.0
+
+    async def complete(self, backend: Backend, request: ChatRequest) -> Completion:
+        """One call through the cache, limits and retries. Raises :class:`CallFailed`."""
+        return await self._runner._complete(self, backend, request)
+
+    def _charge(self, prompt_tokens: int, completion_tokens: int, cost: float | None) -> None:
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.cost_usd = None if (cost is None or self.cost_usd is None) else self.cost_usd + cost
+
+
+# ----------------------------------------------------------------------------- runner
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class Runner:
+    """Executes jobs against a store; one Runner per event loop.
+
+    Parameters
+    ----------
+    store : the :class:`peercore.store.Store` (its connection for this thread is used
+        from the event loop's thread only).
+    concurrency : calls in flight at once, over all providers (also the number of items
+        worked on at once).
+    retry : the :class:`RetryPolicy`.
+    limits : provider (``"openai"``) or judge name (``"openai:gpt-4o"``) -> :class:`ProviderLimits`;
+        a judge name takes precedence. ``"local"`` defaults to ``concurrency=1``.
+    prices : :class:`peercore.jobs.pricing.PriceTable` for cost accounting; default the
+        bundled table (:func:`peercore.jobs.pricing.load_prices`).
+    call_timeout_s : an overall timeout per attempt enforced by the runner (backends
+        have their own HTTP timeouts; this is a safety net), or None.
+    cancel_grace_s : after a cancel, how long calls already in flight may finish so
+        their (paid) responses reach the cache.
+    commit_batch, commit_interval_s : finished items are committed (results + done
+        marks, one transaction) when ``commit_batch`` are waiting or ``commit_interval_s``
+        has passed since the last commit, and at the end. A crash loses at most the
+        uncommitted items' bookkeeping, never a paid call (those are cached at once).
+    seed : seeds the jitter.
+    """
+
+    def __init__(self, store: "Store", *, concurrency: int = 8, retry: RetryPolicy | None = None,
+                 limits: Mapping[str, ProviderLimits] | None = None, prices: "PriceTable | None" = None,
+                 call_timeout_s: float | None = None, cancel_grace_s: float = 10.0, commit_batch: int = 256,
+                 commit_interval_s: float = 1.0, seed: int | None = None) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+        if call_timeout_s is not None and not call_timeout_s > 0:
+            raise ValueError(f"call_timeout_s must be > 0 or None, got {call_timeout_s!r}")
+        if not isinstance(commit_batch, int) or commit_batch < 1:
+            raise ValueError(f"commit_batch must be an integer >= 1, got {commit_batch!r}")
+        if not commit_interval_s >= 0:
+            raise ValueError(f"commit_interval_s must be >= 0, got {commit_interval_s!r}")
+        if prices is None:
+            from peercore.jobs.pricing import load_prices
+
+            prices = load_prices()
+        self.store = store
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self.limits = {"local": ProviderLimits(concurrency=1), **dict(limits or {})}
+        self.prices = prices
+        self.call_timeout_s = call_timeout_s
+        self.cancel_grace_s = float(cancel_grace_s)
+        self.commit_batch = commit_batch
+        self.commit_interval_s = float(commit_interval_s)
+        self._rng = random.Random(seed)
+        self._providers: dict[str, _Provider] = {}
+        self._inflight: dict[str, asyncio.Task] = {}
+        self._calls_tasks: set[asyncio.Task] = set()
+
+    # ------------------------------------------------------------------ public API
+
+    async def run(self, job: Job, *, run_id: str | None = None,
+                  on_progress: Callable[[ProgressEvent], None] | None = None,
+                  cancel: asyncio.Event | None = None, close_backends: bool = False) -> RunResult:
+        """Run (or resume) ``job`` until its items are done, it is cancelled, or it fails.
+
+        Parameters
+        ----------
+        job : the job.
+        run_id : resume this run instead of the job's deterministic one (the run's items
+            are the job's items: a run created by a different job is refused).
+        on_progress : called with a :class:`ProgressEvent` at start, after every item,
+            and at the end (exceptions it raises are logged, never fatal).
+        cancel : set it to stop: no new item starts, in-flight items are abandoned
+            (their finished calls stay cached), the run is marked ``cancelled``.
+        close_backends : call ``aclose()`` on the job's backends at the end.
+
+        Returns
+        -------
+        RunResult
+            ``status`` is ``finished`` when every item is done or invalid, ``failed``
+            when items failed after retries (run again to retry them) or the run
+            aborted (``error`` says why: e.g. missing credentials), ``cancelled``.
+        """
+        state = _RunState(self, job, run_id, on_progress, cancel)
+        try:
+            return await state.execute()
+        finally:
+            if close_backends:
+                for backend in job.backends():
+                    try:
+                        await backend.aclose()
+                    except Exception:  # pragma: no cover - closing must not mask the result
+                        log.warning("closing backend %s failed", backend.name, exc_info=True)
+
+    # ------------------------------------------------------------------- internals
+
+    def _provider(self, backend: Backend) -> _Provider:
+        key = backend.name if backend.name in self.limits else backend.backend
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = _Provider(self.limits.get(key, ProviderLimits()))
+        return provider
+
+    async def _complete(self, ctx: ItemContext, backend: Backend, request: ChatRequest) -> Completion:
+        state: _RunState = self._state
+        key = backend.cache_key(request)
+        hit = self.store.cached_call(key)
+        if hit is not None:
+            state.cached += 1
+            if hit.get("run_id") == ctx.run_id and key not in state.charged:
+                # Paid by this run before a crash, not yet counted in a finished item.
+                state.charged.add(key)
+                cost = self.prices.cost(backend.backend, backend.model, hit["prompt_tokens"], hit["completion_tokens"])
+                ctx._charge(hit["prompt_tokens"], hit["completion_tokens"], cost)
+            return Completion.from_json(hit["response"])
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._paid_call(backend, request, key, ctx.run_id))
+            self._inflight[key] = task
+            self._calls_tasks.add(task)
+            task.add_done_callback(lambda t, k=key: (self._inflight.pop(k, None), self._calls_tasks.discard(t)))
+            owner = True
+        else:
+            owner = False
+            state.cached += 1
+        completion = await asyncio.shield(task)
+        if owner:
+            state.charged.add(key)
+            cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens, completion.completion_tokens)
+            ctx._charge(completion.prompt_tokens, completion.completion_tokens, cost)
+        return completion
+
+    async def _paid_call(self, backend: Backend, request: ChatRequest, key: str, run_id: str) -> Completion:
+        state: _RunState = self._state
+        provider = self._provider(backend)
+        estimate = estimate_tokens(request) + request.max_tokens
+        last: BaseException | None = None
+        for attempt in range(self.retry.max_attempts):
+            wait = provider.paused_until - time.monotonic()
+            if wait > 0:
+                await state.sleep(wait)
+            if provider.requests is not None:
+                await provider.requests.acquire(1)
+            if provider.tokens is not None:
+                await provider.tokens.acquire(estimate)
+            async with (provider.semaphore or _NULL), self._semaphore:
+                state.check_cancel_for_new_attempt()
+                started = time.monotonic()
+                try:
+                    if self.call_timeout_s is not None:
+                        completion = await asyncio.wait_for(backend.complete(request), self.call_timeout_s)
+                    else:
+                        completion = await backend.complete(request)
+                except MissingCredentials:
+                    raise
+                except RetryableError as exc:
+                    last, retry_after, status = exc, exc.retry_after, exc.status
+                except (TimeoutError, asyncio.TimeoutError, ConnectionError) as exc:
+                    last, retry_after, status = exc, None, None
+                except BackendError as exc:
+                    state.retries += 1
+                    raise CallFailed(f"{backend.name}: {exc}", attempts=attempt + 1) from exc
+                else:
+                    latency = time.monotonic() - started
+                    used = completion.prompt_tokens + completion.completion_tokens
+                    if provider.tokens is not None and used:
+                        provider.tokens.adjust(used - estimate)
+                    self.store.store_call(
+                        key, backend=backend.backend, model=backend.model, request=_shallow(request),
+                        response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
+                        completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
+                    )
+                    state.calls += 1
+                    state.prompt_tokens += completion.prompt_tokens
+                    state.completion_tokens += completion.completion_tokens
+                    cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens,
+                                            completion.completion_tokens)
+                    state.cost_usd = None if (cost is None or state.cost_usd is None) else state.cost_usd + cost
+                    return completion
+            state.retries += 1
+            if attempt + 1 >= self.retry.max_attempts:
+                break
+            delay = self.retry.delay(attempt, retry_after=retry_after, rng=self._rng)
+            if status == 429 and retry_after:
+                provider.paused_until = max(provider.paused_until, time.monotonic() + min(retry_after, self.retry.max_retry_after_s))
+            log.debug("%s: attempt %d failed (%s); retrying in %.3fs", backend.name, attempt + 1, last, delay)
+            await state.sleep(delay)
+        raise CallFailed(f"{backend.name}: gave up after {self.retry.max_attempts} attempts: {last}",
+                         attempts=self.retry.max_attempts) from last
+
+
+def _shallow(obj) -> dict:
+    """A dataclass's fields as a dict without deep copies (it is serialised at once)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+class _NullContext:
+    async def __aenter__(self):
+        return None
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+_NULL = _NullContext()
+
+
+class _RunState:
+    """Counters and control of one run attempt (lives on the runner while it runs)."""
+
+    def __init__(self, runner: Runner, job: Job, run_id: str | None, on_progress, cancel: asyncio.Event | None) -> None:
+        self.runner = runner
+        self.job = job
+        self.requested_run_id = run_id
+        self.on_progress = on_progress
+        self.cancel = cancel or asyncio.Event()
+        self.done = self.total = self.failed = self.invalid = 0
+        self.cached = self.calls = self.retries = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.cost_usd: float | None = 0.0
+        self.charged: set[str] = set()
+        self.failed_items: list[tuple[str, str]] = []
+        self.commits: list[_Commit] = []
+        self.last_commit = time.monotonic()
+        self.started = time.monotonic()
+        self.run_id = ""
+        self.status = "running"
+        self.message = ""
+
+    # -------------------------------------------------------------- cancellation
+
+    def check_cancel_for_new_attempt(self) -> None:
+        if self.cancel.is_set():
+            raise _Cancelled()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, but wake up (and stop) at once when the run is cancelled."""
+        if seconds <= 0:
+            return
+        try:
+            await asyncio.wait_for(self.cancel.wait(), seconds)
+        except (TimeoutError, asyncio.TimeoutError):
+            return
+        raise _Cancelled()
+
+    # ------------------------------------------------------------------ progress
+
+    def event(self, cls=ProgressEvent, **extra) -> ProgressEvent:
+        return cls(
+            run_id=self.run_id, status=self.status, done=self.done, total=self.total, failed=self.failed,
+            invalid=self.invalid, cached=self.cached, calls=self.calls, retries=self.retries,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, cost_usd=self.cost_usd,
+            elapsed_s=time.monotonic() - self.started, message=self.message, **extra,
+        )
+
+    def emit(self) -> None:
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(self.event())
+        except Exception:
+            log.warning("progress callback raised; ignoring", exc_info=True)
+
+    # ------------------------------------------------------------------- execute
+
+    async def execute(self) -> RunResult:
+        runner, job, store = self.runner, self.job, self.runner.store
+        if getattr(runner, "_state", None) is not None:
+            raise RunnerError("this Runner is already running a job; use one Runner per concurrent run")
+        runner._state = self
+        runner._semaphore = asyncio.Semaphore(runner.concurrency)
+        runner._providers = {}
+        try:
+            items = job.prepare(store)
+            if len(set(items)) != len(items):
+                raise RunnerError(f"job {job.kind!r} produced duplicate item keys")
+            self.run_id = self.requested_run_id or job.run_id()
+            config = {"job": json.loads(json.dumps(job.config(), default=str))}
+            store.create_run(job.study, job.kind, config, items=items, run_id=self.run_id)
+            existing = store.run(self.run_id)
+            if existing["kind"] != job.kind or existing["config"].get("job") != scrub_secrets(config["job"]):
+                raise RunnerError(f"run {self.run_id!r} belongs to a different job (kind {existing['kind']!r}); "
+                                  "start a new run instead")
+            store.set_run_status(self.run_id, "running")
+            job.on_start(store)
+            wanted = set(items)
+            pending = [key for key in store.pending_items(self.run_id) if key in wanted]
+            self.total = int(existing["n_items"])
+            if any(runner.prices.price(b.backend, b.model) is None for b in job.backends()):
+                self.cost_usd = None  # say "unknown" from the start, not $0
+            self.done = int(existing["n_done"])
+            self.message = f"{len(pending)} of {self.total} items to do"
+            self.emit()
+            await self._work(pending)
+        except BaseException as exc:  # record why, then let it propagate (or report it)
+            if self.run_id:
+                if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                    self.status, self.message = "interrupted", "interrupted"
+                else:
+                    self.status, self.message = "failed", f"{type(exc).__name__}: {exc}"
+                try:
+                    store.set_run_status(self.run_id, self.status, error=self.message)
+                except Exception:  # pragma: no cover
+                    log.warning("could not record the run's status", exc_info=True)
+            if isinstance(exc, (MissingCredentials, RunnerError)) and self.run_id:
+                self.emit()
+                return self.event(RunResult, error=str(exc), failed_items=tuple(self.failed_items))
+            raise
+        finally:
+            runner._state = None
+        if self.cancel.is_set() and self.done < self.total:
+            self.status, self.message = "cancelled", f"cancelled with {self.total - self.done} items left"
+            store.set_run_status(self.run_id, "cancelled", error=None)
+        elif self.failed:
+            self.status = "failed"
+            self.message = f"{self.failed} item(s) failed; run the same job again to retry them"
+            store.set_run_status(self.run_id, "failed", error=self.message)
+        else:
+            self.status, self.message = "finished", f"{self.done} of {self.total} items done"
+            store.set_run_status(self.run_id, "finished")
+        self.emit()
+        return self.event(RunResult, error=None if self.status != "failed" else self.message,
+                          failed_items=tuple(self.failed_items))
+
+    async def _work(self, pending: Sequence[str]) -> None:
+        queue = list(reversed(pending))
+        abort: list[BaseException] = []
+        tasks: set[asyncio.Task] = set()
+
+        async def worker() -> None:
+            while queue and not self.cancel.is_set() and not abort:
+                item = queue.pop()
+                task = asyncio.current_task()
+                try:
+                    await self._one(item)
+                except (MissingCredentials, RunnerError) as exc:
+                    abort.append(exc)
+                    self.cancel.set()
+                except _Cancelled:
+                    return
+                except asyncio.CancelledError:
+                    if task is not None and task.cancelling():
+                        raise
+                    return
+
+        n = min(self.runner.concurrency, len(queue)) or 0
+        for _ in range(n):
+            tasks.add(asyncio.get_running_loop().create_task(worker()))
+        cancel_waiter = asyncio.get_running_loop().create_task(self.cancel.wait())
+        try:
+            pending_tasks = set(tasks)
+            while pending_tasks:
+                finished, pending_tasks = await asyncio.wait(pending_tasks | {cancel_waiter},
+                                                             return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    if task is cancel_waiter:
+                        continue
+                    if task.exception() is not None:
+                        abort.append(task.exception())
+                        self.cancel.set()
+                pending_tasks.discard(cancel_waiter)
+                if self.cancel.is_set():
+                    await self._stop(pending_tasks)
+                    break
+        finally:
+            cancel_waiter.cancel()
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                self.flush()  # finished items are stored even when the run stops early
+            except Exception:
+                if not abort:
+                    raise
+                log.warning("could not store the last finished items", exc_info=True)
+        if abort:
+            raise abort[0]
+
+    async def _stop(self, workers: set[asyncio.Task]) -> None:
+        """After a cancel: let paid calls in flight land in the cache, then stop the items."""
+        calls = [t for t in self.runner._calls_tasks if not t.done()]
+        if calls:
+            await asyncio.wait(calls, timeout=self.runner.cancel_grace_s)
+        # Workers may already have finished the items whose calls landed; give them a tick.
+        await asyncio.sleep(0)
+        for task in workers:
+            task.cancel()
+        for task in calls:
+            task.cancel()
+        await asyncio.gather(*workers, *calls, return_exceptions=True)
+
+    async def _one(self, item: str) -> None:
+        ctx = ItemContext(self.runner, self.run_id, item)
+        try:
+            outcome = await self.job.run_item(item, ctx)
+        except CallFailed as exc:
+            self.failed_items.append((item, str(exc)))
+            self.commits.append(_Commit(item, "failed", str(exc)[:2000], ctx))
+        else:
+            if outcome.status not in ("done", "invalid"):
+                raise RunnerError(f"item outcome status must be 'done' or 'invalid', got {outcome.status!r}")
+            self.commits.append(_Commit(item, outcome.status, outcome.detail, ctx, outcome))
+        if (len(self.commits) >= self.runner.commit_batch
+                or time.monotonic() - self.last_commit >= self.runner.commit_interval_s):
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the finished items waiting: their results and done marks, one transaction."""
+        batch, self.commits = self.commits, []
+        self.last_commit = time.monotonic()
+        if not batch:
+            return
+        store, study, run_id = self.runner.store, self.job.study, self.run_id
+        with store.transaction():
+            rows = [row for c in batch if c.outcome for row in c.outcome.judgments]
+            for columns, group in _by_columns(rows).items():
+                store.add_judgments(study, pd.DataFrame(group, columns=list(columns)), run_id=run_id)
+            answers = [row for c in batch if c.outcome for row in c.outcome.answers]
+            if answers:
+                store.add_answers(study, pd.DataFrame(answers), run_id=run_id)
+            for c in batch:
+                if c.outcome is not None:
+                    for debate, turns in c.outcome.debates:
+                        store.add_debate(study, debate, turns, run_id=run_id)
+                    if c.outcome.write is not None:
+                        c.outcome.write(store, run_id)
+                store.finish_item(run_id, c.item, status=c.status, detail=c.detail,
+                                  prompt_tokens=c.ctx.prompt_tokens, completion_tokens=c.ctx.completion_tokens,
+                                  cost_usd=c.ctx.cost_usd or 0.0)
+        for c in batch:
+            if c.status == "failed":
+                self.failed += 1
+            else:
+                self.done += 1
+                self.invalid += c.status == "invalid"
+        last = batch[-1]
+        self.message = f"{last.status} {last.item}" + (f": {last.detail}" if last.status == "failed" else "")
+        self.emit()
+
+
+def _by_columns(rows: list[dict]) -> dict[tuple[str, ...], list[dict]]:
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(row)
+    return groups
+
+
+# ------------------------------------------------------------------ sync entry points
+
+
+def run_job_sync(job: Job, store: "Store", *, run_id: str | None = None,
+                 on_progress: Callable[[ProgressEvent], None] | None = None,
+                 cancel: threading.Event | None = None, **runner_options: Any) -> RunResult:
+    """Run ``job`` to the end in a fresh event loop (scripts, the CLI, tests).
+
+    Parameters
+    ----------
+    job, store : as :meth:`Runner.run`.
+    run_id : resume this run instead of the job's deterministic one.
+    on_progress : progress callback (called in this thread).
+    cancel : a :class:`threading.Event`; setting it (from any thread) cancels the run.
+    **runner_options : keyword options of :class:`Runner` (concurrency, retry, limits,
+        prices, call_timeout_s, ...).
+
+    The job's backends are closed at the end (their HTTP clients belong to the loop
+    that ends here): build fresh backends for each call.
+    """
+    async def main() -> RunResult:
+        event = asyncio.Event()
+        watcher = None
+        if cancel is not None:
+            async def watch() -> None:
+                while not cancel.is_set():
+                    await asyncio.sleep(0.05)
+                event.set()
+            watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            return await Runner(store, **runner_options).run(
+                job, run_id=run_id, on_progress=on_progress, cancel=event, close_backends=True)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    return asyncio.run(main())
+
+
+class RunHandle:
+    """A run going on in a background thread (for the dashboard).
+
+    Use :func:`start_run` to get one. Thread-safe: read :attr:`progress` from any
+    thread (e.g. a Streamlit rerun polling every second), call :meth:`cancel` and
+    :meth:`wait` from any thread.
+
+    Attributes
+    ----------
+    run_id : the run's id (known before it starts; use it to resume later).
+    progress : the latest :class:`ProgressEvent` (None until the run has started).
+    """
+
+    def __init__(self, job: Job, store: "Store", *, run_id: str | None, on_progress, runner_options: dict) -> None:
+        self.run_id = run_id or job.run_id()
+        self.progress: ProgressEvent | None = None
+        self._job = job
+        self._store = store
+        self._on_progress = on_progress
+        self._runner_options = runner_options
+        self._cancel = threading.Event()
+        self._result: RunResult | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name=f"peercore-run-{self.run_id}", daemon=True)
+
+    def _main(self) -> None:
+        def progress(event: ProgressEvent) -> None:
+            self.progress = event
+            if self._on_progress is not None:
+                self._on_progress(event)
+
+        try:
+            self._result = run_job_sync(self._job, self._store, run_id=self.run_id, on_progress=progress,
+                                        cancel=self._cancel, **self._runner_options)
+            self.progress = self._result
+        except BaseException as exc:  # noqa: BLE001 - handed to wait()
+            self._error = exc
+        finally:
+            self._store.close()  # this thread's connection
+
+    def cancel(self) -> None:
+        """Ask the run to stop (returns at once; :meth:`wait` for the end)."""
+        self._cancel.set()
+
+    def done(self) -> bool:
+        """True once the run has ended (finished, failed or cancelled)."""
+        return not self._thread.is_alive() and (self._result is not None or self._error is not None)
+
+    def wait(self, timeout: float | None = None) -> RunResult:
+        """Block until the run ends; return its :class:`RunResult` (re-raises its exception).
+
+        Raises
+        ------
+        TimeoutError
+            If ``timeout`` seconds pass first (the run goes on).
+        """
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"run {self.run_id} still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+def start_run(job: Job, store: "Store", *, run_id: str | None = None,
+              on_progress: Callable[[ProgressEvent], None] | None = None, **runner_options: Any) -> RunHandle:
+    """Start (or resume) ``job`` in a background thread with its own event loop.
+
+    Parameters
+    ----------
+    job : e.g. :class:`peercore.jobs.ReviewJob`; its backends must be fresh (they are
+        closed at the end of the run).
+    store : the :class:`peercore.store.Store`; the thread opens its own connection.
+    run_id : resume this run (default: the job's deterministic id, so starting the
+        same job again resumes it).
+    on_progress : called *in the run's thread* with every :class:`ProgressEvent`
+        (pages should rather poll ``handle.progress``).
+    **runner_options : :class:`Runner` options.
+
+    Returns
+    -------
+    RunHandle
+        ``handle.progress``, ``handle.cancel()``, ``handle.wait()``, ``handle.run_id``.
+
+    Examples
+    --------
+    >>> handle = start_run(ReviewJob("demo", [backend]), store, concurrency=16)  # doctest: +SKIP
+    >>> handle.progress.done, handle.progress.total                            # doctest: +SKIP
+    >>> handle.cancel(); handle.wait().status                                   # doctest: +SKIP
+    'cancelled'
+    """
+    handle = RunHandle(job, store, run_id=run_id, on_progress=on_progress, runner_options=runner_options)
+    handle._thread.start()
+    return handle
