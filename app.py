@@ -1,0 +1,40 @@
+"""PeerBoard: the picture frame. Navigation, the study picker and nothing else.
+
+Run with ``streamlit run app.py`` (or ``peercore app``). The database is
+``$PEERBOARD_DB`` (default: the per-user data folder); an empty database gets the
+bundled sample study from ``sample_data/`` on first run, with no key and no network
+(``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for no sample).
+"""
+
+from pathlib import Path
+
+import streamlit as st
+
+from peercore.ui import data, state
+
+st.set_page_config(page_title="PeerBoard", page_icon=":material/balance:", layout="wide")
+state.init()
+data.ensure_sample_study(data.store(), data.sample_folder(Path(__file__).parent / "sample_data"))
+data.sidebar_study_picker()
+
+PAGES = {
+    "": [
+        st.Page("pages/studies.py", title="Studies", icon=":material/folder_open:", default=True),
+    ],
+    "Rank": [
+        st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
+        st.Page("pages/bias.py", title="Bias", icon=":material/balance:"),
+        st.Page("pages/efficiency.py", title="Efficiency", icon=":material/speed:"),
+    ],
+    "Collect": [
+        st.Page("pages/data.py", title="Data", icon=":material/upload_file:"),
+        st.Page("pages/reviewers.py", title="Reviewers & runs", icon=":material/smart_toy:"),
+    ],
+    "Judge the judges": [
+        st.Page("pages/debates.py", title="Discussions & debates", icon=":material/forum:"),
+        st.Page("pages/adjudication.py", title="Adjudication", icon=":material/gavel:"),
+        st.Page("pages/meta_evaluation.py", title="Meta-evaluation", icon=":material/fact_check:"),
+    ],
+}
+
+st.navigation(PAGES).run()

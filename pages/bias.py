@@ -1,0 +1,82 @@
+"""Bias: does a judge prefer the first answer, its own model, or the longer answer?"""
+
+import streamlit as st
+
+from peercore import charts
+from peercore.ui import data, state, views
+
+state.ensure_frame()
+st.title("Bias")
+study = data.current_study()
+db, _, rev = data.key(study)
+all_judges = data.judge_names(db, study, rev)
+if not all_judges:
+    st.info("This study has no judgments yet. Import some on **Data** or run reviewers on **Reviewers & runs**.")
+    st.stop()
+groups = views.judge_groups(all_judges)
+data.seed_judge_choice(state.BIAS_JUDGES, all_judges, groups)
+chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES)
+if not chosen:
+    st.warning("Pick at least one judge.")
+    st.stop()
+tables = data.bias_tables(db, study, rev, tuple(chosen))
+
+# -------------------------------------------------------------------- position bias
+st.header("Position bias")
+st.caption("Share of decisive verdicts that chose the answer shown first, with 95% Wilson intervals. "
+           "On a set where every pair is shown in both orders an unbiased judge sits on the red 0.5 line "
+           "(Liusie et al. 2024; MT-Bench section 3.3).")
+chart_col, table_col = st.columns([3, 2])
+chart_col.plotly_chart(charts.position_bias_chart(tables["position"]), key="bias_position")
+table_col.dataframe(data.position_display(tables["position"]), width="stretch", key="bias_position_table")
+
+discussion = data.discussion_bias(db, study, rev)
+if discussion is not None:
+    st.subheader("Before and after discussion")
+    st.caption("The same share for each debater's first verdict and last verdict in the study's debates and discussions.")
+    st.plotly_chart(charts.position_bias_chart(discussion, group="stage", title="First-position wins, before vs after"),
+                    key="bias_discussion")
+
+# ----------------------------------------------------------------- swap consistency
+st.header("Swap consistency")
+st.caption("When a judge saw the same two answers in both orders, did it pick the same winner? "
+           "Inconsistent pairs lean to the position that gained (MT-Bench Table 2).")
+chart_col, table_col = st.columns([3, 2])
+chart_col.plotly_chart(charts.swap_consistency_chart(tables["swap"]), key="bias_swap")
+table_col.dataframe(tables["swap"].round(3), width="stretch", key="bias_swap_table")
+
+# ---------------------------------------------------------------- self-enhancement
+st.header("Self-enhancement")
+if tables["aliases"]:
+    st.caption("Win rate each judge gives each contestant; a judge's own model is outlined. "
+               "Self-enhancement = the rate a judge gives its own model minus what the other judges give it.")
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.self_enhancement_heatmap(tables["self_matrix"], tables["aliases"]), key="bias_self")
+    table_col.dataframe(tables["self_summary"].round(3), width="stretch", key="bias_self_table")
+else:
+    st.info("None of the chosen judges is a contestant, so self-enhancement cannot be measured. "
+            "Mark which contestant a judge is on **Studies**.")
+
+# ---------------------------------------------------------------------- length bias
+st.header("Length bias")
+if tables["length"] is not None:
+    st.caption("Share of decisive verdicts between answers of different length that went to the longer one.")
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.length_bias_chart(tables["length"]), key="bias_length")
+    table_col.dataframe(tables["length"].round(3), width="stretch", key="bias_length_table")
+else:
+    st.info("Length bias needs the answers' texts. Import the answers on **Data** (question_id, model, answer).")
+
+# ---------------------------------------------------------------- debiasing threshold
+st.header("Debiasing threshold")
+if tables["debiased"] is not None:
+    st.caption("For judges that give a probability p(first is better): deciding 'first' when p > tau, with tau the "
+               "median p, makes both positions win equally often (Liusie et al. 2024, eq. 9-10).")
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.position_bias_chart(tables["debiased"], group="stage",
+                                                      title="First-position wins, as judged vs with tau"),
+                           key="bias_threshold")
+    table_col.dataframe(data.threshold_display(tables["tau"]), hide_index=True, width="stretch", key="bias_tau")
+else:
+    st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
+            "Reviewers that read token probabilities record them on **Reviewers & runs**.")

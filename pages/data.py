@@ -1,0 +1,79 @@
+"""Data: upload answers, judgments, human annotations and debates; preview; import; export."""
+
+import streamlit as st
+
+from peercore.ui import data, imports, state
+
+state.ensure_frame()
+st.title("Data")
+study = st.session_state.get(state.STUDY)
+
+# -------------------------------------------------------------------------- import
+st.header("Import")
+st.caption("Every file is read and checked in full before anything is written; a problem names the file, "
+           "line and field. Folders (PRD, ScaleEval, FastChat MT-Bench) are uploaded as a .zip.")
+format_col, target_col = st.columns([2, 2])
+fmt = format_col.selectbox("Format", imports.formats(), format_func=imports.format_label, key="data_format")
+target = target_col.text_input("Into study", value=study or "", key="data_target",
+                               help="An existing study, or a new name to create one.")
+uploaded = st.file_uploader("File (CSV, TSV, JSONL, JSON, Parquet) or folder (.zip)", type=imports.UPLOAD_TYPES,
+                            key=imports.upload_key())
+
+if st.session_state.get("data_report") is not None:
+    st.success(f"Imported into **{st.session_state['data_report']['study'].iloc[0]}**.", icon=":material/task_alt:")
+    st.dataframe(st.session_state["data_report"].drop(columns="study"), hide_index=True, key="data_report_table")
+if st.session_state.get("data_error"):
+    st.error(st.session_state["data_error"])
+
+if uploaded is not None:
+    parsed = imports.parse_upload(uploaded, fmt)
+    if parsed.error:
+        st.error(f"**{parsed.name}** cannot be imported: {parsed.error}", icon=":material/error:")
+        if parsed.context is not None:
+            st.markdown("The offending row:")
+            st.dataframe(parsed.context, hide_index=True, width="stretch", key="data_context")
+        st.caption("Fix the file and upload it again; nothing was written.")
+    else:
+        st.subheader(f"Preview of {parsed.name}")
+        cells = st.columns(len(parsed.counts))
+        for cell, (label, count) in zip(cells, parsed.counts.items()):
+            cell.metric(label, f"{count:,}")
+        if parsed.bundle.notes:
+            st.caption("Notes: " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in parsed.bundle.notes.items()
+                                             if k != "files"))
+        tables = imports.preview_tables(parsed.bundle)
+        for tab, (name, frame) in zip(st.tabs(list(tables)), tables.items()):
+            tab.dataframe(frame, hide_index=True, width="stretch")
+        st.button(f"Import into “{target.strip() or '?'}”", type="primary", icon=":material/download_done:",
+                  key="data_import", disabled=not target.strip(), on_click=imports.do_import, args=(target,))
+
+if not study:
+    st.info("There is no study yet: upload a file above to create one (give it a name under **Into study**).")
+    st.stop()
+
+db, _, rev = data.key(study)
+
+# ------------------------------------------------------------------------- history
+st.header(f"What {study} holds")
+counts = data.summary(db, study, rev)
+cells = st.columns(4)
+for cell, label, key_ in zip(cells, ["Questions", "Answers", "Judgments", "Debates"],
+                             ["questions", "answers", "judgments", "debates"]):
+    cell.metric(label, f"{counts[key_]:,}")
+history = data.imports_log(db, study, rev)
+if len(history):
+    st.dataframe(imports.imports_display(history), hide_index=True, width="stretch", key="data_history")
+else:
+    st.caption("No file was imported into this study (its data came from runs or the sample).")
+
+# -------------------------------------------------------------------------- export
+st.header("Export")
+what_col, format_col = st.columns(2)
+what = what_col.selectbox("What", list(imports.EXPORT_WHAT), format_func=imports.EXPORT_WHAT.get, key="data_export_what")
+out_format = format_col.selectbox("Format", ["csv", "jsonl", "parquet"], key="data_export_format")
+if counts["judgments"]:
+    st.download_button(f"Download {what} ({out_format})", imports.export_bytes(db, study, rev, what, out_format),
+                       file_name=f"{study}-{what}.{out_format}", icon=":material/download:", key="data_export")
+    st.caption("CSV cells that a spreadsheet would run as a formula (= + - @) are prefixed with ' .")
+else:
+    st.caption("Nothing to export yet: the study has no judgments.")

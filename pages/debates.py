@@ -1,0 +1,74 @@
+"""Discussions & debates: every transcript turn by turn, who changed their mind, who led."""
+
+import streamlit as st
+
+from peercore import charts
+from peercore.ui import data, state, views
+
+state.ensure_frame()
+st.title("Discussions & debates")
+study = data.current_study()
+db, _, rev = data.key(study)
+debates = data.debate_overview(db, study, rev)
+if len(debates) == 0:
+    st.info("This study has no debates or discussions yet. Run a **discussion** (PRD: two reviewers talk a "
+            "verdict over) or a **debate** (ScaleEval: several judge agents) on **Reviewers & runs**, "
+            "or import ScaleEval / PRD results on **Data**.")
+    st.stop()
+turns = data.turns(db, study, rev)
+
+cells = st.columns(5)
+for cell, (label, value) in zip(cells, data.debate_metrics(debates)):
+    cell.metric(label, value)
+
+# ------------------------------------------------------------------- opinions
+opinion_col, leader_col = st.columns([3, 2], gap="large")
+with opinion_col:
+    st.subheader("Opinion altering and holding")
+    st.caption("Each time a speaker gives a verdict after an earlier one, it either holds or alters it (PRD section 5).")
+    counts = views.opinion_counts(turns)
+    st.plotly_chart(charts.opinion_chart(counts, title=None), key="deb_opinion_chart")
+    st.dataframe(data.opinion_display(counts), width="stretch", key="deb_opinion_table")
+with leader_col:
+    st.subheader("Leader effect")
+    st.caption("Of the debates that started split and ended agreed, how many ended on the verdict of whoever spoke first.")
+    leaders = views.leader_effect(data.debates(db, study, rev), turns)
+    if len(leaders):
+        st.dataframe(data.leader_display(leaders), width="stretch", key="deb_leader_table")
+    else:
+        st.caption("No debate started split and ended agreed.")
+
+# ------------------------------------------------------------------- the list
+st.subheader("Transcripts")
+kind_col, filter_col = st.columns([1, 3])
+kind = kind_col.radio("Kind", ["All", "Debates", "Discussions"], horizontal=True, key="deb_kind")
+verdict_filter = filter_col.segmented_control(
+    "Show", ["All", "Agreed", "Unresolved", "Adjudicated", "Opinion changed"], key=state.DEB_FILTER,
+    help="Unresolved debates wait for a human on **Adjudication**.")
+shown = data.filter_debates(debates, kind=kind, show=verdict_filter or "All")
+st.dataframe(data.debate_list_display(shown), hide_index=True, width="stretch", key="deb_list")
+if len(shown) == 0:
+    st.info("No debate matches these filters.")
+    st.stop()
+
+data.seed_single_choice(state.DEB_SELECTED, shown["id"].tolist(), 0)
+debate_id = st.selectbox("Open the transcript of", shown["id"].tolist(), key=state.DEB_SELECTED,
+                         format_func=data.debate_label(shown))
+debate = shown.set_index("id").loc[debate_id]
+
+st.markdown(f"**Question {debate['question_id']}** — {data.question_text(db, study, rev, debate['question_id'])}")
+st.markdown(" ".join(filter(None, [data.status_badge(debate["status"]), data.verdict_badge(debate["consensus"], prefix="consensus"),
+                      f"`{debate['criterion'] or 'no criterion'}`", f"`{debate['scenario'] or 'no scenario'}`"])))
+with st.expander("The two submissions", expanded=False):
+    first, second = st.columns(2)
+    first.markdown(f"**Submission 1 — {debate['model_a']}**")
+    first.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_a"]))
+    second.markdown(f"**Submission 2 — {debate['model_b']}**")
+    second.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_b"]))
+
+for round_number, round_turns in data.rounds(turns, debate_id):
+    st.markdown(f"##### {data.round_title(round_number)}")
+    for turn in round_turns.itertuples(index=False):
+        with st.chat_message("assistant", avatar=":material/smart_toy:"):
+            st.markdown(f"**{turn.speaker}** {data.verdict_badge(turn.verdict)}")
+            st.write(turn.rationale or "_(no reasoning recorded)_")

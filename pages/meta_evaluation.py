@@ -1,0 +1,77 @@
+"""Meta-evaluation: how far can each judge be trusted, against the gold set and against humans?"""
+
+import streamlit as st
+
+from peercore import charts
+from peercore.ui import data, state
+
+state.ensure_frame()
+st.title("Meta-evaluation")
+study = data.current_study()
+db, _, rev = data.key(study)
+meta = data.meta_evaluation(db, study, rev)
+if meta["n_judges"] == 0:
+    st.info("This study has no LLM or human verdicts to evaluate yet. Import judgments on **Data** or run "
+            "reviewers on **Reviewers & runs**.")
+    st.stop()
+
+cells = st.columns(4)
+for cell, (label, value) in zip(cells, meta["metrics"]):
+    cell.metric(label, value)
+
+# ------------------------------------------------------------------ against the gold
+st.header("Against the gold set")
+st.caption("Gold = the verdicts debates agreed on plus human adjudications of the debates that stayed split "
+           "(ScaleEval). Several decisions on one debate are reduced by majority.")
+if meta["gold_accuracy"] is None and meta["n_gold"]:
+    st.info(f"The gold set holds {meta['n_gold']} verdict(s), but none is about a comparison a judge here "
+            "judged (same question, pair and criterion).")
+elif meta["gold_accuracy"] is None:
+    st.info("There is no gold verdict yet: no debate ended in agreement and none was adjudicated. "
+            "Decide the open debates on **Adjudication**, or run ScaleEval debates on **Reviewers & runs**.")
+else:
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.agreement_chart(meta["gold_accuracy"], metrics=data.ACCURACY_METRICS,
+                                                  title="Each judge against the gold set"), key="meta_gold_chart")
+    table_col.dataframe(data.accuracy_display(meta["gold_accuracy"]), width="stretch", key="meta_gold_table")
+
+    st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
+    criteria = ["All criteria", *meta["criteria"]]
+    if st.session_state[state.META_CRITERION] not in criteria:
+        st.session_state[state.META_CRITERION] = criteria[0]
+    criterion = st.segmented_control("Criterion", criteria, key=state.META_CRITERION)
+    example, system = data.scaleeval_pivots(meta["scaleeval"], criterion or "All criteria")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Example-level agreement** (share of examples matching the gold)")
+        st.dataframe(example, width="stretch", key="meta_example")
+    with right:
+        st.markdown("**System-level agreement** (share of system pairs whose most frequent verdict matches)")
+        st.dataframe(system, width="stretch", key="meta_system")
+
+# ------------------------------------------------------------------- against humans
+st.header("Against human annotations")
+if meta["human_accuracy"] is None:
+    st.info("No human annotations in this study. Import them on **Data** (judges named `human:<name>`).")
+else:
+    st.caption(f"Reference: the majority of {meta['n_humans']} human annotator(s) per comparison.")
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.agreement_chart(meta["human_accuracy"], metrics=data.ACCURACY_METRICS,
+                                                  title="Each judge against the human majority"), key="meta_human_chart")
+    table_col.dataframe(data.accuracy_display(meta["human_accuracy"]), width="stretch", key="meta_human_table")
+
+# ------------------------------------------------------------------ cost vs agreement
+st.header("Cost versus agreement")
+costs = meta["costs"]
+st.caption(costs["caption"])
+st.plotly_chart(charts.cost_agreement_chart(costs["table"], cost="cost", agreement="agreement", cost_label=costs["axis"]),
+                key="meta_cost")
+
+# ------------------------------------------------------------------ criteria variation
+st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
+if len(meta["variation"]):
+    st.dataframe(data.variation_display(meta["variation"]), width="stretch", key="meta_variation")
+else:
+    st.info("Appears when judges were also run with varied criteria prompts (general, shortened, gibberish, "
+            "shuffled, flipped, masked), recorded as criterion `<criterion>/<variant>`; "
+            "launch such runs on **Reviewers & runs**.")

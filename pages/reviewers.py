@@ -1,0 +1,161 @@
+"""Reviewers & runs: configure LLM reviewers, estimate a job, launch it, watch it, cancel or resume it."""
+
+import streamlit as st
+
+from peercore.ui import data, runs, state
+
+state.ensure_frame()
+st.title("Reviewers & runs")
+study = data.current_study()
+db, _, rev = data.key(study)
+
+# ---------------------------------------------------------------------------- keys
+st.subheader("API keys")
+st.caption("Read from the environment or `.streamlit/secrets.toml` at launch only; never shown, stored or logged.")
+for column, (variable, where) in zip(st.columns(len(runs.KEY_VARS) + 1), runs.key_status()):
+    column.metric(variable, "set" if where != "not set" else "not set", help=f"Found in: {where}")
+
+# ----------------------------------------------------------------------- reviewers
+st.subheader("Reviewers")
+reviewers = st.session_state[state.REVIEWERS]
+if reviewers:
+    st.dataframe(runs.reviewers_table(reviewers), hide_index=True, width="stretch", key="rv_table")
+    remove_cols = st.columns(min(6, len(reviewers)))
+    for index, reviewer in enumerate(reviewers):
+        remove_cols[index % len(remove_cols)].button(f"Remove {runs.label(reviewer)}", key=f"rv_remove_{index}",
+                                                     on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:")
+else:
+    st.info("No reviewer yet. Add one below — or the offline local judge, which needs no key and no network.")
+
+with st.expander("Add a reviewer", expanded=not reviewers):
+    with st.form("add_reviewer", border=False):
+        provider_col, model_col, temp_col = st.columns([2, 2, 1])
+        provider_col.selectbox("Provider", list(runs.PROVIDERS), format_func=runs.PROVIDERS.get, key=runs.F_PROVIDER)
+        model_col.text_input("Model", key=runs.F_MODEL, placeholder="gpt-4o-mini, claude-3-5-haiku-latest, qwen2.5-coder-1.5b …")
+        temp_col.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, key=runs.F_TEMPERATURE)
+        url_col, name_col = st.columns(2)
+        url_col.text_input("Base URL (OpenAI-compatible servers)", key=runs.F_URL, placeholder="http://127.0.0.1:8080/v1")
+        name_col.text_input("Name (optional)", key=runs.F_NAME, help="The judge name in the results; "
+                            "needed when one model plays several roles.")
+        st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary")
+    st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset)
+if st.session_state.get("rv_error"):
+    st.error(st.session_state["rv_error"])
+
+# ----------------------------------------------------------------------------- job
+st.subheader("Job")
+kind = st.segmented_control("What to run", list(runs.JOBS), format_func=runs.JOBS.get, default="review",
+                            key="rv_kind") or "review"
+contestants = data.contestants(db, study, rev)
+options = {"strategy": "all"}
+if kind == "answers":
+    st.caption("Each reviewer above answers every question of the study, as a contestant.")
+else:
+    pick_col, strategy_col, k_col, budget_col = st.columns([3, 2, 1, 1])
+    options["contestants"] = pick_col.multiselect("Contestants to compare", contestants, key="rv_contestants",
+                                                  help="Default: every contestant with answers.")
+    options["strategy"] = strategy_col.selectbox("Selection strategy", ["all", "random", "no-repeat", "symmetric", "greedy"],
+                                                 key="rv_strategy", help="all = every ordered pair (PRD); the others "
+                                                 "pick K comparisons per question (Liusie et al. 2024).")
+    options["comparisons"] = k_col.number_input("K per question", min_value=1, value=4, key="rv_k",
+                                                disabled=options["strategy"] == "all")
+    options["budget"] = budget_col.number_input("Call budget", min_value=0, value=0, key="rv_budget",
+                                                help="Stop planning at this many calls (0 = no limit).")
+    if kind == "review":
+        method_col, criterion_col, template_col = st.columns(3)
+        options["method"] = method_col.selectbox("Verdict from", data.review_methods(), key="rv_method",
+                                                 help="verdict: the reply's verdict line (PRD); logprobs / logits: the "
+                                                      "probability of '1' vs '2' (Liusie et al.); samples: K samples; "
+                                                      "auto: the best the backend supports")
+        options["samples"] = method_col.number_input("Samples", min_value=2, value=5, key="rv_samples",
+                                                      disabled=options["method"] != "samples")
+        options["criterion"] = criterion_col.text_input("Criterion (optional)", key="rv_criterion",
+                                                        placeholder="helpfulness")
+        options["template"] = template_col.selectbox("Template", ["(default)", *data.review_templates()],
+                                                     key="rv_template").replace("(default)", "")
+    elif kind == "discussion":
+        turns_col, orders_col = st.columns(2)
+        options["turns"] = turns_col.number_input("Turns", min_value=1, max_value=12, value=4, key="rv_turns")
+        options["both_orders"] = orders_col.toggle("Both leader orders", value=True, key="rv_both")
+    elif kind == "debate":
+        criteria_col, rounds_col, panel_col = st.columns(3)
+        options["criteria"] = criteria_col.multiselect("Criteria", data.rubrics(), default=["helpfulness"], key="rv_criteria")
+        options["max_rounds"] = rounds_col.number_input("Rounds (incl. initial)", min_value=1, max_value=6, value=3,
+                                                        key="rv_rounds")
+        options["panel"] = panel_col.text_input("Panel name", value="scaleeval", key="rv_panel")
+
+live = st.session_state[state.RUN_HANDLE]
+if not reviewers:
+    st.caption("Add at least one reviewer to estimate and launch a job.")
+else:
+    frozen_reviewers, frozen_options = runs.frozen(reviewers, options)
+    try:
+        planned = runs.estimate(db, study, rev, kind, frozen_reviewers, frozen_options)
+    except ValueError as error:
+        st.error(f"This job cannot run as set: {error}")
+        planned = None
+    if planned is not None:
+        est = planned["estimate"]
+        cells = st.columns(4)
+        cells[0].metric("Items to do", f"{est.pending_items:,} of {est.items:,}")
+        cells[1].metric("Paid calls", runs.range_text(est.calls_low, est.calls_high))
+        cells[2].metric("From the cache", f"{est.cached_calls:,}")
+        cells[3].metric("Cost", runs.cost_text(est.cost_usd_low, est.cost_usd_high, est.unknown_prices))
+        st.caption(f"Run `{planned['run_id'][:12]}` — launching the same job again resumes it; "
+                   "calls already made come from the cache for free.")
+        st.button("Launch", type="primary", icon=":material/play_arrow:", key="rv_launch",
+                  disabled=live is not None and not live.handle.done() or est.pending_items == 0,
+                  on_click=runs.launch, args=(study, kind, reviewers, options))
+if st.session_state.get("run_error"):
+    st.error(st.session_state["run_error"])
+
+
+# ------------------------------------------------------------------------ live run
+@st.fragment(run_every=1.0)
+def live_progress() -> None:
+    """Polls the running job every second; when it ends, reruns the page once to show the result."""
+    live = st.session_state[state.RUN_HANDLE]
+    if live is None or live.handle.done():
+        st.rerun(scope="app")
+    progress = live.handle.progress
+    st.progress(0.0 if progress is None else progress.fraction,
+                text="starting…" if progress is None else f"{progress.done:,} of {progress.total:,} items — {progress.status}")
+    if progress is not None:
+        cells = st.columns(4)
+        cells[0].metric("Paid calls", f"{progress.calls:,}")
+        cells[1].metric("From the cache", f"{progress.cached:,}")
+        cells[2].metric("Failed items", f"{progress.failed:,}")
+        cells[3].metric("Cost", "unknown" if progress.cost_usd is None else f"${progress.cost_usd:,.4f}")
+    st.code("\n".join(live.lines()[-12:]) or "(no progress yet)", language=None)
+    st.button("Cancel", key="rv_cancel", icon=":material/stop:", on_click=runs.cancel)
+
+
+if live is not None:
+    st.subheader(f"Live run `{live.handle.run_id[:12]}`")
+    if not live.handle.done():
+        live_progress()
+    else:
+        result, error = runs.result_of(live)
+        if error:
+            st.error(f"The run stopped: {error}")
+        elif result.error:
+            st.warning(f"Run {result.status}: {result.error}")
+        else:
+            st.success(f"Run {result.status}: {result.done:,} of {result.total:,} items done.")
+        st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)
+        st.button("Close", key="rv_clear", on_click=runs.clear)
+
+# ---------------------------------------------------------------------------- runs
+st.subheader("Runs of this study")
+all_runs = data.runs(db, study, rev)
+if len(all_runs) == 0:
+    st.caption("No run yet.")
+else:
+    st.dataframe(runs.runs_display(all_runs), hide_index=True, width="stretch", key="rv_runs")
+    stopped = runs.resumable_runs(db, study, rev)
+    if len(stopped):
+        pick_col, button_col = st.columns([3, 1])
+        run_id = pick_col.selectbox("Resume an interrupted run", stopped["id"].tolist(), key="rv_resume_pick",
+                                    format_func=runs.run_label(stopped))
+        button_col.button("Resume", key="rv_resume", icon=":material/replay:", on_click=runs.resume,
+                          args=(study, run_id), disabled=live is not None and not live.handle.done())

@@ -1,0 +1,116 @@
+"""Studies (home): choose or create a study, and see what it holds and where it came from."""
+
+import streamlit as st
+
+from peercore.ui import data, state, views
+
+PICK = "studies_pick"
+NEW_NAME, NEW_DESCRIPTION = "studies_new_name", "studies_new_description"
+DELETE_CONFIRM = "studies_delete_confirm"
+
+
+def open_picked() -> None:
+    st.session_state[state.STUDY] = st.session_state[PICK]
+
+
+def create_study() -> None:
+    name = st.session_state[NEW_NAME].strip()
+    if not name:
+        st.session_state["studies_error"] = "Give the study a name."
+        return
+    if name in set(data.studies()["name"]):
+        st.session_state["studies_error"] = f"A study named {name!r} already exists."
+        return
+    data.store().create_study(name, description=st.session_state[NEW_DESCRIPTION].strip(),
+                              source={"kind": "created in the dashboard"})
+    st.session_state[state.STUDY] = name
+    st.session_state[NEW_NAME] = st.session_state[NEW_DESCRIPTION] = ""
+    st.session_state["studies_error"] = ""
+
+
+def delete_study(name: str) -> None:
+    data.store().delete_study(name)
+    st.session_state[state.STUDY] = None
+    st.session_state[DELETE_CONFIRM] = ""
+
+
+state.ensure_frame()
+st.title("Studies")
+st.caption("A study is one evaluation: questions, the contestants' answers, every judge's verdicts, "
+           "debates and human adjudications. Pick one to open it on every page.")
+
+all_studies = data.studies()
+left, right = st.columns([3, 2], gap="large")
+
+with left:
+    st.subheader("Studies in this database")
+    if len(all_studies):
+        st.dataframe(data.studies_overview(all_studies), hide_index=True, width="stretch")
+        st.session_state[PICK] = st.session_state[state.STUDY]
+        st.radio("Open study", all_studies["name"].tolist(), key=PICK, on_change=open_picked, horizontal=True)
+    else:
+        st.info("This database holds no study. Create one here, then import judgments on **Data**.")
+
+with right:
+    st.subheader("Create a study")
+    with st.form("create_study", clear_on_submit=False, border=True):
+        st.text_input("Name", key=NEW_NAME, placeholder="e.g. mt-bench-june")
+        st.text_area("Description", key=NEW_DESCRIPTION, height=80)
+        st.form_submit_button("Create study", on_click=create_study, type="primary")
+    if st.session_state.get("studies_error"):
+        st.error(st.session_state["studies_error"])
+
+study = data.current_study()
+db, _, rev = data.key(study)
+summary = data.summary(db, study, rev)
+
+st.divider()
+st.header(study)
+description = all_studies.set_index("name").loc[study, "description"]
+if description:
+    st.write(description)
+
+cells = st.columns(7)
+for cell, (label, value) in zip(cells, data.summary_metrics(summary)):
+    cell.metric(label, value)
+
+source_col, judges_col = st.columns([2, 3], gap="large")
+with source_col:
+    st.subheader("Where the data came from")
+    source = all_studies.set_index("name").loc[study, "source"]
+    if source:
+        st.dataframe(data.source_table(source), hide_index=True, width="stretch")
+    else:
+        st.caption("No provenance was recorded for this study.")
+    st.caption(f"Created {all_studies.set_index('name').loc[study, 'created_at'][:19].replace('T', ' ')} UTC; "
+               f"{summary['runs']} run(s) recorded; revision {rev}.")
+
+with judges_col:
+    st.subheader("Judges")
+    judges = data.judges(db, study, rev)
+    if len(judges):
+        contestants = data.contestants(db, study, rev)
+        edited = st.data_editor(
+            data.judge_editor_frame(db, study, rev), hide_index=True, width="stretch", key="studies_judges",
+            disabled=["name", "verdicts"],
+            column_config={
+                "kind": st.column_config.SelectboxColumn("kind", options=["llm", "human", "debate", "adjudicator", "vote", "other"]),
+                "model_alias": st.column_config.SelectboxColumn(
+                    "is contestant", options=[""] + contestants,
+                    help="The contestant this judge is (needed for Peer Rank weights and self-enhancement)."),
+            },
+        )
+        if st.button("Save judges", help="Store each judge's kind and the contestant it is."):
+            data.save_judges(study, edited)
+            st.toast("Judges saved.")
+            st.rerun()
+        groups = views.judge_groups(judges["name"])
+        st.caption(" · ".join(f"{label}: {len(names)}" for label, names in groups.items()))
+    else:
+        st.caption("No judge yet: import judgments on **Data** or run reviewers on **Reviewers & runs**.")
+
+with st.expander("Delete this study"):
+    st.write(f"Deleting **{study}** removes its questions, answers, judgments, debates, adjudications and runs.")
+    st.text_input("Type the study's name to confirm", key=DELETE_CONFIRM)
+    st.button("Delete study", type="secondary", disabled=st.session_state.get(DELETE_CONFIRM) != study,
+              on_click=delete_study, args=(study,))

@@ -1,0 +1,398 @@
+"""Plotly figure builders for the dashboard: DataFrame in, Figure out.
+
+Pure functions: no streamlit, no I/O, no state. Each takes the table a peercore
+function returns (or :mod:`peercore.ui.views` assembles) and draws it; a frame missing
+a column raises ``ValueError`` naming it, and an empty frame gives a figure that says
+there is nothing to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = [
+    "leaderboard_chart", "elo_curves_chart", "win_rate_heatmap", "count_heatmap", "weight_bars",
+    "weight_history_chart", "rank_change_chart", "proportion_chart", "position_bias_chart",
+    "swap_consistency_chart", "self_enhancement_heatmap", "length_bias_chart", "agreement_chart",
+    "cost_agreement_chart", "efficiency_chart", "opinion_chart", "TEMPLATE",
+]
+
+TEMPLATE = "plotly_white"
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+            "#bcbd22", "#17becf")
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def _require(frame: pd.DataFrame, columns: Iterable[str], name: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} is missing column(s) {missing} (found: {list(frame.columns)})")
+
+
+def _figure(title: str | None = None, *, height: int | None = None) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        template=TEMPLATE,
+        title=dict(text=title, y=1.0, yanchor="top", yref="container", pad=dict(t=8)) if title else None,
+        margin=dict(l=10, r=10, t=80 if title else 40, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+    )
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def _empty(title: str | None, message: str = "Nothing to show") -> go.Figure:
+    fig = _figure(title)
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def _errors(values: pd.Series, low: pd.Series, high: pd.Series) -> dict | None:
+    if low.isna().all() or high.isna().all():
+        return None
+    return dict(type="data", symmetric=False, array=(high - values).to_numpy(dtype=float),
+                arrayminus=(values - low).to_numpy(dtype=float), thickness=1.5, width=4)
+
+
+# ------------------------------------------------------------------------- leaderboard
+
+
+def leaderboard_chart(table: pd.DataFrame, *, score_label: str = "score", title: str | None = None) -> go.Figure:
+    """Scores with their 95% intervals, best at the top (from ``leaderboard().table``).
+
+    Parameters
+    ----------
+    table : columns ``model, score, ci_low, ci_high`` (intervals may be NaN).
+    score_label : axis title (``Elo``, ``win rate`` ...).
+    """
+    _require(table, ("model", "score", "ci_low", "ci_high"), "table")
+    if len(table) == 0:
+        return _empty(title)
+    ordered = table.iloc[::-1]
+    fig = _figure(title, height=max(220, 36 * len(table) + 80))
+    fig.add_trace(go.Scatter(
+        x=ordered["score"], y=ordered["model"], mode="markers", marker=dict(size=10, color=_PALETTE[0]),
+        error_x=_errors(ordered["score"], ordered["ci_low"], ordered["ci_high"]), name=score_label,
+        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(title=score_label)
+    fig.update_yaxes(title=None, type="category")
+    return fig
+
+
+def elo_curves_chart(curves: pd.DataFrame, *, title: str | None = "Elo over battles") -> go.Figure:
+    """Elo of each contestant over the battles, one line style per judge (PRD Fig. 4).
+
+    Parameters
+    ----------
+    curves : long table ``judge, battles, model, elo`` (:func:`peercore.ui.views.elo_curves`).
+    """
+    _require(curves, ("judge", "battles", "model", "elo"), "curves")
+    if len(curves) == 0:
+        return _empty(title)
+    fig = _figure(title, height=460)
+    models = sorted(curves["model"].unique())
+    judges = list(dict.fromkeys(curves["judge"]))
+    for j, judge in enumerate(judges):
+        for m, model in enumerate(models):
+            part = curves[(curves["judge"] == judge) & (curves["model"] == model)]
+            if len(part) == 0:
+                continue
+            fig.add_trace(go.Scatter(
+                x=part["battles"], y=part["elo"], mode="lines", name=f"{model} ({judge})",
+                legendgroup=judge, line=dict(color=_PALETTE[m % len(_PALETTE)], dash=_DASHES[j % len(_DASHES)]),
+                hovertemplate=f"{model}, judged by {judge}<br>after %{{x}} battles: %{{y:.0f}}<extra></extra>",
+            ))
+    fig.add_hline(y=1000, line=dict(color="#999", width=1, dash="dot"))
+    fig.update_xaxes(title="battles seen")
+    fig.update_yaxes(title="Elo")
+    return fig
+
+
+def _heatmap(matrix: pd.DataFrame, *, title, zmin, zmax, colorscale, fmt, colorbar) -> go.Figure:
+    if not isinstance(matrix, pd.DataFrame):
+        raise ValueError(f"matrix must be a pandas DataFrame, got {type(matrix).__name__}")
+    if matrix.size == 0:
+        return _empty(title)
+    values = matrix.to_numpy(dtype=float)
+    text = np.where(np.isnan(values), "", np.vectorize(fmt.format, otypes=[str])(np.nan_to_num(values)))
+    fig = _figure(title, height=max(300, 48 * len(matrix) + 120))
+    fig.add_trace(go.Heatmap(
+        z=values, x=[str(c) for c in matrix.columns], y=[str(i) for i in matrix.index], zmin=zmin, zmax=zmax,
+        colorscale=colorscale, text=text, texttemplate="%{text}", colorbar=dict(title=colorbar),
+        hovertemplate="%{y} vs %{x}: %{z}<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed", type="category", title=matrix.index.name)
+    fig.update_xaxes(type="category", title=matrix.columns.name, side="bottom")
+    return fig
+
+
+def win_rate_heatmap(matrix: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Share of battles the row model won against the column model (PRD Fig. 7).
+
+    ``matrix`` is :func:`peercore.ranking.pairwise_win_fraction` (NaN where a pair never met).
+    """
+    return _heatmap(matrix, title=title, zmin=0.0, zmax=1.0, colorscale="RdBu", fmt="{:.2f}", colorbar="row wins")
+
+
+def count_heatmap(matrix: pd.DataFrame, *, title: str | None = "Battles per pair") -> go.Figure:
+    """How many battles each pair fought (:func:`peercore.ranking.battle_counts`)."""
+    values = matrix.where(matrix > 0) if isinstance(matrix, pd.DataFrame) else matrix
+    top = float(np.nanmax(values.to_numpy(dtype=float))) if isinstance(values, pd.DataFrame) and values.notna().any().any() else 1.0
+    return _heatmap(values, title=title, zmin=0.0, zmax=top, colorscale="Blues", fmt="{:.0f}", colorbar="battles")
+
+
+def weight_bars(weights: pd.Series, *, title: str | None = "Reviewer weights") -> go.Figure:
+    """Final Peer Rank weight of each reviewer, largest first (PRD Fig. 3)."""
+    if not isinstance(weights, pd.Series):
+        raise ValueError(f"weights must be a pandas Series indexed by judge, got {type(weights).__name__}")
+    if len(weights) == 0:
+        return _empty(title)
+    ordered = weights.sort_values(ascending=False)
+    fig = _figure(title, height=320)
+    fig.add_trace(go.Bar(x=[str(i) for i in ordered.index], y=ordered.to_numpy(dtype=float), marker_color=_PALETTE[0],
+                         text=[f"{v:.3f}" for v in ordered], textposition="outside", name="weight"))
+    fig.update_yaxes(title="weight", range=[0, max(1e-9, float(ordered.max())) * 1.2])
+    fig.update_xaxes(title=None, type="category")
+    return fig
+
+
+def weight_history_chart(history: pd.DataFrame, *, title: str | None = "Weights per iteration") -> go.Figure:
+    """How each reviewer's weight moved per iteration (``PeerRankResult.history``; row 0 = uniform start)."""
+    if not isinstance(history, pd.DataFrame):
+        raise ValueError(f"history must be a pandas DataFrame, got {type(history).__name__}")
+    if history.size == 0:
+        return _empty(title)
+    fig = _figure(title, height=320)
+    for k, judge in enumerate(history.columns):
+        fig.add_trace(go.Scatter(x=list(range(len(history))), y=history[judge].to_numpy(dtype=float), mode="lines+markers",
+                                 name=str(judge), line=dict(color=_PALETTE[k % len(_PALETTE)])))
+    fig.update_xaxes(title="iteration", dtick=1)
+    fig.update_yaxes(title="weight")
+    return fig
+
+
+def rank_change_chart(comparison: pd.DataFrame, *, title: str | None = "Rank with and without the unticked reviewers") -> go.Figure:
+    """Dumbbell chart of each model's rank before and after removing reviewers.
+
+    ``comparison`` is :func:`peercore.ui.views.what_if` (``model, rank, rank_without``).
+    """
+    _require(comparison, ("model", "rank", "rank_without"), "comparison")
+    if len(comparison) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(240, 36 * len(comparison) + 80))
+    for row in comparison.itertuples(index=False):
+        fig.add_trace(go.Scatter(x=[row.rank, row.rank_without], y=[row.model, row.model], mode="lines",
+                                 line=dict(color="#bbb", width=3), showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=comparison["rank"], y=comparison["model"], mode="markers", name="all reviewers",
+                             marker=dict(size=12, color=_PALETTE[0])))
+    fig.add_trace(go.Scatter(x=comparison["rank_without"], y=comparison["model"], mode="markers", name="without",
+                             marker=dict(size=12, color=_PALETTE[1], symbol="diamond")))
+    fig.update_xaxes(title="rank (1 = best)", autorange="reversed", dtick=1)
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+# -------------------------------------------------------------------------------- bias
+
+
+def proportion_chart(
+    frame: pd.DataFrame,
+    *,
+    value: str,
+    title: str | None = None,
+    axis_title: str | None = None,
+    reference: float | None = 0.5,
+    group: str | None = None,
+) -> go.Figure:
+    """Per-judge shares with Wilson intervals and a reference line (default 0.5).
+
+    Parameters
+    ----------
+    frame : indexed by judge (or with a ``judge`` column), columns ``value``, ``ci_low``,
+        ``ci_high`` and, with ``group``, the group column (e.g. before / after).
+    """
+    data = frame.reset_index() if "judge" not in frame.columns else frame
+    _require(data, ("judge", value, "ci_low", "ci_high") + ((group,) if group else ()), "frame")
+    if len(data) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(260, 40 * data["judge"].nunique() + 120))
+    groups = list(dict.fromkeys(data[group])) if group else [None]
+    for k, name in enumerate(groups):
+        part = data if name is None else data[data[group] == name]
+        fig.add_trace(go.Bar(
+            x=part[value], y=part["judge"], orientation="h", name=str(name) if name is not None else value,
+            marker_color=_PALETTE[k % len(_PALETTE)], error_x=_errors(part[value], part["ci_low"], part["ci_high"]),
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        ))
+    if reference is not None:
+        fig.add_vline(x=reference, line=dict(color="#d62728", dash="dash", width=2))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title=axis_title or value, range=[0, 1])
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def position_bias_chart(frame: pd.DataFrame, *, group: str | None = None, title: str | None = "Share of first-position wins") -> go.Figure:
+    """Share of decisive verdicts that picked the first-shown answer, with the 0.5 line.
+
+    ``frame`` is :func:`peercore.bias.position_bias` (optionally stacked with a
+    ``group`` column such as ``stage`` = before / after discussion).
+    """
+    return proportion_chart(frame, value="p_first", title=title, axis_title="P(first answer chosen)", group=group)
+
+
+def length_bias_chart(frame: pd.DataFrame, *, title: str | None = "Share of verdicts for the longer answer") -> go.Figure:
+    """:func:`peercore.bias.length_bias` as bars with intervals and the 0.5 line."""
+    return proportion_chart(frame, value="longer_win_rate", title=title, axis_title="P(longer answer chosen)")
+
+
+def swap_consistency_chart(frame: pd.DataFrame, *, title: str | None = "Swap consistency") -> go.Figure:
+    """Stacked shares: consistent / inconsistent favouring first / favouring second.
+
+    ``frame`` is :func:`peercore.bias.swap_consistency` (judges with no pair are left out).
+    """
+    data = frame.reset_index() if "judge" not in frame.columns else frame
+    _require(data, ("judge", "n_pairs", "consistent", "inconsistent_first", "inconsistent_second"), "frame")
+    data = data[data["n_pairs"] > 0]
+    if len(data) == 0:
+        return _empty(title, "No judge judged a pair in both orders")
+    fig = _figure(title, height=max(240, 40 * len(data) + 120))
+    for k, (column, label) in enumerate((("consistent", "consistent"), ("inconsistent_first", "favours first"),
+                                         ("inconsistent_second", "favours second"))):
+        fig.add_trace(go.Bar(x=data[column], y=data["judge"], orientation="h", name=label,
+                             marker_color=("#2ca02c", "#ff7f0e", "#9467bd")[k],
+                             hovertemplate=f"%{{y}}: {label} %{{x:.2f}}<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="share of swapped pairs", range=[0, 1])
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def self_enhancement_heatmap(matrix: pd.DataFrame, aliases: Mapping[str, str], *, title: str | None = "Win rate each judge gives each contestant") -> go.Figure:
+    """Judge x contestant win rates, each judge's own model outlined (self-enhancement).
+
+    ``matrix`` is ``peercore.bias.self_enhancement(...).win_rates``.
+    """
+    fig = _heatmap(matrix, title=title, zmin=0.0, zmax=1.0, colorscale="RdBu", fmt="{:.2f}", colorbar="win rate")
+    if matrix.size == 0:
+        return fig
+    rows, columns = [str(i) for i in matrix.index], [str(c) for c in matrix.columns]
+    for judge, model in aliases.items():
+        if judge in rows and model in columns:
+            r, c = rows.index(judge), columns.index(model)
+            fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                          line=dict(color="#111", width=3), xref="x", yref="y")
+    return fig
+
+
+# -------------------------------------------------------------------- meta-evaluation
+
+
+def agreement_chart(table: pd.DataFrame, *, metrics: Mapping[str, str], title: str | None = None) -> go.Figure:
+    """Grouped bars of agreement metrics per judge.
+
+    Parameters
+    ----------
+    table : indexed by judge (or with a ``judge`` column).
+    metrics : column -> legend label, e.g. ``{"accuracy": "accuracy (with ties)"}``.
+    """
+    data = table.reset_index() if "judge" not in table.columns else table
+    _require(data, ("judge", *metrics), "table")
+    if len(data) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(280, 34 * len(data) * max(1, len(metrics)) // 2 + 120))
+    for k, (column, label) in enumerate(metrics.items()):
+        fig.add_trace(go.Bar(x=data["judge"], y=data[column], name=label, marker_color=_PALETTE[k % len(_PALETTE)],
+                             hovertemplate=f"%{{x}}: {label} %{{y:.3f}}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[min(0.0, float(np.nanmin(data[list(metrics)].to_numpy(dtype=float), initial=0.0))), 1])
+    fig.update_xaxes(type="category", title=None)
+    return fig
+
+
+def cost_agreement_chart(frame: pd.DataFrame, *, cost: str = "cost", agreement: str = "agreement",
+                         cost_label: str = "cost (USD)", title: str | None = "Cost versus agreement with the gold set") -> go.Figure:
+    """One point per judge: what it cost against how often it agrees with the gold.
+
+    ``frame`` has ``judge`` and the two columns named by ``cost`` and ``agreement``.
+    """
+    _require(frame, ("judge", cost, agreement), "frame")
+    data = frame.dropna(subset=[cost, agreement])
+    if len(data) == 0:
+        return _empty(title, "No judge has both a cost and an agreement")
+    fig = _figure(title, height=380)
+    fig.add_trace(go.Scatter(x=data[cost], y=data[agreement], mode="markers+text", text=data["judge"],
+                             textposition="top center", marker=dict(size=14, color=_PALETTE[0]),
+                             hovertemplate="%{text}: %{x:.4g}, agreement %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title=cost_label)
+    fig.update_yaxes(title="agreement", range=[0, 1.05])
+    return fig
+
+
+# -------------------------------------------------------------------------- efficiency
+
+
+def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quality against number of comparisons") -> go.Figure:
+    """Median Spearman correlation with a band, per method and strategy (PoE paper Fig. 1).
+
+    ``curves`` is :func:`peercore.efficiency.summarise` (``strategy, method, k, median,
+    low, high``). Colour = method, line style = strategy.
+    """
+    _require(curves, ("strategy", "method", "k", "median", "low", "high"), "curves")
+    if len(curves) == 0:
+        return _empty(title)
+    fig = _figure(title, height=460)
+    methods = list(dict.fromkeys(curves["method"]))
+    strategies = list(dict.fromkeys(curves["strategy"]))
+    for m, method in enumerate(methods):
+        color = _PALETTE[m % len(_PALETTE)]
+        for s, strategy in enumerate(strategies):
+            part = curves[(curves["method"] == method) & (curves["strategy"] == strategy)].sort_values("k")
+            if len(part) == 0:
+                continue
+            group = f"{method} ({strategy})"
+            fig.add_trace(go.Scatter(
+                x=np.r_[part["k"], part["k"][::-1]], y=np.r_[part["high"], part["low"][::-1]], fill="toself",
+                fillcolor=_rgba(color, 0.12), line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=group,
+            ))
+            fig.add_trace(go.Scatter(
+                x=part["k"], y=part["median"], mode="lines+markers", name=group, legendgroup=group,
+                line=dict(color=color, dash=_DASHES[s % len(_DASHES)]),
+                hovertemplate=f"{group}<br>%{{x}} comparisons: median %{{y:.3f}}<extra></extra>",
+            ))
+    fig.update_xaxes(title="comparisons per question")
+    fig.update_yaxes(title="Spearman to the full-data ranking", range=[-0.05, 1.05])
+    return fig
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[k:k + 2], 16) for k in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+# ------------------------------------------------------------------------- discussions
+
+
+def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering and holding") -> go.Figure:
+    """Stacked bars of altered / held verdicts per speaker (:func:`peercore.ui.views.opinion_counts`)."""
+    data = counts.reset_index() if "speaker" not in counts.columns else counts
+    _require(data, ("speaker", "altered", "held"), "counts")
+    if len(data) == 0 or (data["altered"] + data["held"]).sum() == 0:
+        return _empty(title, "No speaker spoke twice in a debate")
+    fig = _figure(title, height=max(240, 40 * len(data) + 120))
+    fig.add_trace(go.Bar(x=data["held"], y=data["speaker"], orientation="h", name="held", marker_color="#2ca02c"))
+    fig.add_trace(go.Bar(x=data["altered"], y=data["speaker"], orientation="h", name="altered", marker_color="#d62728"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="later turns")
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig

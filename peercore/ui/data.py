@@ -1,0 +1,839 @@
+"""The store behind the dashboard, first-run seeding, and cached loaders.
+
+Caching rules (STYLE.md):
+
+- :func:`store` is ``st.cache_resource`` keyed on the database path. That is safe
+  because a :class:`peercore.store.Store` object never shares a sqlite connection
+  between threads: it opens one connection per thread on first use (Streamlit runs
+  each session's script in its own thread). Nothing else is a cached resource.
+- Every DataFrame and every computed table is ``st.cache_data`` keyed on
+  ``(db path, study, store.revision(study), options...)``. Any write to a study bumps
+  its revision, so the next run misses the cache and reads fresh data; two sessions
+  looking at the same revision share the entry.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from peercore import bias
+from peercore.ranking import battle_counts, leaderboard, pairwise_win_fraction
+from peercore.store import Store, default_db_path
+from peercore.ui import views
+
+SAMPLE_STUDY = "sample"
+
+
+# ------------------------------------------------------------------------------ store
+
+
+def db_path() -> str:
+    """The database file the app uses: ``$PEERBOARD_DB`` or the per-user default."""
+    return str(default_db_path())
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> Store:
+    return Store(path)
+
+
+def store() -> Store:
+    """The :class:`Store` of :func:`db_path` (one object per process; one connection per thread)."""
+    return _store(db_path())
+
+
+ENV_SAMPLE = "PEERBOARD_SAMPLE_DATA"
+_SEEDING = threading.Lock()
+
+
+def sample_folder(default: Path) -> Path | None:
+    """The sample study's folder: ``$PEERBOARD_SAMPLE_DATA`` if set (empty = no sample), else ``default``."""
+    import os
+
+    if ENV_SAMPLE in os.environ:
+        value = os.environ[ENV_SAMPLE].strip()
+        return Path(value).expanduser() if value else None
+    return default
+
+
+
+_FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "answers": 1, "fastchat-answers": 1}
+PROVENANCE = "provenance.json"  # how the sample was made: recorded as the study's source, not imported
+
+
+def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
+    """Import the bundled sample study into an empty database; return its name.
+
+    Does nothing (returns None) when the database already holds a study, or ``folder``
+    holds no data file. Every data file of the folder (CSV, JSONL, JSON, Parquet ...) is
+    imported with :func:`peercore.io.importer.import_path` (format detected per file,
+    questions first so that answers find them), all in one transaction, into the study
+    named in ``provenance.json`` (default ``sample``); that file's facts become the
+    study's provenance. Writes are idempotent (natural keys) and serialised in this
+    process, so sessions opening at once do not duplicate data.
+    """
+    if folder is None:
+        return None
+    folder = Path(folder)
+    if not folder.is_dir() or len(db.studies()):
+        return None
+    from peercore.io.detect import DATA_SUFFIXES, detect_format
+    from peercore.io.importer import import_path
+
+    files = sorted(p for p in folder.iterdir()
+                   if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name.lower() != PROVENANCE)
+    if not files:
+        return None
+    facts = {}
+    if (folder / PROVENANCE).is_file():
+        facts = json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
+    name = facts.get("study") or SAMPLE_STUDY
+    source = {"kind": "bundled sample", "folder": folder.name,
+              **{k: v for k, v in facts.items() if isinstance(v, (str, int, float)) and k != "study"}}
+    if isinstance(facts.get("models"), dict):
+        source["models"] = ", ".join(facts["models"])
+    formats = {path: detect_format(path) for path in files}
+    with _SEEDING:
+        if len(db.studies()):
+            return None
+        with db.transaction():
+            db.create_study(name, description="The sample study shipped with PeerBoard (opens on first run).",
+                            source=source, exist_ok=True)
+            for path in sorted(files, key=lambda p: (_FIRST.get(formats[p], 2), p.name)):
+                import_path(path, store=db, study=name, format=formats[path])
+    return name
+
+
+# ---------------------------------------------------------------------- cached tables
+
+
+def revision(study: str) -> int:
+    """The study's cache stamp (changes with every write)."""
+    return store().revision(study)
+
+
+def key(study: str) -> tuple[str, str, int]:
+    """``(db path, study, revision)``: the first arguments of every cached loader."""
+    return db_path(), study, revision(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def summary(db: str, study: str, rev: int) -> dict:
+    return _store(db).summary(study)
+
+
+def studies() -> pd.DataFrame:
+    """Every study (name, description, created_at, revision, source); never cached, it is one small query."""
+    return store().studies()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def judgments(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).judgments(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def judges(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).judges(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def aliases(db: str, study: str, rev: int) -> dict[str, str]:
+    """judge -> contestant: stored aliases, else matched by name (:func:`views.auto_aliases`)."""
+    frame = judgments(db, study, rev)
+    contestants = set(frame["model_a"]) | set(frame["model_b"])
+    names = judges(db, study, rev)["name"]
+    return views.auto_aliases(names, contestants, _store(db).judge_aliases(study))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def questions(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).questions(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def answers(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).answers(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def debates(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).debates(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def turns(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).debate_turns(debates(db, study, rev)["id"].tolist())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def adjudications(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).adjudications(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def runs(db: str, study: str, rev: int) -> pd.DataFrame:
+    return _store(db).runs(study)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def gold(db: str, study: str, rev: int) -> pd.DataFrame:
+    """Debate consensus + human adjudications as canonical judgments (the ScaleEval gold set)."""
+    return views.gold_judgments(debates(db, study, rev), adjudications(db, study, rev))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def rankable(db: str, study: str, rev: int) -> pd.DataFrame:
+    """The study's judgments plus the gold rows not already stored as judgments (:func:`views.with_gold`)."""
+    return views.with_gold(judgments(db, study, rev), gold(db, study, rev))
+
+
+def judge_names(db: str, study: str, rev: int) -> list[str]:
+    return sorted(set(rankable(db, study, rev)["judge"]))
+
+
+# ------------------------------------------------------------------ computed (cached)
+
+
+def _select(db, study, rev, judges_: Sequence[str] | None) -> pd.DataFrame:
+    frame = rankable(db, study, rev)
+    if judges_ is None:
+        return frame
+    return frame[frame["judge"].isin(list(judges_))].reset_index(drop=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def ranked(db: str, study: str, rev: int, method: str, judges_: tuple[str, ...], peer: str, base: str,
+           bootstrap: int) -> dict:
+    """A ranked table for the Leaderboard page.
+
+    ``method`` is a label of :data:`views.LEADERBOARD_METHODS`; ``peer`` a label of
+    :data:`views.WEIGHT_MODES` (Peer Rank), ``base`` of :data:`views.BASE_SCORES`
+    (Peer Rank's score) or of :data:`views.POE_METHODS` (PoE).
+
+    Returns
+    -------
+    dict with ``table`` (``model, score, rank, ci_low, ci_high, battles``),
+    ``weights`` (Series or None), ``history`` (DataFrame or None), ``n`` (judgments
+    counted), ``score_label``, ``iterations``, ``converged``.
+    """
+    chosen = _select(db, study, rev, judges_)
+    if method == "PoE":
+        table = views.poe_table(chosen, method=views.POE_METHODS.get(base, "poe_gaussian"))
+        return dict(table=table, weights=None, history=None, n=len(chosen), score_label=f"{base} score",
+                    iterations=None, converged=None)
+    if method == "Peer Rank weighted":
+        code, mode = views.BASE_SCORES.get(base, "winrate"), views.WEIGHT_MODES[peer]
+    else:
+        code, mode = views.BASE_SCORES[method], "none"
+    board = leaderboard(chosen, method=code, peer_weights=mode, aliases=aliases(db, study, rev), bootstrap=bootstrap,
+                        seed=0, elo_shuffles=20)
+    peer_rank = board.peer_rank
+    label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[code]
+    return dict(table=board.table, weights=board.weights, history=None if peer_rank is None else peer_rank.history,
+                n=board.n_judgments, score_label=label, iterations=None if peer_rank is None else peer_rank.iterations,
+                converged=None if peer_rank is None else peer_rank.converged)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def peer_weights(db: str, study: str, rev: int, judges_: tuple[str, ...], peer: str, base: str) -> dict:
+    """Peer Rank weights of the reviewers among ``judges_`` that are contestants (weights tab)."""
+    from peercore.ranking import fixed_point_weights, prd_weights
+
+    alias = aliases(db, study, rev)
+    reviewers = [j for j in judges_ if j in alias]
+    if len(reviewers) < 2:
+        return dict(reviewers=reviewers, weights=None, history=None, iterations=None)
+    chosen = _select(db, study, rev, reviewers)
+    code = views.BASE_SCORES.get(base, "winrate")
+    if views.WEIGHT_MODES[peer] == "prd":
+        result = prd_weights(chosen, aliases=alias, method=code, elo_shuffles=20)
+    else:
+        result = fixed_point_weights(chosen, aliases=alias, method=code, elo_shuffles=20)
+    return dict(reviewers=reviewers, weights=result.weights, history=result.history, iterations=result.iterations)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def elo_curves(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> pd.DataFrame:
+    return views.elo_curves(rankable(db, study, rev), judges_)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def heatmap(db: str, study: str, rev: int, judge: str) -> pd.DataFrame:
+    return pairwise_win_fraction(_select(db, study, rev, [judge]))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def counts(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> pd.DataFrame:
+    return battle_counts(_select(db, study, rev, judges_))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def bias_tables(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> dict:
+    """Position bias, swap consistency, self-enhancement, thresholds for the Bias page."""
+    chosen = _select(db, study, rev, judges_)
+    alias = {j: m for j, m in aliases(db, study, rev).items() if j in judges_}
+    out = dict(position=bias.position_bias(chosen), swap=bias.swap_consistency(chosen), aliases=alias)
+    enhancement = bias.self_enhancement(chosen, aliases=alias)
+    out["self_matrix"], out["self_summary"] = enhancement.win_rates, enhancement.summary
+    tau = bias.debias_thresholds(chosen)
+    out["tau"] = tau
+    if len(tau):
+        with_p = chosen[chosen["judge"].isin(tau.index)]
+        before = bias.position_bias(with_p).assign(stage="as judged")
+        after = bias.position_bias(bias.apply_threshold(with_p, tau)).assign(stage="debiased threshold")
+        out["debiased"] = pd.concat([before, after])
+    else:
+        out["debiased"] = None
+    texts = views.answers_for(chosen, answers(db, study, rev))
+    usable = views.with_answers(chosen, texts)
+    out["length"] = bias.length_bias(usable, texts) if len(usable) else None
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def discussion_bias(db: str, study: str, rev: int) -> pd.DataFrame | None:
+    """Position bias of the speakers' first and last verdicts in debates and discussions."""
+    table = views.turn_judgments(debates(db, study, rev), turns(db, study, rev))
+    if len(table) == 0:
+        return None
+    before, after = views.initial_and_final(table)
+    return pd.concat([bias.position_bias(before).assign(stage="before discussion"),
+                      bias.position_bias(after).assign(stage="after discussion")])
+
+
+# ------------------------------------------------------------------- page furniture
+
+
+def sidebar_study_picker() -> None:
+    """The study selectbox in the sidebar (on every page), bound to ``state.STUDY``."""
+    from peercore.ui import state
+
+    names = studies()["name"].tolist()
+    if st.session_state.get(state.STUDY) not in names:
+        st.session_state[state.STUDY] = names[0] if names else None
+    with st.sidebar:
+        if names:
+            st.selectbox("Study", names, key=state.STUDY, help="Every page shows this study.")
+        else:
+            st.caption("No study yet.")
+        st.caption(f"Database: `{Path(db_path()).name}`", help=db_path())
+
+
+def current_study() -> str:
+    """The open study's name; stops the page with a hint when there is none."""
+    from peercore.ui import state
+
+    study = st.session_state.get(state.STUDY)
+    if not study:
+        st.info("There is no study yet. Create one on **Studies**, then import judgments on **Data**.")
+        st.page_link("pages/studies.py", label="Go to Studies", icon=":material/folder_open:")
+        st.stop()
+    return study
+
+
+# ------------------------------------------------------------------ Studies helpers
+
+_SUMMARY_LABELS = (("questions", "Questions"), ("contestants", "Contestants"), ("judges", "Judges"),
+                   ("judgments", "Judgments"), ("human_votes", "Human votes"), ("debates", "Debates"),
+                   ("open_adjudications", "Open adjudications"))
+
+
+def summary_metrics(summary: dict) -> list[tuple[str, str]]:
+    """(label, formatted count) for the Studies page header, in display order."""
+    return [(label, f"{summary[key]:,}") for key, label in _SUMMARY_LABELS]
+
+
+def studies_overview(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every study with its main counts (cached per study revision)."""
+    rows = []
+    for name, rev, description in zip(frame["name"], frame["revision"], frame["description"]):
+        counts = summary(db_path(), name, int(rev))
+        rows.append({"study": name, "judgments": counts["judgments"], "contestants": counts["contestants"],
+                     "judges": counts["judges"], "debates": counts["debates"],
+                     "open adjudications": counts["open_adjudications"], "description": description})
+    return pd.DataFrame(rows)
+
+
+def source_table(source: dict) -> pd.DataFrame:
+    """The study's provenance record as two columns (nested values as JSON; the import log is on Data)."""
+    shown = {k: v for k, v in source.items() if k != "imports"}
+    if isinstance(source.get("imports"), list):
+        shown["imports"] = f"{len(source['imports'])} file(s), listed on Data"
+    return pd.DataFrame({"field": list(shown), "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def contestants(db: str, study: str, rev: int) -> list[str]:
+    frame = judgments(db, study, rev)
+    names = set(frame["model_a"]) | set(frame["model_b"]) | set(answers(db, study, rev)["model"])
+    return sorted(names)
+
+
+def judge_editor_frame(db: str, study: str, rev: int) -> pd.DataFrame:
+    """Judges with their kind and contestant alias (detected when not stored), for the editor."""
+    frame = judges(db, study, rev)
+    alias = aliases(db, study, rev)
+    return pd.DataFrame({
+        "name": frame["name"], "kind": frame["kind"],
+        "model_alias": [alias.get(n, "") for n in frame["name"]],
+        "verdicts": frame["n_judgments"].astype(int),
+    })
+
+
+def save_judges(study: str, edited: pd.DataFrame) -> None:
+    """Store each judge's kind and alias (an empty alias stores none)."""
+    store().add_judges(study, [
+        {"name": row["name"], "kind": row["kind"] or "other", "model_alias": row["model_alias"] or None}
+        for row in edited.to_dict("records")
+    ])
+
+
+# --------------------------------------------------------------- Leaderboard helpers
+
+
+def seed_judge_choice(key_: str, all_judges: list[str], groups: dict[str, list[str]]) -> None:
+    """Give a judge multiselect its default (LLM reviewers, else all) or drop judges that vanished."""
+    current = st.session_state.get(key_)
+    if current is None or not set(current) <= set(all_judges) or not current:
+        st.session_state[key_] = list(groups.get("LLM reviewers") or all_judges)
+
+
+def apply_quick_pick(key_: str, pick_key: str, all_judges: list[str], groups: dict[str, list[str]]) -> None:
+    """Callback of the "Quick pick" pills: replace the judge choice with a whole group."""
+    pick = st.session_state.get(pick_key)
+    if pick:
+        st.session_state[key_] = list(all_judges if pick == "All judges" else groups[pick])
+    st.session_state[pick_key] = None
+
+
+def seed_list_choice(key_: str, options: list[str], *, limit: int) -> None:
+    """Default a multiselect to the first ``limit`` options, keeping a valid earlier choice."""
+    current = st.session_state.get(key_)
+    if current is None or not set(current) <= set(options):
+        st.session_state[key_] = list(options[:limit])
+
+
+def seed_single_choice(key_: str, options: list[str], index: int) -> None:
+    """Default a selectbox to ``options[index]`` (or the last), keeping a valid earlier choice."""
+    if st.session_state.get(key_) not in options and options:
+        st.session_state[key_] = options[min(index, len(options) - 1)]
+
+
+def peer_rank_judges(db: str, study: str, rev: int, chosen: list[str]) -> tuple[list[str], list[str]]:
+    """Split the chosen judges into those Peer Rank can weigh (contestants) and the rest."""
+    alias = aliases(db, study, rev)
+    return [j for j in chosen if j in alias], [j for j in chosen if j not in alias]
+
+
+def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
+    """The ranked table with readable column names and the interval as one text cell."""
+    digits = 3 if score_label in ("win rate",) or "PoE" in score_label else 1
+    interval = [
+        "" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}"
+        for lo, hi in zip(table["ci_low"], table["ci_high"])
+    ]
+    return pd.DataFrame({
+        "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
+        "95% interval": interval, "battles": table["battles"].astype(int),
+    })
+
+
+def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:
+    arrows = ["" if pd.isna(c) or c == 0 else (f"▲ {int(c)}" if c > 0 else f"▼ {int(-c)}") for c in comparison["rank_change"]]
+    return pd.DataFrame({
+        "model": comparison["model"], "rank (all)": comparison["rank"], "rank (without)": comparison["rank_without"],
+        "change": arrows, "score (all)": comparison["score"].round(4), "score (without)": comparison["score_without"].round(4),
+    })
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """CSV for a download button, cells a spreadsheet would run as formulas neutralised (peercore.io.export)."""
+    from peercore.io.export import table_bytes
+
+    return table_bytes(frame, format="csv")
+
+
+# ---------------------------------------------------------------------- Bias helpers
+
+
+def position_display(position: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdicts": position["n"], "decisive": position["n_decisive"], "P(first)": position["p_first"].round(3),
+        "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
+        "ties": position["tie_rate"].round(3),
+    }, index=position.index)
+
+
+def threshold_display(tau: pd.Series) -> pd.DataFrame:
+    return pd.DataFrame({"judge": tau.index, "tau (median p_a)": tau.round(4).to_numpy()})
+
+
+# ------------------------------------------------------------------- Debate helpers
+
+_BADGES = {"model_a": ":blue-badge[Submission 1]", "model_b": ":orange-badge[Submission 2]", "tie": ":gray-badge[Tie]"}
+_STATUS_BADGES = {"agreed": ":green-badge[agreed]", "unresolved": ":red-badge[unresolved]",
+                  "adjudicated": ":violet-badge[adjudicated]"}
+
+
+def verdict_badge(verdict, *, prefix: str | None = None) -> str:
+    """A coloured Markdown badge for a verdict (1 / 2 / tie / none)."""
+    if verdict is None or (isinstance(verdict, float) and pd.isna(verdict)):
+        return "" if prefix else ":red-badge[no verdict]"
+    badge = _BADGES.get(str(verdict), f":gray-badge[{verdict}]")
+    return badge.replace("[", f"[{prefix}: ", 1) if prefix else badge
+
+
+def status_badge(status: str) -> str:
+    return _STATUS_BADGES.get(status, f":gray-badge[{status}]")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def debate_overview(db: str, study: str, rev: int) -> pd.DataFrame:
+    return views.debate_overview(debates(db, study, rev), turns(db, study, rev), adjudications(db, study, rev))
+
+
+def debate_metrics(overview: pd.DataFrame) -> list[tuple[str, str]]:
+    return [("Debates & discussions", f"{len(overview):,}"), ("Agreed", f"{int(overview['agreed'].sum()):,}"),
+            ("Unresolved", f"{int((overview['status'] == 'unresolved').sum()):,}"),
+            ("Adjudicated", f"{int((overview['decisions'] > 0).sum()):,}"),
+            ("Opinion changed", f"{int(overview['opinion_changed'].sum()):,}")]
+
+
+def filter_debates(overview: pd.DataFrame, *, kind: str, show: str) -> pd.DataFrame:
+    """Rows of :func:`debate_overview` matching the page's kind and "Show" filters."""
+    out = overview
+    if kind == "Debates":
+        out = out[out["kind"] == "debate"]
+    elif kind == "Discussions":
+        out = out[out["kind"] == "discussion"]
+    if show == "Agreed":
+        out = out[out["agreed"]]
+    elif show == "Unresolved":
+        out = out[out["status"] == "unresolved"]
+    elif show == "Adjudicated":
+        out = out[(out["decisions"] > 0) | (out["status"] == "adjudicated")]
+    elif show == "Opinion changed":
+        out = out[out["opinion_changed"]]
+    return out.reset_index(drop=True)
+
+
+def debate_list_display(overview: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "id": overview["id"], "kind": overview["kind"], "question": overview["question_id"],
+        "submission 1": overview["model_a"], "submission 2": overview["model_b"],
+        "criterion": overview["criterion"], "scenario": overview["scenario"], "status": overview["status"],
+        "consensus": overview["consensus"].map(views.verdict_label), "speakers": overview["speakers"],
+        "first verdicts": overview["initial"], "last verdicts": overview["final"],
+        "opinion changed": overview["opinion_changed"], "human decisions": overview["decisions"],
+    })
+
+
+def debate_label(overview: pd.DataFrame):
+    labels = {row.id: f"#{row.id} · {row.question_id} · {row.model_a} vs {row.model_b} · {row.status}"
+              for row in overview.itertuples(index=False)}
+    return lambda debate_id: labels.get(debate_id, str(debate_id))
+
+
+def opinion_display(counts: pd.DataFrame) -> pd.DataFrame:
+    return counts.assign(altering_rate=counts["altering_rate"].round(3)).rename(
+        columns={"turns": "later turns", "altering_rate": "altering rate"})
+
+
+def leader_display(leaders: pd.DataFrame) -> pd.DataFrame:
+    return leaders.assign(leader_share=leaders["leader_share"].round(3)).rename(
+        columns={"debates": "split → agreed", "followed_leader": "ended on leader's verdict", "leader_share": "share"})
+
+
+def rounds(all_turns: pd.DataFrame, debate_id: int):
+    """(round, turns in speaking order) for one debate."""
+    part = all_turns[all_turns["debate_id"] == debate_id].sort_values(["round", "position"], kind="stable")
+    return list(part.groupby("round", sort=True))
+
+
+def round_title(round_number: int) -> str:
+    return "Initial verdicts" if round_number == 0 else f"Round {round_number}"
+
+
+def question_text(db: str, study: str, rev: int, question_id: str) -> str:
+    frame = questions(db, study, rev)
+    match = frame.loc[frame["question_id"] == str(question_id), "text"]
+    return match.iloc[0] if len(match) else "_(question text not stored)_"
+
+
+def answer_text(db: str, study: str, rev: int, question_id: str, model: str) -> str:
+    frame = answers(db, study, rev)
+    match = frame[(frame["question_id"] == str(question_id)) & (frame["model"] == model)]
+    if len(match) == 0:
+        return "_(answer not stored)_"
+    return "\n\n".join(match.sort_values("turn")["answer"])
+
+
+# ------------------------------------------------------------- Adjudication helpers
+# The queue and the progress are read straight from the store on every run (never
+# cached): several people adjudicate at once and each must see the others' decisions.
+
+
+def annotator_name() -> str:
+    from peercore.ui import state
+
+    return (st.session_state.get(state.ANNOTATOR) or "").strip()
+
+
+def adjudication_progress(study: str, annotator: str) -> dict:
+    """``unresolved`` debates, ``open`` (no decision by anyone), ``mine`` (decided by ``annotator``), ``share``."""
+    db = store()
+    unresolved = len(db.debates(study, status="unresolved"))
+    open_ = len(db.adjudication_queue(study))
+    mine = unresolved - len(db.adjudication_queue(study, annotator=annotator)) if annotator else 0
+    return {"unresolved": unresolved, "open": open_, "mine": mine, "share": mine / unresolved if unresolved else 0.0}
+
+
+def adjudication_queue(study: str, annotator: str, *, only_unseen: bool) -> pd.DataFrame:
+    """Unresolved debates ``annotator`` has not decided (and, with ``only_unseen``, nobody has)."""
+    db = store()
+    queue = db.adjudication_queue(study, annotator=annotator)
+    if only_unseen:
+        queue = queue[queue["id"].isin(db.adjudication_queue(study)["id"])]
+    return queue.reset_index(drop=True)
+
+
+def without_skipped(queue: pd.DataFrame) -> pd.DataFrame:
+    from peercore.ui import state
+
+    return queue[~queue["id"].isin(st.session_state[state.ADJ_SKIPPED])].reset_index(drop=True)
+
+
+def decide(debate_id: int, verdict: str, annotator: str, note_key: str) -> None:
+    """Button callback: store the decision at once, remember it for undo, clear the note."""
+    from peercore.ui import state
+
+    note = (st.session_state.get(note_key) or "").strip()
+    store().adjudicate(int(debate_id), annotator, verdict, note=note)
+    st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator)]
+    st.session_state[state.ADJ_NOTE_VERSION] += 1
+    st.session_state[state.ADJ_FLASH] = f"Saved: debate #{debate_id} → {views.VERDICT_NAMES[verdict]}" + (
+        " (with a note)" if note else "") + ". Press U to undo."
+
+
+def skip(debate_id: int) -> None:
+    from peercore.ui import state
+
+    st.session_state[state.ADJ_SKIPPED] = st.session_state[state.ADJ_SKIPPED] + [int(debate_id)]
+    st.session_state[state.ADJ_FLASH] = f"Skipped debate #{debate_id}."
+
+
+def clear_skipped() -> None:
+    from peercore.ui import state
+
+    st.session_state[state.ADJ_SKIPPED] = []
+    st.session_state[state.ADJ_FLASH] = ""
+
+
+def can_undo(annotator: str) -> bool:
+    from peercore.ui import state
+
+    return any(name == annotator for _, name in st.session_state[state.ADJ_HISTORY])
+
+
+def undo_last(annotator: str) -> None:
+    """Button callback: remove this session's last decision by ``annotator``."""
+    from peercore.ui import state
+
+    history = list(st.session_state[state.ADJ_HISTORY])
+    for k in range(len(history) - 1, -1, -1):
+        debate_id, name = history[k]
+        if name == annotator:
+            del history[k]
+            store().undo_adjudication(debate_id, annotator)
+            st.session_state[state.ADJ_HISTORY] = history
+            st.session_state[state.ADJ_FLASH] = f"Undone: your decision on debate #{debate_id} is removed; it is back in the queue."
+            return
+
+
+def annotator_agreement_display(table: pd.DataFrame) -> pd.DataFrame:
+    return table.assign(agreement=table["agreement"].round(3), cohen_kappa=table["cohen_kappa"].round(3)).rename(
+        columns={"annotator_1": "annotator", "annotator_2": "with", "n": "debates both decided",
+                 "cohen_kappa": "Cohen's kappa"})
+
+
+def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "debate": decisions["debate_id"], "question": decisions["question_id"], "annotator": decisions["annotator"],
+        "decision": decisions["verdict"].map(views.verdict_label), "note": decisions["note"],
+        "when (UTC)": decisions["created_at"].str.slice(0, 19).str.replace("T", " "),
+    })
+
+
+# ---------------------------------------------------------- Meta-evaluation helpers
+
+ACCURACY_METRICS = {"accuracy": "accuracy (with ties)", "accuracy_without_ties": "accuracy (without ties)",
+                    "kappa": "Cohen's kappa"}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def meta_evaluation(db: str, study: str, rev: int) -> dict:
+    """Everything the Meta-evaluation page shows, computed once per revision."""
+    stored = judgments(db, study, rev)
+    kinds = stored["judge"].map(views.judge_kind)
+    evaluated = stored[kinds.isin(["llm", "human"])].reset_index(drop=True)
+    humans = stored[kinds == "human"].reset_index(drop=True)
+    gold_rows = gold(db, study, rev)
+    if len(gold_rows) and evaluated["criterion"].isna().all():
+        # Verdicts recorded without a criterion are compared with the gold of any criterion.
+        gold_rows = gold_rows.assign(criterion=pd.Series(pd.NA, index=gold_rows.index, dtype="str"))
+    group_of = views.question_groups(debates(db, study, rev), questions(db, study, rev))
+    out: dict = {"n_judges": int(evaluated["judge"].nunique()), "n_humans": int(humans["judge"].nunique()),
+                 "n_gold": len(gold_rows)}
+    debates_ = debates(db, study, rev)
+    out["metrics"] = [
+        ("Judges evaluated", f"{out['n_judges']}"),
+        ("Gold verdicts", f"{len(gold_rows):,}"),
+        ("Debates agreed", f"{int((debates_['status'] == 'agreed').sum()):,}"),
+        ("Adjudicated debates", f"{adjudications(db, study, rev)['debate_id'].nunique():,}"),
+    ]
+    gold_accuracy = views.accuracy_table(evaluated, gold_rows) if len(gold_rows) else None
+    out["gold_accuracy"] = gold_accuracy if gold_accuracy is not None and len(gold_accuracy) else None
+    out["scaleeval"] = views.scaleeval_table(evaluated, gold_rows, group_of) if out["gold_accuracy"] is not None else pd.DataFrame()
+    out["criteria"] = sorted(out["scaleeval"]["criterion"].fillna("(none)").unique()) if len(out["scaleeval"]) else []
+    machine = evaluated[evaluated["judge"].map(views.judge_kind) != "human"]
+    human_accuracy = views.accuracy_table(machine, humans) if len(humans) and len(machine) else None
+    out["human_accuracy"] = human_accuracy if human_accuracy is not None and len(human_accuracy) else None
+    out["costs"] = _cost_table(db, study, rev, out["gold_accuracy"], out["human_accuracy"], evaluated)
+    out["variation"] = views.criteria_variation(evaluated, gold_rows)
+    return out
+
+
+def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated) -> dict:
+    accuracy, against = (gold_accuracy, "the gold set") if gold_accuracy is not None else (human_accuracy, "the human majority")
+    verdicts = evaluated.groupby("judge").size()
+    run_frame = runs(db, study, rev)
+    configs = {run_id: _store(db).run(run_id)["config"] for run_id in run_frame["id"]}
+    cost = views.run_costs(configs, dict(zip(run_frame["id"], run_frame["cost_usd"])))
+    judges_ = sorted(set(verdicts.index) if accuracy is None else set(accuracy.index))
+    agreement = accuracy["accuracy"] if accuracy is not None else pd.Series(dtype=float)
+    if len(cost.reindex(judges_).dropna()):
+        table = pd.DataFrame({"judge": judges_, "cost": cost.reindex(judges_).to_numpy(),
+                              "agreement": agreement.reindex(judges_).to_numpy()})
+        return {"table": table, "axis": "cost of its runs (USD)",
+                "caption": f"Cost of each judge's runs against its accuracy with {against}; "
+                           "judges imported from files have no recorded cost and are not drawn."}
+    table = pd.DataFrame({"judge": judges_, "cost": verdicts.reindex(judges_).to_numpy(dtype=float),
+                          "agreement": agreement.reindex(judges_).to_numpy()})
+    return {"table": table, "axis": "verdicts given (no cost recorded)",
+            "caption": f"No run in this study recorded a cost, so the number of verdicts stands in for the cost; "
+                       f"agreement is accuracy with {against}. Runs launched on **Reviewers & runs** record their cost."}
+
+
+def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
+    return table.round(3).rename(columns={"n": "matched", "accuracy": "accuracy", "kappa": "kappa",
+                                          "n_without_ties": "matched w/o ties",
+                                          "accuracy_without_ties": "accuracy w/o ties",
+                                          "kappa_without_ties": "kappa w/o ties"})
+
+
+def scaleeval_pivots(table: pd.DataFrame, criterion: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    example, system = views.scaleeval_pivots(table, criterion)
+    return example.round(3), system.round(3)
+
+
+def variation_display(table: pd.DataFrame) -> pd.DataFrame:
+    return table.pivot(index="judge", columns="variant", values="example_agreement").round(3)
+
+
+# ----------------------------------------------------------------- Efficiency helpers
+
+POOLED = "__pooled__"
+EFFICIENCY_METHODS = {"win_ratio": "win ratio", "bt": "Bradley-Terry", "avg_prob": "average probability",
+                      "poe_bt": "PoE-BT", "poe_gaussian": "PoE-Gaussian"}
+EFFICIENCY_REFERENCES = {"self": "each scorer on all comparisons", **{k: f"{v} on all comparisons"
+                                                                      for k, v in EFFICIENCY_METHODS.items()}}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
+    """judge -> label for the judges whose verdicts can rank a question's answers, best default first.
+
+    The default is the judge that gave probabilities on the most verdicts (else the most
+    verdicts); "all LLM reviewers pooled" comes last when there are several.
+    """
+    frame = judgments(db, study, rev)
+    frame = frame[frame["judge"].map(views.judge_kind).isin(["llm", "human"])]
+    per_question = frame.groupby(["judge", "question_id"]).apply(
+        lambda g: len(set(g["model_a"]) | set(g["model_b"])), include_groups=False)
+    usable = per_question[per_question >= 3].groupby(level="judge").size()
+    if len(usable) == 0:
+        return {}
+    with_p = frame[frame["p_a"].notna()].groupby("judge").size().reindex(usable.index).fillna(0)
+    order = sorted(usable.index, key=lambda j: (-with_p[j], -usable[j], j))
+    labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''})" for j in order}
+    llm = [j for j in order if views.judge_kind(j) == "llm"]
+    if len(llm) > 1:
+        labels[POOLED] = f"all LLM reviewers pooled ({len(llm)})"
+    return labels
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def efficiency(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
+               max_questions: int, reference: str) -> dict:
+    from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
+
+    frame = judgments(db, study, rev)
+    if judge == POOLED:
+        rows = frame[frame["judge"].map(views.judge_kind) == "llm"]
+    else:
+        rows = frame[frame["judge"] == judge]
+    problems = problems_from_judgments(rows)[:max_questions]
+    curve = efficiency_curve(rows, methods=methods, repeats=repeats, seed=0, reference=reference,
+                             max_questions=max_questions)
+    summary = summarise(curve)
+    named = summary.assign(method=summary["method"].map(EFFICIENCY_METHODS))
+    table = named.assign(cell=[f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(named["median"], named["low"], named["high"])])
+    table = table.pivot_table(index=["strategy", "k"], columns="method", values="cell", aggfunc="first").reset_index()
+    table.columns.name = None
+    table = table.sort_values(["strategy", "k"], key=lambda c: c.map({"random": 0, "greedy": 1}) if c.name == "strategy" else c)
+    table = table[["strategy", "k", *[EFFICIENCY_METHODS[m] for m in methods]]].reset_index(drop=True)
+    return {"summary": named, "table": table, "questions": len(problems),
+            "candidates": round(sum(p.n for p in problems) / max(len(problems), 1), 1),
+            "max_comparisons": max((len(p.p) for p in problems), default=0),
+            "hard_only": bool(rows["p_a"].isna().all())}
+
+
+# ----------------------------------------------------------------- prompts (cached)
+
+
+@st.cache_data(show_spinner=False)
+def review_templates() -> list[str]:
+    """Names of the bundled review templates (peercore.prompts)."""
+    from peercore.prompts import list_templates, load_template
+
+    return [name for name in list_templates() if load_template(name).kind in ("review", "generative", "classifier")]
+
+
+@st.cache_data(show_spinner=False)
+def review_methods() -> list[str]:
+    """How a review's verdict can be read (peercore.reviewers.METHODS), the default first."""
+    from peercore.reviewers import METHODS
+
+    default = "verdict" if "verdict" in METHODS else METHODS[0]
+    return [default, *[m for m in METHODS if m != default]]
+
+
+@st.cache_data(show_spinner=False)
+def rubrics() -> list[str]:
+    from peercore.prompts import list_rubrics
+
+    return list_rubrics()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def imports_log(db: str, study: str, rev: int) -> pd.DataFrame:
+    """The study's import records (source, format, checksum, counts), oldest first."""
+    store_ = _store(db)
+    return store_.imports(study) if hasattr(store_, "imports") else pd.DataFrame()

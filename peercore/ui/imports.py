@@ -1,0 +1,217 @@
+"""Data page glue: uploads to files, parsing with peercore.io, errors shown against their row.
+
+Uploads are written to a private temporary folder (a ``.zip`` is extracted there,
+refusing paths that leave it) because the importers read paths; the parsed bundle is
+kept in session state until the user imports or replaces it. Nothing touches the
+database before the user presses Import, and :func:`peercore.io.importer.import_bundle`
+writes everything in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from peercore.errors import JudgmentError
+from peercore.ui import data, state
+
+# What the format picker offers: importer format -> label (peercore.io.importer.FORMATS).
+FORMAT_LABELS: dict[str, str] = {
+    "auto": "Detect from the file",
+    "canonical": "Judgments (canonical table)",
+    "human": "Human annotations (one vote per row)",
+    "questions": "Questions",
+    "answers": "Answers",
+    "qa": "Questions with answers (one row per answer)",
+    "arena": "Chatbot Arena battle log",
+    "fastchat-human": "MT-Bench human judgments",
+    "fastchat-pair": "FastChat MT-Bench pairwise judgments",
+    "fastchat-answers": "FastChat model answers",
+    "fastchat-questions": "FastChat questions",
+    "fastchat": "FastChat MT-Bench data folder (.zip)",
+    "alpacaeval": "AlpacaEval annotations",
+    "prd": "PRD folder with ratings-*/ (.zip)",
+    "prd-file": "One PRD ratings file",
+    "scaleeval": "ScaleEval results (file, or folder as .zip)",
+    "debates": "Debate transcripts (one row per speaker per round)",
+    "folder": "A folder of files, each detected (.zip)",
+}
+UPLOAD_TYPES = ["csv", "tsv", "jsonl", "json", "ndjson", "parquet", "pq", "zip"]
+MAX_UNZIPPED = 2 << 30  # refuse archives that unpack to more than 2 GiB
+PARSED = "data_parsed"
+EXPORT_WHAT = {"judgments": "every judgment (canonical table)", "leaderboard": "the Bradley-Terry leaderboard"}
+
+
+def formats() -> list[str]:
+    """The formats this peercore can import, in the picker's order."""
+    from peercore.io.importer import FORMATS
+
+    known = [f for f in FORMAT_LABELS if f in FORMATS]
+    return known + [f for f in FORMATS if f not in FORMAT_LABELS]
+
+
+def format_label(name: str) -> str:
+    return FORMAT_LABELS.get(name, name)
+
+
+@dataclass
+class Parsed:
+    """One upload, parsed (``bundle``) or refused (``error`` and the rows around it)."""
+
+    key: str
+    name: str
+    folder: Path
+    bundle: object | None = None
+    error: str | None = None
+    context: pd.DataFrame | None = None
+    counts: dict = field(default_factory=dict)
+
+
+def upload_key() -> str:
+    return f"data_upload_{st.session_state[state.DATA_UPLOAD_VERSION]}"
+
+
+def parse_upload(uploaded, fmt: str) -> Parsed:
+    """Parse an ``st.file_uploader`` file with ``fmt`` (cached in session state per content and format)."""
+    digest = hashlib.sha256(uploaded.getvalue()).hexdigest()
+    key = f"{uploaded.name}:{digest}:{fmt}"
+    previous = st.session_state.get(PARSED)
+    if previous is not None and previous.key == key:
+        return previous
+    if previous is not None:
+        shutil.rmtree(previous.folder, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix="peerboard-upload-"))
+    parsed = Parsed(key=key, name=uploaded.name, folder=folder)
+    try:
+        path = _materialise(uploaded.name, uploaded.getvalue(), folder)
+        from peercore.io.importer import read_path
+
+        parsed.bundle = read_path(path, format=fmt)
+        parsed.counts = bundle_counts(parsed.bundle)
+    except JudgmentError as error:
+        parsed.error = str(error)
+        parsed.context = offending_rows(error, folder)
+    except (ValueError, OSError, zipfile.BadZipFile) as error:
+        parsed.error = str(error)
+    st.session_state[PARSED] = parsed
+    return parsed
+
+
+def _materialise(name: str, payload: bytes, folder: Path) -> Path:
+    """Write the upload under ``folder``; a zip is extracted and its single top folder returned."""
+    safe = Path(name).name or "upload"
+    if not safe.lower().endswith(".zip"):
+        target = folder / safe
+        target.write_bytes(payload)
+        return target
+    archive = folder / safe
+    archive.write_bytes(payload)
+    root = folder / Path(safe).stem
+    with zipfile.ZipFile(archive) as zipped:
+        total = 0
+        inside = root.resolve()
+        for member in zipped.infolist():
+            total += member.file_size
+            target = (root / member.filename).resolve()
+            if not target.is_relative_to(inside) or total > MAX_UNZIPPED:
+                raise ValueError(f"{safe}: refusing {member.filename!r} (outside the archive or too large)")
+        zipped.extractall(root)
+    archive.unlink()
+    entries = [p for p in root.iterdir() if not p.name.startswith(("__MACOSX", "."))]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else root
+
+
+def offending_rows(error: JudgmentError, folder: Path, *, around: int = 2) -> pd.DataFrame | None:
+    """The lines of the file around the error's line (the bad one marked), or the bad record of a table."""
+    candidates = [p for p in folder.rglob("*") if p.is_file() and p.name == Path(str(error.source or "")).name]
+    if not candidates:
+        return None
+    path = candidates[0]
+    if error.line is not None and path.suffix.lower() not in (".parquet", ".pq"):
+        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        start, stop = max(1, error.line - around), min(len(lines), error.line + around)
+        return pd.DataFrame({
+            "line": list(range(start, stop + 1)),
+            "": ["▶" if number == error.line else "" for number in range(start, stop + 1)],
+            "content": [lines[number - 1][:400] for number in range(start, stop + 1)],
+        })
+    if error.row is not None and path.suffix.lower() in (".parquet", ".pq"):
+        frame = pd.read_parquet(path)
+        return frame.iloc[[error.row]].reset_index().rename(columns={"index": "row"})
+    return None
+
+
+def bundle_counts(bundle) -> dict[str, int]:
+    return {"Questions": len(bundle.questions), "Answers": len(bundle.answers), "Judgments": len(bundle.judgments),
+            "Judges": len(bundle.judges), "Debates": len(bundle.debates)}
+
+
+def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
+    """The first rows of each non-empty table of a parsed bundle."""
+    out = {}
+    if len(bundle.judgments):
+        out["Judgments"] = bundle.judgments.head(rows).drop(columns=[c for c in ("raw",) if c in bundle.judgments])
+    if len(bundle.questions):
+        out["Questions"] = bundle.questions.head(rows).drop(columns=[c for c in ("metadata",) if c in bundle.questions])
+    if len(bundle.answers):
+        out["Answers"] = bundle.answers.head(rows)
+    if bundle.debates:
+        out["Debates"] = pd.DataFrame([{k: v for k, v in debate.items() if k != "metadata"} | {"turns": len(turns)}
+                                       for debate, turns in bundle.debates[:rows]])
+    if bundle.judges:
+        out["Judges"] = pd.DataFrame(bundle.judges).drop(columns=["settings"], errors="ignore")
+    return out
+
+
+def do_import(target: str) -> None:
+    """Button callback: write the parsed bundle into ``target`` (created if new), then clear the uploader."""
+    from peercore.io.importer import import_bundle
+
+    parsed = st.session_state.get(PARSED)
+    st.session_state["data_report"] = None
+    st.session_state["data_error"] = ""
+    if parsed is None or parsed.bundle is None:
+        return
+    try:
+        report = import_bundle(parsed.bundle, store=data.store(), study=target.strip())
+    except (JudgmentError, ValueError) as error:
+        st.session_state["data_error"] = f"Nothing was imported: {error}"
+        return
+    st.session_state["data_report"] = report_table(report)
+    st.session_state[state.STUDY] = report.study
+    shutil.rmtree(parsed.folder, ignore_errors=True)
+    st.session_state[PARSED] = None
+    st.session_state[state.DATA_UPLOAD_VERSION] += 1  # a fresh, empty uploader
+
+
+def report_table(report) -> pd.DataFrame:
+    rows = [{"table": table, "added": counts.added, "skipped (already there)": counts.skipped}
+            for table, counts in report.counts.items()]
+    return pd.DataFrame(rows).assign(study=report.study)
+
+
+def imports_display(frame: pd.DataFrame) -> pd.DataFrame:
+    def added(counts: dict, table: str) -> int:
+        value = counts.get(table)
+        return int(value[0] if isinstance(value, (list, tuple)) else (value or {}).get("added", 0) if isinstance(value, dict) else value or 0)
+
+    return pd.DataFrame({
+        "when (UTC)": frame["created_at"].str.slice(0, 19).str.replace("T", " "), "source": frame["source"].map(lambda s: Path(s).name),
+        "format": frame["format"], "judgments added": [added(c, "judgments") for c in frame["counts"]],
+        "sha256": frame["sha256"].fillna("").str.slice(0, 12),
+    })
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def export_bytes(db: str, study: str, rev: int, what: str, fmt: str) -> bytes:
+    """The study's judgments or leaderboard in ``fmt`` (CSV cells that look like formulas neutralised)."""
+    from peercore.io.export import study_table, table_bytes
+
+    return table_bytes(study_table(data.store(), study, what=what), format=fmt)

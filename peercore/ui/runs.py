@@ -1,0 +1,330 @@
+"""Reviewers & runs: reviewer configurations, jobs, estimates, live runs (glue for the page).
+
+Secrets: reviewer configurations in session state hold provider, model, base URL,
+temperature and a name, never a key. Keys are looked up only at launch, from the
+environment or ``st.secrets``, and handed to the backend object of that run; the
+page only ever shows whether a key is set.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+from peercore.ui import data, state
+
+PROVIDERS: dict[str, str] = {
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "compatible": "OpenAI-compatible server (llama.cpp, Ollama, vLLM)",
+    "local": "Local model (offline, llama.cpp)",
+}
+KEY_VARS: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+JOBS: dict[str, str] = {"review": "Peer review", "answers": "Answers", "discussion": "Discussion (PRD)",
+                        "debate": "Debate (ScaleEval)"}
+LOCAL_PRESET = {"name": "", "provider": "local", "model": "qwen2.5-coder-1.5b", "base_url": "", "temperature": 0.0}
+
+# widget keys of the "Add a reviewer" form
+F_PROVIDER, F_MODEL, F_URL, F_TEMPERATURE, F_NAME = "rv_provider", "rv_model", "rv_url", "rv_temperature", "rv_name"
+
+
+# ------------------------------------------------------------------------------ keys
+
+
+def _secret(name: str) -> str | None:
+    try:
+        value = st.secrets.get(name)
+    except Exception:  # no secrets.toml: st.secrets raises on access
+        return None
+    return value or None
+
+
+def key_status() -> list[tuple[str, str]]:
+    """(variable, where it is set: "environment", "secrets.toml" or "not set") — never the value."""
+    import os
+
+    out = []
+    for var in KEY_VARS.values():
+        where = "environment" if os.environ.get(var) else "secrets.toml" if _secret(var) else "not set"
+        out.append((var, where))
+    return out
+
+
+def _key_for(provider: str) -> str | None:
+    """The key of ``provider`` from st.secrets, at launch (the environment is read by the backend itself)."""
+    import os
+
+    var = KEY_VARS.get(provider)
+    if var is None or os.environ.get(var):
+        return None
+    return _secret(var)
+
+
+# ------------------------------------------------------------------------- reviewers
+
+
+def spec(reviewer: dict) -> str:
+    """``provider:model`` (``compatible:model@base_url``) of a reviewer configuration."""
+    if reviewer["provider"] == "compatible":
+        return f"compatible:{reviewer['model']}@{reviewer['base_url']}"
+    return f"{reviewer['provider']}:{reviewer['model']}"
+
+
+def label(reviewer: dict) -> str:
+    return reviewer.get("name") or spec(reviewer)
+
+
+def add_reviewer() -> None:
+    """Form callback: validate and append the reviewer (no network, no key needed)."""
+    reviewer = {
+        "name": (st.session_state.get(F_NAME) or "").strip(),
+        "provider": st.session_state.get(F_PROVIDER) or "openai",
+        "model": (st.session_state.get(F_MODEL) or "").strip(),
+        "base_url": (st.session_state.get(F_URL) or "").strip(),
+        "temperature": float(st.session_state.get(F_TEMPERATURE) or 0.0),
+    }
+    _append(reviewer)
+
+
+def add_local_preset() -> None:
+    _append(dict(LOCAL_PRESET))
+
+
+def _append(reviewer: dict) -> None:
+    st.session_state["rv_error"] = ""
+    try:
+        if not reviewer["model"]:
+            raise ValueError("give the model's name")
+        _judge(reviewer, with_key=False)
+    except Exception as error:  # noqa: BLE001 - shown to the user as is
+        st.session_state["rv_error"] = f"Cannot add this reviewer: {error}"
+        return
+    names = [label(r) for r in st.session_state[state.REVIEWERS]]
+    if label(reviewer) in names:
+        st.session_state["rv_error"] = f"A reviewer named {label(reviewer)!r} is already configured; give it another name."
+        return
+    st.session_state[state.REVIEWERS] = st.session_state[state.REVIEWERS] + [reviewer]
+    st.session_state[F_MODEL] = st.session_state[F_NAME] = st.session_state[F_URL] = ""
+
+
+def remove_reviewer(index: int) -> None:
+    reviewers = list(st.session_state[state.REVIEWERS])
+    del reviewers[index]
+    st.session_state[state.REVIEWERS] = reviewers
+
+
+def reviewers_table(reviewers: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "name": [label(r) for r in reviewers], "provider": [PROVIDERS[r["provider"]] for r in reviewers],
+        "model": [r["model"] for r in reviewers], "base URL": [r["base_url"] or "" for r in reviewers],
+        "temperature": [r["temperature"] for r in reviewers],
+    })
+
+
+def _judge(reviewer: dict, *, with_key: bool):
+    from peercore.jobs.base import Judge
+    from peercore.reviewers import make_backend
+
+    settings = {}
+    key = _key_for(reviewer["provider"]) if with_key else None
+    if key:
+        settings["api_key"] = key
+    backend = make_backend(spec(reviewer), **settings)
+    return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"))
+
+
+# ------------------------------------------------------------------------------ jobs
+
+
+def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, with_keys: bool = False):
+    """The :mod:`peercore.jobs` job the page describes.
+
+    Raises
+    ------
+    ValueError
+        With the job's own message when an option is out of range.
+    """
+    from peercore.jobs.answers import AnswerJob
+    from peercore.jobs.discussion import DebateJob, DiscussionJob
+    from peercore.jobs.review import ReviewJob
+
+    judges = [_judge(r, with_key=with_keys) for r in reviewers]
+    pairs = {"contestants": options.get("contestants") or None, "strategy": options["strategy"],
+             "comparisons": options.get("comparisons") if options["strategy"] != "all" else None,
+             "budget": options.get("budget") or None, "seed": int(options.get("seed", 0))}
+    if kind == "answers":
+        return AnswerJob(study, judges)
+    if kind == "review":
+        return ReviewJob(study, judges, **pairs, template=options.get("template") or None,
+                         criterion=options.get("criterion") or None, method=options.get("method") or "verdict",
+                         samples=int(options.get("samples", 1)) if options.get("method") == "samples" else 1)
+    if kind == "discussion":
+        return DiscussionJob(study, judges, turns=int(options.get("turns", 4)), both_orders=bool(options.get("both_orders", True)),
+                             **pairs)
+    if kind == "debate":
+        return DebateJob(study, judges, criteria=options.get("criteria") or ["helpfulness"],
+                         max_rounds=int(options.get("max_rounds", 3)), name=options.get("panel") or "scaleeval", **pairs)
+    raise ValueError(f"unknown job kind {kind!r}; choose from {list(JOBS)}")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def estimate(db: str, study: str, rev: int, kind: str, reviewers: tuple, options: tuple) -> dict:
+    """Calls, tokens and dollars of the described job (cached per study revision and settings)."""
+    from peercore.jobs.estimate import estimate as estimate_job
+
+    job = build_job(study, kind, [dict(r) for r in reviewers], dict(options))
+    est = estimate_job(job, data.store())
+    return {"estimate": est, "run_id": job.run_id()}
+
+
+def frozen(reviewers: list[dict], options: dict) -> tuple[tuple, tuple]:
+    """Hashable forms of the reviewer list and the options (cache keys)."""
+    def freeze(value):
+        return tuple(value) if isinstance(value, list) else value
+    return (tuple(tuple(sorted(r.items())) for r in reviewers), tuple(sorted((k, freeze(v)) for k, v in options.items())))
+
+
+def cost_text(low, high, unknown) -> str:
+    if low is None:
+        return "unknown (no price for " + ", ".join(unknown) + ")"
+    return f"${low:,.4f}" if abs(high - low) < 5e-5 else f"${low:,.4f} – ${high:,.4f}"
+
+
+def range_text(low: int, high: int) -> str:
+    return f"{low:,}" if low == high else f"{low:,} – {high:,}"
+
+
+# ------------------------------------------------------------------------- live runs
+
+
+@dataclass
+class LiveRun:
+    """A run started from this session: the runner's handle plus a log the run's thread appends to."""
+
+    handle: object
+    kind: str
+    log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=200))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
+        line = f"{event.done}/{event.total} {event.status}" + (f" — {event.message}" if event.message else "")
+        with self.lock:
+            self.log.append(line)
+
+    def lines(self) -> list[str]:
+        with self.lock:
+            return list(self.log)
+
+
+def launch(study: str, kind: str, reviewers: list[dict], options: dict, *, run_id: str | None = None) -> None:
+    """Button callback: build the job with keys, start it in the background, keep the handle."""
+    from peercore.jobs.pricing import load_prices
+
+    st.session_state["run_error"] = ""
+    try:
+        job = build_job(study, kind, reviewers, options, with_keys=True)
+        for backend in job.backends():  # fail before any work when a key is missing
+            check = getattr(backend, "check_credentials", None)
+            if check is not None:
+                check()
+    except Exception as error:  # noqa: BLE001 - MissingCredentials names the variable to set
+        st.session_state["run_error"] = str(error)
+        return
+    _start(job, kind, run_id=run_id, prices=load_prices())
+
+
+def _start(job, kind: str, *, run_id: str | None, prices) -> None:
+    from peercore.runner import start_run
+
+    live = LiveRun(handle=None, kind=kind)
+    live.handle = start_run(job, data.store(), run_id=run_id, on_progress=live.on_progress, prices=prices)
+    st.session_state[state.RUN_HANDLE] = live
+
+
+def cancel() -> None:
+    live = st.session_state.get(state.RUN_HANDLE)
+    if live is not None:
+        live.handle.cancel()
+
+
+def clear() -> None:
+    st.session_state[state.RUN_HANDLE] = None
+
+
+def result_of(live: LiveRun):
+    """The finished run's result, or the exception it raised (as text)."""
+    try:
+        return live.handle.wait(timeout=0), None
+    except Exception as error:  # noqa: BLE001
+        return None, str(error)
+
+
+RESUMABLE = ("interrupted", "cancelled", "failed", "pending", "running")
+
+
+def resumable_runs(db: str, study: str, rev: int) -> pd.DataFrame:
+    """Runs that did not finish, newest first (a run still marked running with no live handle was interrupted)."""
+    frame = data.runs(db, study, rev)
+    return frame[frame["status"].isin(RESUMABLE) & (frame["n_done"] < frame["n_items"])].reset_index(drop=True)
+
+
+def runs_display(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "run": frame["id"].str.slice(0, 12), "kind": frame["kind"], "status": frame["status"],
+        "done": [f"{d:,} / {n:,}" for d, n in zip(frame["n_done"], frame["n_items"])],
+        "tokens": (frame["prompt_tokens"] + frame["completion_tokens"]).astype(int),
+        "cost (USD)": frame["cost_usd"].round(4), "error": frame["error"].fillna(""),
+        "updated (UTC)": frame["updated_at"].str.slice(0, 19).str.replace("T", " "),
+    })
+
+
+def job_from_run(study: str, run: dict):
+    """Rebuild the job of a stored run from its configuration (to resume it).
+
+    Raises
+    ------
+    ValueError
+        If the kind is unknown or the rebuilt job would not continue this very run (its
+        configuration no longer maps to the run's id).
+    """
+    config = run["config"].get("job", run["config"])  # the runner stores {"job": job.config()}
+    people = config.get("reviewers") or config.get("agents") or config.get("contestants") or []
+    reviewers = [{"name": p.get("name") or "", "provider": "compatible" if p.get("backend") == "openai-compatible" else p.get("backend"),
+                  "model": p.get("model"), "base_url": p.get("base_url") or "", "temperature": p.get("temperature")}
+                 for p in people]
+    for reviewer in reviewers:
+        if reviewer["name"] == spec(reviewer) or reviewer["name"] == f"{reviewer['provider']}:{reviewer['model']}":
+            reviewer["name"] = ""
+    options = {k: config.get(k) for k in ("contestants", "strategy", "comparisons", "budget", "seed", "template",
+                                            "criterion", "method", "samples", "turns", "both_orders", "criteria",
+                                            "max_rounds")}
+    options["strategy"] = options["strategy"] or "all"
+    options["seed"] = options["seed"] or 0
+    options["panel"] = config.get("name")
+    job = build_job(study, run["kind"], reviewers, options, with_keys=True)
+    if job.run_id() != run["id"]:
+        raise ValueError("this run's settings can no longer be rebuilt exactly; launch the job again instead")
+    return job, run["kind"]
+
+
+def resume(study: str, run_id: str) -> None:
+    """Button callback: continue a stored run where it stopped (only its pending items)."""
+    from peercore.jobs.pricing import load_prices
+
+    st.session_state["run_error"] = ""
+    try:
+        job, kind = job_from_run(study, data.store().run(run_id))
+    except Exception as error:  # noqa: BLE001
+        st.session_state["run_error"] = f"Cannot resume run {run_id[:12]}: {error}"
+        return
+    _start(job, kind, run_id=run_id, prices=load_prices())
+
+
+def run_label(frame: pd.DataFrame):
+    labels = {rid: f"{rid[:12]} ({kind}, {status}, {done:,} of {total:,} done)"
+              for rid, kind, status, done, total in zip(frame["id"], frame["kind"], frame["status"], frame["n_done"], frame["n_items"])}
+    return lambda run_id: labels.get(run_id, run_id)

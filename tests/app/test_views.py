@@ -1,0 +1,175 @@
+"""peercore.ui.views: the pure assembly behind the pages (no streamlit involved)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from peercore.judgments import judgments_from_frame
+from peercore.ranking import leaderboard
+from peercore.ui import views
+
+
+def debates_frame(rows):
+    columns = ["id", "debate_key", "kind", "question_id", "model_a", "model_b", "criterion", "scenario", "status",
+               "consensus", "n_rounds"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def turns_frame(rows):
+    return pd.DataFrame(rows, columns=["debate_id", "round", "position", "speaker", "verdict", "rationale"])
+
+
+ADJ_COLUMNS = ["debate_id", "question_id", "model_a", "model_b", "criterion", "scenario", "annotator", "verdict",
+               "note", "created_at"]
+
+
+def test_judge_groups_and_kinds():
+    groups = views.judge_groups(["human:b", "gpt4", "debate:x", "adjudicator:y", "human:a", "vote:v"])
+    assert groups == {"LLM reviewers": ["gpt4"], "Humans": ["human:a", "human:b"],
+                      "Debate gold": ["adjudicator:y", "debate:x"], "Derived votes": ["vote:v"]}
+
+
+def test_aliases_prefer_stored_then_name_then_suffix():
+    aliases = views.auto_aliases(["gpt4", "openai:gpt-4o", "human:x", "j"], ["gpt4", "gpt-4o", "m"], {"j": "m"})
+    assert aliases == {"gpt4": "gpt4", "openai:gpt-4o": "gpt-4o", "j": "m"}
+
+
+def test_gold_is_consensus_of_agreed_debates_plus_adjudications():
+    debates = debates_frame([
+        (1, "a", "debate", "q1", "x", "y", "help", "s", "agreed", "model_a", 1),
+        (2, "b", "debate", "q2", "x", "y", "help", "s", "unresolved", None, 3),
+        (3, "c", "discussion", "q3", "x", "y", "", "", "agreed", "model_b", 2),   # a PRD discussion: not gold
+        (4, "d", "debate", "q4", "x", "y", "", "", "adjudicated", "tie", 3),      # imported already decided
+    ])
+    adjudications = pd.DataFrame([(2, "q2", "x", "y", "help", "s", "ann", "model_b", "", "t")], columns=ADJ_COLUMNS)
+    gold = views.gold_judgments(debates, adjudications)
+    assert gold[["question_id", "judge", "winner"]].values.tolist() == [
+        ["q1", "debate:consensus", "model_a"], ["q4", "adjudicator:imported", "tie"], ["q2", "adjudicator:ann", "model_b"]]
+    assert gold["criterion"].tolist()[:1] == ["help"]
+    assert len(views.gold_judgments(debates.iloc[0:0], adjudications.iloc[0:0])) == 0
+
+
+def test_opinions_leader_and_overview():
+    debates = debates_frame([(1, "a", "debate", "q1", "x", "y", "", "", "agreed", "model_a", 2),
+                             (2, "b", "debate", "q2", "x", "y", "", "", "unresolved", None, 2)])
+    turns = turns_frame([
+        (1, 0, 0, "A", "model_a", ""), (1, 0, 1, "B", "model_b", ""),
+        (1, 1, 0, "A", "model_a", ""), (1, 1, 1, "B", "model_a", ""),   # B alters, A holds; ends on A's (leader's) view
+        (2, 0, 0, "B", "tie", ""), (2, 0, 1, "A", "model_a", ""),
+        (2, 1, 0, "B", "tie", ""), (2, 1, 1, "A", "model_a", ""),
+    ])
+    counts = views.opinion_counts(turns)
+    assert counts.loc["A", ["turns", "altered", "held"]].tolist() == [2, 0, 2]
+    assert counts.loc["B", ["turns", "altered", "held"]].tolist() == [2, 1, 1]
+    assert counts.loc["B", "altering_rate"] == 0.5
+    leaders = views.leader_effect(debates, turns)
+    assert leaders.to_dict("index") == {"A": {"debates": 1, "followed_leader": 1, "leader_share": 1.0}}
+    overview = views.debate_overview(debates, turns)
+    assert overview["opinion_changed"].tolist() == [True, False]
+    assert overview["initial"].tolist() == ["1 / 2", "tie / 1"]
+    assert overview["final"].tolist() == ["1 / 1", "tie / 1"]
+    final = views.final_turns(turns, 2)
+    assert final["speaker"].tolist() == ["B", "A"] and final["round"].tolist() == [1, 1]
+
+
+def test_turn_verdicts_before_and_after():
+    debates = debates_frame([(1, "a", "debate", "q1", "x", "y", "c", "", "agreed", "model_a", 2)])
+    turns = turns_frame([(1, 0, 0, "A", "model_b", "r0"), (1, 1, 0, "A", "model_a", "r1"), (1, 1, 1, "B", None, "")])
+    table = views.turn_judgments(debates, turns)
+    assert table["judge"].tolist() == ["A", "A"] and table["round"].tolist() == [0, 1]
+    before, after = views.initial_and_final(table)
+    assert before["winner"].tolist() == ["model_b"] and after["winner"].tolist() == ["model_a"]
+
+
+def test_annotator_agreement_pairs():
+    rows = [(1, "q", "x", "y", "", "", "ann", "model_a", "", ""), (1, "q", "x", "y", "", "", "ben", "model_a", "", ""),
+            (2, "q", "x", "y", "", "", "ann", "model_b", "", ""), (2, "q", "x", "y", "", "", "ben", "tie", "", ""),
+            (3, "q", "x", "y", "", "", "cat", "tie", "", "")]
+    decided = pd.DataFrame(rows, columns=ADJ_COLUMNS)
+    pairs = views.annotator_agreement(decided)
+    assert pairs[["annotator_1", "annotator_2", "n", "agreement"]].values.tolist() == [["ann", "ben", 2, 0.5]]
+    items = views.decisions_by_item(decided)
+    assert items[["debate_id", "agree"]].values.tolist() == [[1, True], [2, False]]
+
+
+def judgments(rows):
+    return judgments_from_frame(pd.DataFrame(rows, columns=["question_id", "model_a", "model_b", "judge", "winner", "p_a"]))
+
+
+def test_poe_table_ranks_with_centred_intervals():
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in range(40):
+        for a, b in (("x", "y"), ("y", "x"), ("x", "z"), ("z", "x"), ("y", "z"), ("z", "y")):
+            strength = {"x": 1.0, "y": 0.0, "z": -1.0}
+            p = float(np.clip(0.5 + 0.25 * (strength[a] - strength[b]) + rng.normal(0, 0.05), 0, 1))
+            rows.append((str(q), a, b, "j", "model_a" if p > 0.5 else "model_b", p))
+    table = views.poe_table(judgments(rows))
+    assert table["model"].tolist() == ["x", "y", "z"] and table["rank"].tolist() == [1, 2, 3]
+    width = (table["ci_high"] - table["ci_low"]).to_numpy()
+    assert (width > 0).all() and (width < 0.05).all()  # centred: no common-shift uncertainty
+    assert (table["ci_low"] < table["score"]).all() and (table["score"] < table["ci_high"]).all()
+    bt = views.poe_table(judgments(rows), method="poe_bt")
+    assert bt["ci_low"].isna().all() and bt["model"].tolist() == ["x", "y", "z"]
+
+
+def test_what_if_compares_two_leaderboards():
+    rows = [("1", "x", "y", "j1", "model_a", None), ("2", "y", "x", "j1", "model_b", None),
+            ("3", "x", "y", "j2", "model_b", None), ("4", "y", "x", "j2", "model_a", None),
+            ("5", "x", "y", "j2", "model_b", None)]
+    frame = judgments(rows)
+    full = leaderboard(frame, method="winrate").table
+    without = leaderboard(frame[frame["judge"] == "j1"], method="winrate").table
+    compared = views.what_if(full, without)
+    assert compared.set_index("model")["rank_change"].to_dict() == {"x": 1, "y": -1}
+
+
+def test_answers_for_and_with_answers():
+    answers = pd.DataFrame({"question_id": ["1", "1", "1"], "model": ["x", "y", "x"], "turn": [1, 1, 2],
+                            "answer": ["a", "bb", "ccc"]})
+    frame = judgments([("1", "x", "y", "j", "model_a", None), ("2", "x", "y", "j", "tie", None)])
+    texts = views.answers_for(frame, answers)
+    assert "turn" not in texts.columns and texts["answer"].tolist() == ["a", "bb"]
+    assert views.with_answers(frame, texts)["question_id"].tolist() == ["1"]
+
+
+def test_criteria_variation_compares_each_variant_with_the_plain_gold():
+    gold = judgments_from_frame(pd.DataFrame({"question_id": ["1", "2"], "model_a": "x", "model_b": "y",
+                                              "judge": "debate:consensus", "winner": ["model_a", "model_b"],
+                                              "criterion": "help"}))
+    runs = judgments_from_frame(pd.DataFrame({
+        "question_id": ["1", "2", "1", "2", "1"], "model_a": "x", "model_b": "y", "judge": "j",
+        "winner": ["model_a", "model_b", "model_b", "model_b", "model_a"],
+        "criterion": ["help/gibberish", "help/gibberish", "help:flipped", "help:flipped", "help"]}))
+    table = views.criteria_variation(runs, gold)
+    assert table.set_index("variant")["example_agreement"].to_dict() == {"flipped": 0.5, "gibberish": 1.0}
+    assert len(views.criteria_variation(runs[runs["criterion"] == "help"], gold)) == 0
+
+
+def test_run_costs_split_over_the_judges_a_run_names():
+    configs = {"r1": {"job": {"reviewers": [{"name": "a"}, {"name": "b"}]}}, "r2": {"judge": "a"}, "r3": {"other": 1}}
+    costs = views.run_costs(configs, {"r1": 1.0, "r2": 0.25, "r3": 9.0})
+    assert costs.to_dict() == pytest.approx({"a": 0.75, "b": 0.5})
+
+
+def test_scaleeval_pivots_pool_scenarios():
+    table = pd.DataFrame({"judge": ["j", "j"], "group": ["s1", "s2"], "criterion": ["c", "c"],
+                          "system_1": "x", "system_2": "y", "n": [1, 3], "example_agreement": [1.0, 0.0],
+                          "judge_mode": "x", "gold_mode": "x", "system_agreement": [True, False]})
+    example, system = views.scaleeval_pivots(table, None)
+    assert example.loc["j"].tolist() == [1.0, 0.0, 0.25]
+    assert system.loc["j"].tolist() == [1.0, 0.0, 0.5]
+    assert views.scaleeval_pivots(table, "other")[0].empty
+
+
+def test_gold_is_added_for_ranking_without_counting_a_debate_twice():
+    stored = judgments([("1", "x", "y", "gpt4", "model_a", None)])
+    gold = judgments_from_frame(pd.DataFrame({"question_id": ["1", "2"], "model_a": "x", "model_b": "y",
+                                              "judge": ["debate:consensus", "adjudicator:ann"],
+                                              "winner": ["model_a", "tie"]}))
+    assert sorted(views.with_gold(stored, gold)["judge"]) == ["adjudicator:ann", "debate:consensus", "gpt4"]
+    panel = judgments([("1", "x", "y", "gpt4", "model_a", None), ("1", "x", "y", "debate:scaleeval", "model_a", None)])
+    assert sorted(views.with_gold(panel, gold)["judge"]) == ["adjudicator:ann", "debate:scaleeval", "gpt4"]
+    assert views.with_gold(stored, gold.iloc[0:0]) is stored

@@ -1,0 +1,61 @@
+"""Fixtures of the browser tests (helpers in e2e_support.py).
+
+Chromium comes from Debian (``apt-get install -y chromium``), never from
+``playwright install``. Without it the tests skip with that reason, unless
+PEERBOARD_REQUIRE_E2E is set (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e_support import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, Server, require_chromium
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on the synthetic study (4 unresolved debates)."""
+    require_chromium()
+    from app_studies import build_synthetic_study
+    from peercore.store import Store
+
+    folder = tmp_path_factory.mktemp("e2e")
+    store = Store(folder / "e2e.sqlite")
+    build_synthetic_study(store)
+    store.close()
+    running = Server(folder / "e2e.sqlite", folder / "streamlit.log")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+@pytest.fixture(scope="module")
+def sample_server(tmp_path_factory):
+    """The app on an empty database: it must import sample_data/ by itself on first run."""
+    require_chromium()
+    from e2e_support import REPO
+
+    if not any(p.suffix in (".csv", ".jsonl") for p in (REPO / "sample_data").glob("*")):
+        pytest.skip("sample_data/ is not in the repository yet")
+    folder = tmp_path_factory.mktemp("e2e-sample")
+    running = Server(folder / "empty.sqlite", folder / "streamlit.log")
+    yield running
+    running.stop()

@@ -1,0 +1,98 @@
+"""Helpers of the browser tests: the Streamlit server, Chromium's path and flags, screenshots.
+
+Chromium comes from Debian (``apt-get install -y chromium``), never from
+``playwright install``. Without /usr/bin/chromium the tests skip with that reason,
+unless PEERBOARD_REQUIRE_E2E is set (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "app"))  # the fixture studies (app_studies.py)
+
+CHROMIUM = os.environ.get("PEERBOARD_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+SCREENSHOTS = REPO / "test-output" / "screenshots"
+
+
+def require_chromium() -> None:
+    if Path(CHROMIUM).is_file():
+        return
+    message = (f"{CHROMIUM} is missing: install Debian's browser with `apt-get install -y chromium` "
+               "(never `playwright install`)")
+    if os.environ.get("PEERBOARD_REQUIRE_E2E"):
+        pytest.fail(message + " — PEERBOARD_REQUIRE_E2E is set, so the browser tests must run")
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """One ``streamlit run app.py`` process on 127.0.0.1 with its own database."""
+
+    def __init__(self, db: Path, log: Path) -> None:
+        self.db = db
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "PEERBOARD_DB": str(db), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+        for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # screenshots must never depend on keys
+            env.pop(variable, None)
+        self._log = open(log, "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self._wait()
+
+    def _wait(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}; see {self._log.name}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"streamlit did not answer on {self.url} within {timeout} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)  # our own process group only
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log.close()
+
+
+def copy_to_docs(path: Path) -> None:
+    """Keep the README's screenshots (docs/screenshots/) in step with the app."""
+    copy_to_docs_as(path, path.name)
+
+
+def copy_to_docs_as(path: Path, name: str) -> None:
+    target = REPO / "docs" / "screenshots"
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, target / name)

@@ -1,0 +1,164 @@
+"""peercore.charts: each builder draws the table it is given, and refuses a table it cannot draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from peercore import charts
+from peercore.bias import position_bias, swap_consistency
+from peercore.judgments import judgments_from_frame
+from peercore.ranking import leaderboard, pairwise_win_fraction
+
+
+@pytest.fixture
+def judgments() -> pd.DataFrame:
+    rows = []
+    for q in range(6):
+        for a, b in (("x", "y"), ("y", "x"), ("x", "z"), ("z", "x"), ("y", "z"), ("z", "y")):
+            for judge in ("j1", "j2"):
+                winner = "model_a" if judge == "j1" else ("model_a" if a < b else "model_b")
+                rows.append({"question_id": str(q), "model_a": a, "model_b": b, "judge": judge, "winner": winner})
+    return judgments_from_frame(pd.DataFrame(rows))
+
+
+def test_leaderboard_chart_draws_each_model_with_its_interval(judgments):
+    table = leaderboard(judgments, method="winrate", bootstrap=50).table
+    fig = charts.leaderboard_chart(table, score_label="win rate")
+    (trace,) = fig.data
+    assert list(trace.y) == list(table["model"])[::-1]  # best at the top
+    np.testing.assert_allclose(trace.x, table["score"].to_numpy()[::-1])
+    np.testing.assert_allclose(np.asarray(trace.error_x.array), (table["ci_high"] - table["score"]).to_numpy()[::-1])
+    assert fig.layout.xaxis.title.text == "win rate"
+
+
+def test_leaderboard_chart_without_intervals_has_no_error_bars(judgments):
+    table = leaderboard(judgments, method="bt").table
+    assert charts.leaderboard_chart(table).data[0].error_x.array is None
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['ci_low', 'ci_high'\]"):
+        charts.leaderboard_chart(pd.DataFrame({"model": ["a"], "score": [1.0]}))
+    with pytest.raises(ValueError, match="must be a pandas DataFrame"):
+        charts.elo_curves_chart([1, 2])
+
+
+@pytest.mark.parametrize("build", [
+    lambda: charts.leaderboard_chart(pd.DataFrame(columns=["model", "score", "ci_low", "ci_high"])),
+    lambda: charts.elo_curves_chart(pd.DataFrame(columns=["judge", "battles", "model", "elo"])),
+    lambda: charts.win_rate_heatmap(pd.DataFrame()),
+    lambda: charts.weight_bars(pd.Series(dtype=float)),
+    lambda: charts.efficiency_chart(pd.DataFrame(columns=["strategy", "method", "k", "median", "low", "high"])),
+    lambda: charts.cost_agreement_chart(pd.DataFrame({"judge": ["a"], "cost": [np.nan], "agreement": [0.5]})),
+])
+def test_empty_input_says_there_is_nothing_to_show(build):
+    fig = build()
+    assert len(fig.data) == 0
+    assert fig.layout.annotations and fig.layout.annotations[0].text
+
+
+def test_win_rate_heatmap_shows_the_matrix(judgments):
+    matrix = pairwise_win_fraction(judgments[judgments["judge"] == "j2"])
+    fig = charts.win_rate_heatmap(matrix, title="j2")
+    (heat,) = fig.data
+    np.testing.assert_array_equal(np.asarray(heat.z, dtype=float), matrix.to_numpy())
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    assert list(heat.x) == list(matrix.columns) and list(heat.y) == list(matrix.index)
+    assert heat.text[0][0] == ""  # the diagonal (NaN) is left blank
+    assert heat.text[0][1] == f"{matrix.iloc[0, 1]:.2f}"
+
+
+def test_count_heatmap_scales_to_the_largest_count():
+    counts = pd.DataFrame([[0, 4], [4, 0]], index=["a", "b"], columns=["a", "b"])
+    (heat,) = charts.count_heatmap(counts).data
+    assert heat.zmax == 4.0
+    assert np.isnan(heat.z[0][0])
+
+
+def test_elo_curves_one_line_per_model_and_judge():
+    curves = pd.DataFrame({
+        "judge": ["j1"] * 4 + ["j2"] * 4, "battles": [1, 2, 1, 2] * 2, "model": ["a", "a", "b", "b"] * 2,
+        "elo": [1010, 1020, 990, 980, 1005, 1001, 995, 999],
+    })
+    fig = charts.elo_curves_chart(curves)
+    assert len(fig.data) == 4
+    dashes = {t.legendgroup: t.line.dash for t in fig.data}
+    assert dashes["j1"] != dashes["j2"]
+    first = next(t for t in fig.data if t.name == "a (j1)")
+    assert list(first.y) == [1010, 1020]
+
+
+def test_weight_bars_sorted_and_history_lines():
+    weights = pd.Series({"a": 0.2, "b": 0.5, "c": 0.3})
+    (bars,) = charts.weight_bars(weights).data
+    assert list(bars.x) == ["b", "c", "a"]
+    history = pd.DataFrame({"a": [1 / 3, 0.2], "b": [1 / 3, 0.5]})
+    fig = charts.weight_history_chart(history)
+    assert [t.name for t in fig.data] == ["a", "b"]
+    assert list(fig.data[1].y) == [1 / 3, 0.5]
+
+
+def test_rank_change_chart_marks_both_ranks():
+    comparison = pd.DataFrame({"model": ["a", "b"], "rank": [1, 2], "rank_without": [2, 1]})
+    fig = charts.rank_change_chart(comparison)
+    markers = {t.name: list(t.x) for t in fig.data if t.mode == "markers"}
+    assert markers == {"all reviewers": [1, 2], "without": [2, 1]}
+
+
+def test_position_bias_chart_has_the_half_line_and_groups(judgments):
+    frame = position_bias(judgments)
+    fig = charts.position_bias_chart(frame)
+    assert [s.x0 for s in fig.layout.shapes] == [0.5]
+    (bars,) = fig.data
+    np.testing.assert_allclose(bars.x, frame["p_first"].to_numpy())
+    stacked = pd.concat([frame.assign(stage="before"), frame.assign(stage="after")])
+    assert [t.name for t in charts.position_bias_chart(stacked, group="stage").data] == ["before", "after"]
+
+
+def test_swap_consistency_chart_stacks_three_shares(judgments):
+    frame = swap_consistency(judgments)
+    fig = charts.swap_consistency_chart(frame)
+    assert [t.name for t in fig.data] == ["consistent", "favours first", "favours second"]
+    total = sum(np.asarray(t.x, dtype=float) for t in fig.data)
+    np.testing.assert_allclose(total, 1.0)
+
+
+def test_self_enhancement_outlines_own_cells():
+    matrix = pd.DataFrame([[0.7, 0.3], [0.4, 0.6]], index=pd.Index(["ja", "jb"], name="judge"),
+                          columns=pd.Index(["a", "b"], name="model"))
+    fig = charts.self_enhancement_heatmap(matrix, {"ja": "a", "jb": "b", "ghost": "a"})
+    assert [(s.x0, s.y0) for s in fig.layout.shapes] == [(-0.5, -0.5), (0.5, 0.5)]
+
+
+def test_agreement_chart_one_bar_group_per_metric():
+    table = pd.DataFrame({"accuracy": [0.8, 0.6], "kappa": [0.5, -0.1]}, index=pd.Index(["a", "b"], name="judge"))
+    fig = charts.agreement_chart(table, metrics={"accuracy": "accuracy", "kappa": "kappa"})
+    assert [t.name for t in fig.data] == ["accuracy", "kappa"]
+    assert fig.layout.yaxis.range[0] == pytest.approx(-0.1)
+
+
+def test_cost_agreement_chart_skips_judges_without_cost():
+    frame = pd.DataFrame({"judge": ["a", "b"], "cost": [0.5, np.nan], "agreement": [0.8, 0.9]})
+    (points,) = charts.cost_agreement_chart(frame).data
+    assert list(points.text) == ["a"]
+
+
+def test_efficiency_chart_band_and_median_per_method_and_strategy():
+    curves = pd.DataFrame({
+        "strategy": ["random"] * 2 + ["greedy"] * 2, "method": ["BT"] * 4, "k": [1, 2, 1, 2],
+        "median": [0.3, 0.6, 0.4, 0.7], "low": [0.2, 0.5, 0.3, 0.6], "high": [0.4, 0.7, 0.5, 0.8],
+    })
+    fig = charts.efficiency_chart(curves)
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [t.name for t in lines] == ["BT (random)", "BT (greedy)"]
+    assert lines[0].line.dash != lines[1].line.dash
+    band = [t for t in fig.data if t.fill == "toself"][0]
+    assert list(band.y) == [0.4, 0.7, 0.5, 0.2]
+
+
+def test_opinion_chart_stacks_held_and_altered():
+    counts = pd.DataFrame({"altered": [1, 0], "held": [2, 3]}, index=pd.Index(["s1", "s2"], name="speaker"))
+    fig = charts.opinion_chart(counts)
+    assert {t.name: list(t.x) for t in fig.data} == {"held": [2, 3], "altered": [1, 0]}
