@@ -83,6 +83,10 @@ else:
         options["max_rounds"] = rounds_col.number_input("Rounds (incl. initial)", min_value=1, max_value=6, value=3,
                                                         key="rv_rounds")
         options["panel"] = panel_col.text_input("Panel name", value="scaleeval", key="rv_panel")
+        options["layout"] = st.radio("Prompt layout", list(runs.DEBATE_LAYOUTS), key="rv_layout", horizontal=True,
+                                     help="ScaleEval's prompts ask for the verdict on the last line; the compact "
+                                          "ones ask for it first, so a small local model's verdict survives a short "
+                                          "reply budget.")
 
 live = st.session_state[state.RUN_HANDLE]
 if not reviewers:

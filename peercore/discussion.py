@@ -169,7 +169,7 @@ async def run_discussion(
         speaker = reviewers[number - 1]
         request = _judging.discussion_request(
             question, answer_1, answer_2, speaker=number, reviews=texts, turns=said,
-            temperature=temp(speaker), max_tokens=max_tokens, template=discussion_template,
+            temperature=temp(speaker), max_tokens=max_tokens, template=discussion_template, seed=speaker.seed,
         )
         completion = await complete(speaker.backend, request)
         verdict = _judging.read_verdict(completion, template=discussion_template)
@@ -193,6 +193,8 @@ async def run_debate(
     max_rounds: int = 3,
     temperature: float = 0.0,
     max_tokens: int = 256,
+    initial_template: str = "scaleeval_initial",
+    discussion_template: str = "scaleeval_discussion",
 ) -> DebateResult:
     """Run one ScaleEval agent debate (Chern et al. 2024, section 3).
 
@@ -200,7 +202,9 @@ async def run_debate(
     1, 2 or 0 (tie). While the latest verdicts are not all equal (an unreadable verdict
     counts as disagreement), rounds 1 .. D-1 follow: agent k ("Speaker k", k in speaking
     order) sees its own and the other agents' evaluations of the previous round and
-    gives a verdict again (templates ``scaleeval_initial`` / ``scaleeval_discussion``).
+    gives a verdict again (templates ``initial_template`` / ``discussion_template``).
+    An agent with a ``seed`` sends it with each request (two agents of one model at one
+    temperature then sample differently instead of sharing a cached reply).
 
     Parameters
     ----------
@@ -211,6 +215,10 @@ async def run_debate(
         (default ``"helpfulness"``).
     max_rounds : D >= 1, rounds in total including the initial one.
     temperature, max_tokens : sampling settings (an agent's own temperature wins).
+    initial_template, discussion_template : :mod:`peercore.prompts` templates of kinds
+        ``debate_initial`` and ``debate_discussion`` (default ScaleEval's;
+        ``scaleeval_compact_initial`` / ``scaleeval_compact_discussion`` put the verdict
+        first, for small models with a short reply budget).
 
     Returns
     -------
@@ -239,7 +247,7 @@ async def run_debate(
         return _judging.debate_request(
             question, submission_1, submission_2, criterion=criterion, speaker=position + 1, round=rnd,
             own=previous[position] if previous else None, others=others, temperature=temp(agent),
-            max_tokens=max_tokens,
+            max_tokens=max_tokens, templates=(initial_template, discussion_template), seed=agent.seed,
         )
 
     async def one_round(rnd: int, previous: list[str]) -> list[Completion]:
@@ -247,7 +255,7 @@ async def run_debate(
                                            for k, a in enumerate(agents))))
 
     completions = await one_round(0, [])
-    verdicts = [_judging.read_verdict(c, template="scaleeval_initial").winner for c in completions]
+    verdicts = [_judging.read_verdict(c, template=initial_template).winner for c in completions]
     turns = [Turn(0, k, a.label, v, c.text) for k, (a, v, c) in enumerate(zip(agents, verdicts, completions))]
     latest = dict(zip(names, verdicts))
     initial = dict(latest)
@@ -257,7 +265,7 @@ async def run_debate(
         rounds += 1
         completions = await one_round(rounds, previous)
         for k, (agent, completion) in enumerate(zip(agents, completions)):
-            verdict = _judging.read_verdict(completion, template="scaleeval_discussion").winner
+            verdict = _judging.read_verdict(completion, template=discussion_template).winner
             turns.append(Turn(rounds, k, agent.label, verdict, completion.text))
             latest[agent.label] = verdict
         previous = [c.text for c in completions]

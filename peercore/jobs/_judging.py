@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from peercore.prompts import format_turns, load_rubric, load_template, parse_verdict
 from peercore.prompts.criteria import RubricError
-from peercore.prompts.templates import PromptTemplate
+from peercore.prompts.templates import PromptTemplate, TemplateError
 from peercore.reviewers.base import ChatRequest, Completion
 
 __all__ = ["Verdict", "METHODS", "DEFAULT_TEMPLATES", "review_template", "review_request", "read_verdict",
-           "discussion_request", "debate_request", "p_from_samples", "strip_verdict_line", "criterion_fields",
-           "comparison_template", "comparison_requests", "verdict_of_comparison"]
+           "discussion_request", "debate_request", "debate_templates", "p_from_samples", "strip_verdict_line",
+           "criterion_fields", "comparison_template", "comparison_requests", "verdict_of_comparison"]
 
 METHODS = ("text", "logprobs", "samples")
 DEFAULT_TEMPLATES = {"text": "prd_review", "samples": "prd_review", "logprobs": "liusie_classifier_numeric"}
@@ -163,7 +163,7 @@ def p_from_samples(verdicts: Sequence[Verdict]) -> float | None:
 
 def discussion_request(question: str, answer_1: str, answer_2: str, *, speaker: int, reviews: Sequence[str],
                        turns: Sequence[tuple[int, str]], temperature: float = 0.0, max_tokens: int = 256,
-                       template: str = "prd_discussion") -> ChatRequest:
+                       template: str = "prd_discussion", seed: int | None = None) -> ChatRequest:
     """One PRD discussion turn for reviewer ``speaker`` (1 = the leader, 2).
 
     The reviewer sees both initial ``reviews`` (reviewer 1's first) and the discussion so
@@ -177,7 +177,7 @@ def discussion_request(question: str, answer_1: str, answer_2: str, *, speaker: 
         review_1=reviews[0], review_2=reviews[1],
         discussion=format_turns([(f"Reviewer {who}", text) for who, text in turns]),
     )
-    return ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens)
+    return ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
 
 
 # --------------------------------------------------------------------------- debate
@@ -185,12 +185,15 @@ def discussion_request(question: str, answer_1: str, answer_2: str, *, speaker: 
 def debate_request(question: str, submission_1: str, submission_2: str, *, criterion: str | None, speaker: int,
                    round: int = 0, own: str | None = None, others: Sequence[tuple[int, str]] = (),
                    temperature: float = 0.0, max_tokens: int = 256,
-                   templates: tuple[str, str] = ("scaleeval_initial", "scaleeval_discussion")) -> ChatRequest:
+                   templates: tuple[str, str] = ("scaleeval_initial", "scaleeval_discussion"),
+                   seed: int | None = None) -> ChatRequest:
     """One ScaleEval agent turn (Chern et al. 2024, section 3).
 
     ``round`` 0 is the independent initial evaluation; in round r >= 1 speaker k sees its
     own previous evaluation (``own``) and the others' previous ones (``others`` =
-    ``[(speaker number, text), ...]``). The reply ends with 1, 2 or 0 (tie).
+    ``[(speaker number, text), ...]``). The reply gives 1, 2 or 0 (tie): on its last line
+    (``scaleeval_*``) or first (``scaleeval_compact_*``). ``templates`` are the (initial,
+    discussion) templates; ``seed`` is the request's sampling seed (None: the backend's).
     """
     tpl = load_template(templates[0] if round == 0 else templates[1])
     fields = {"question": question, "answer_1": submission_1, "answer_2": submission_2,
@@ -198,7 +201,34 @@ def debate_request(question: str, submission_1: str, submission_2: str, *, crite
     if round > 0:
         fields.update(speaker=speaker, round=round, own_evaluation=own or "",
                       other_evaluations=format_turns([(f"Speaker {k}", text) for k, text in others]))
-    return ChatRequest(messages=tpl.render(**fields), temperature=temperature, max_tokens=max_tokens)
+    return ChatRequest(messages=tpl.render(**fields), temperature=temperature, max_tokens=max_tokens, seed=seed)
+
+
+def debate_templates(initial: str, discussion: str) -> tuple[str, str]:
+    """The names of a debate's (initial, discussion) templates, checked for kind and scheme.
+
+    Raises
+    ------
+    ValueError
+        If a template is unknown, or of the wrong kind (``debate_initial`` /
+        ``debate_discussion``), or the two use different verdict schemes (quoted).
+    """
+    out = []
+    for what, name, kind in (("initial_template", initial, "debate_initial"),
+                             ("discussion_template", discussion, "debate_discussion")):
+        if not isinstance(name, str):
+            raise ValueError(f"{what} must be the name of a shipped template, got {name!r}")
+        try:
+            tpl = load_template(name)
+        except TemplateError as exc:
+            raise ValueError(f"{what}: {exc}") from None
+        if tpl.kind != kind:
+            raise ValueError(f"{what} must be a template of kind {kind!r}, got {tpl.name!r} of kind {tpl.kind!r}")
+        out.append(tpl)
+    if out[0].scheme != out[1].scheme:
+        raise ValueError(f"initial_template {out[0].name!r} (scheme {out[0].scheme!r}) and discussion_template "
+                         f"{out[1].name!r} (scheme {out[1].scheme!r}) must use one verdict scheme")
+    return out[0].name, out[1].name
 
 
 # ------------------------------------------------ comparisons by peercore.reviewers.judging

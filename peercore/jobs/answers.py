@@ -74,7 +74,8 @@ class AnswerJob(Job):
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         temperature = self.temperature if contestant.temperature is None else contestant.temperature
-        return ChatRequest(messages=tuple(messages), temperature=temperature, max_tokens=self.max_tokens)
+        return ChatRequest(messages=tuple(messages), temperature=temperature, max_tokens=self.max_tokens,
+                           seed=contestant.seed)
 
     def plan(self, item: str) -> list[PlannedCall]:
         question, name = parse_item_key(item)

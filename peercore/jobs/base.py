@@ -30,18 +30,30 @@ class Judge:
         ``local:qwen2.5-coder-1.5b``); give distinct names to several configurations of
         one model (e.g. three debate agents at different temperatures).
     temperature : sampling temperature for this judge, or None for the job's default.
+    seed : sampling seed sent with this judge's generated turns (``ChatRequest.seed``) in
+        answers, discussion turns and debates, or None for the backend's own. Two judges
+        of one model at one temperature need distinct seeds to sample differently (and
+        distinct requests, or they would share one cached reply).
     """
 
     backend: Backend
     name: str | None = None
     temperature: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
 
     @property
     def label(self) -> str:
         return self.name or self.backend.name
 
     def describe(self) -> dict:
-        return {"name": self.label, **backend_config(self.backend), "temperature": self.temperature}
+        out = {"name": self.label, **backend_config(self.backend), "temperature": self.temperature}
+        if self.seed is not None:  # only when set: run ids of unseeded judges stay as they were
+            out["seed"] = self.seed
+        return out
 
 
 def backend_config(backend: Backend) -> dict:

@@ -62,7 +62,7 @@ def add_commands(subparsers) -> None:
     debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
     _common(debate)
     debate.add_argument("--agent", action="append", required=True, metavar="SPEC",
-                        help="[NAME=]backend:model[?temperature=T] (two or more)")
+                        help="[NAME=]backend:model[?temperature=T&seed=N] (two or more)")
     _pairs(debate)
     debate.add_argument("--criterion", action="append", default=None, metavar="NAME",
                         help="criterion rubric (repeatable; default helpfulness)")
@@ -71,6 +71,12 @@ def add_commands(subparsers) -> None:
     debate.add_argument("--name", default="scaleeval", help="panel name: consensus judge is debate:<name>")
     debate.add_argument("--temperature", type=float, default=0.0)
     debate.add_argument("--max-tokens", type=_positive_int, default=256)
+    debate.add_argument("--initial-template", default="scaleeval_initial", metavar="NAME",
+                        help="template of the initial verdicts (default scaleeval_initial; "
+                             "scaleeval_compact_initial puts the verdict first, for small models)")
+    debate.add_argument("--discussion-template", default="scaleeval_discussion", metavar="NAME",
+                        help="template of the discussion rounds (default scaleeval_discussion; "
+                             "scaleeval_compact_discussion puts the verdict first)")
     debate.set_defaults(handler=_debate)
 
 
@@ -138,7 +144,8 @@ def _debate(args) -> int:
 
     job = DebateJob(args.study, [_judge(s, args) for s in args.agent], criteria=args.criterion or ["helpfulness"],
                     max_rounds=args.max_rounds, name=args.name, **_pair_options(args),
-                    temperature=args.temperature, max_tokens=args.max_tokens)
+                    temperature=args.temperature, max_tokens=args.max_tokens,
+                    initial_template=args.initial_template, discussion_template=args.discussion_template)
     return _run(job, args)
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DiscussionJob", "DebateJob"]
 
 _TYPICAL_TURN = 120  # tokens in a typical review or discussion turn (for estimates)
+DEBATE_TEMPLATES = ("scaleeval_initial", "scaleeval_discussion")  # DebateJob's default (initial, discussion)
 
 
 def _verdict(winner: str | None, text: str, template: str) -> _judging.Verdict:
@@ -131,7 +132,7 @@ class DiscussionJob(PairedJob):
             reviewer = (lead, follow)[number - 1]
             temp = self.temperature if reviewer.temperature is None else reviewer.temperature
             request = _judging.discussion_request(q, a1, a2, speaker=number, reviews=[filler, filler], turns=said,
-                                                  temperature=temp, max_tokens=self.max_tokens)
+                                                  temperature=temp, max_tokens=self.max_tokens, seed=reviewer.seed)
             calls.append(PlannedCall(reviewer.backend, request, typical_output_tokens=_TYPICAL_TURN))
             said.append((number, filler))
         return calls
@@ -192,12 +193,21 @@ class DebateJob(PairedJob):
     name : the panel's name; the consensus is stored as judge ``debate:<name>``.
     contestants, questions, strategy, comparisons, budget, seed : pair selection as in
         :class:`~peercore.jobs.review.ReviewJob` (pairs are unordered here).
-    temperature, max_tokens : sampling settings (an agent's own temperature wins).
+    temperature, max_tokens : sampling settings (an agent's own temperature wins; an
+        agent's ``seed`` is sent with its requests).
+    initial_template, discussion_template : the agents' prompts, :mod:`peercore.prompts`
+        templates of kinds ``debate_initial`` / ``debate_discussion`` with one verdict
+        scheme. Default ScaleEval's (``scaleeval_initial`` / ``scaleeval_discussion``,
+        verdict on the last line); ``scaleeval_compact_initial`` /
+        ``scaleeval_compact_discussion`` ask for the verdict first, so it survives a
+        short ``max_tokens`` (small local models). Part of the run's configuration
+        when not the defaults.
 
     Raises
     ------
     ValueError
-        If fewer than two agents are given, or an option is out of range.
+        If fewer than two agents are given, an option is out of range, or a template is
+        unknown or of the wrong kind.
     """
 
     kind = "debate"
@@ -206,7 +216,8 @@ class DebateJob(PairedJob):
     def __init__(self, study: str, agents: Sequence, *, criteria: Sequence[str] = ("helpfulness",),
                  max_rounds: int = 3, name: str = "scaleeval", contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
-                 budget: int | None = None, seed: int = 0, temperature: float = 0.0, max_tokens: int = 256) -> None:
+                 budget: int | None = None, seed: int = 0, temperature: float = 0.0, max_tokens: int = 256,
+                 initial_template: str = DEBATE_TEMPLATES[0], discussion_template: str = DEBATE_TEMPLATES[1]) -> None:
         agents = as_judges(agents, what="agents")
         if len(agents) < 2:
             raise ValueError(f"a debate needs at least 2 agents, got {len(agents)}")
@@ -221,6 +232,7 @@ class DebateJob(PairedJob):
             raise ValueError(f"criteria {unknown} have no rubric; choose from {known}")
         if not name or ":" in name:
             raise ValueError(f"name must be non-empty without ':', got {name!r}")
+        self.templates = _judging.debate_templates(initial_template, discussion_template)
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
                          comparisons=comparisons, budget=budget, seed=seed)
         self.agents: list[Judge] = agents
@@ -236,9 +248,12 @@ class DebateJob(PairedJob):
         return f"debate:{self.name}"
 
     def config(self) -> dict:
-        return {"agents": [a.describe() for a in self.agents], "criteria": self.criteria,
-                "max_rounds": self.max_rounds, "name": self.name, **self._pair_config(),
-                "temperature": self.temperature, "max_output": self.max_tokens}
+        out = {"agents": [a.describe() for a in self.agents], "criteria": self.criteria,
+               "max_rounds": self.max_rounds, "name": self.name, **self._pair_config(),
+               "temperature": self.temperature, "max_output": self.max_tokens}
+        if self.templates != DEBATE_TEMPLATES:  # only when set: default runs keep the ids they had
+            out["initial_template"], out["discussion_template"] = self.templates
+        return out
 
     def backends(self) -> list:
         return [a.backend for a in self.agents]
@@ -258,7 +273,8 @@ class DebateJob(PairedJob):
         register_judges(store, self.study, self.agents, self.models, settings={"role": "debate agent"})
         store.add_judges(self.study, [{"name": self.consensus_judge, "kind": "debate",
                                        "settings": {"agents": [a.label for a in self.agents],
-                                                    "max_rounds": self.max_rounds}}])
+                                                    "max_rounds": self.max_rounds,
+                                                    "templates": list(self.templates)}}])
 
     def layout(self, item: str) -> tuple[str, str, str, str, list[Judge]]:
         """(question, submission 1 model, submission 2 model, criterion, agents in speaking order) of an item.
@@ -284,7 +300,8 @@ class DebateJob(PairedJob):
                 temp = self.temperature if agent.temperature is None else agent.temperature
                 request = _judging.debate_request(q, s1, s2, criterion=criterion, speaker=k + 1, round=rnd,
                                                   own=filler if rnd else None, others=others if rnd else (),
-                                                  temperature=temp, max_tokens=self.max_tokens)
+                                                  temperature=temp, max_tokens=self.max_tokens,
+                                                  templates=self.templates, seed=agent.seed)
                 calls.append(PlannedCall(agent.backend, request, optional=rnd > 0,
                                          typical_output_tokens=_TYPICAL_TURN))
         return calls
@@ -294,7 +311,7 @@ class DebateJob(PairedJob):
         result = await engines.run_debate(
             ctx.complete, self._texts[question], self._answers[(question, first)], self._answers[(question, second)],
             agents=order, criterion=criterion, max_rounds=self.max_rounds, temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            max_tokens=self.max_tokens, initial_template=self.templates[0], discussion_template=self.templates[1],
         )
         rows = []
         last_text: dict[str, str] = {}
@@ -302,12 +319,12 @@ class DebateJob(PairedJob):
             last_text[turn.speaker] = turn.text
             if turn.round == 0:
                 rows.append(judgment_row(question, first, second, turn.speaker,
-                                         _verdict(turn.verdict, turn.text, "scaleeval_initial"), criterion=criterion))
+                                         _verdict(turn.verdict, turn.text, self.templates[0]), criterion=criterion))
         if result.n_rounds > 0:
             for agent in order:
                 rows.append(judgment_row(question, first, second, agent.label,
                                          _verdict(result.final[agent.label], last_text[agent.label],
-                                                  "scaleeval_discussion"),
+                                                  self.templates[1]),
                                          criterion=criterion, round=result.n_rounds))
         if result.status == "agreed":
             rows.append(judgment_row(question, first, second, self.consensus_judge,
@@ -319,7 +336,8 @@ class DebateJob(PairedJob):
             "model_b": second, "criterion": criterion, "scenario": self._categories.get(question, ""),
             "status": result.status, "consensus": result.consensus, "n_rounds": result.n_rounds,
             "metadata": {"speakers": list(result.speakers), "max_rounds": self.max_rounds, "name": self.name,
-                         "run_id": ctx.run_id, "initial": result.initial, "final": result.final},
+                         "templates": list(self.templates), "run_id": ctx.run_id, "initial": result.initial,
+                         "final": result.final},
         }
         return ItemOutcome(status="invalid" if unreadable else "done",
                            detail=f"{unreadable} unreadable verdict(s)" if unreadable else None,

@@ -1,7 +1,7 @@
 """Rebuild a job from a stored run, to resume it (e.g. a run the dashboard lists as interrupted).
 
 A run's configuration (``Store.run(run_id)["config"]["job"]``) names every judge by
-backend, model, base URL, judge name and temperature, and every option of the job, so
+backend, model, base URL, judge name, temperature and seed, and every option of the job, so
 the job can be rebuilt exactly; credentials come from the environment as usual.
 """
 
@@ -29,7 +29,8 @@ def _judge(entry: dict, *, timeout: float | None) -> Judge:
     if entry.get("base_url") and entry["backend"] in ("openai", "anthropic"):
         backend.base_url = entry["base_url"]
     name = entry.get("name")
-    return Judge(backend, name=None if name == backend.name else name, temperature=entry.get("temperature"))
+    return Judge(backend, name=None if name == backend.name else name, temperature=entry.get("temperature"),
+                 seed=entry.get("seed"))
 
 
 def job_from_config(kind: str, study: str, config: dict, *, timeout: float | None = None) -> Job:
@@ -60,7 +61,8 @@ def job_from_config(kind: str, study: str, config: dict, *, timeout: float | Non
     if kind == "debate":
         return DebateJob(study, [_judge(a, timeout=timeout) for a in config["agents"]], criteria=config["criteria"],
                          max_rounds=config["max_rounds"], name=config["name"], **pairs,
-                         temperature=config["temperature"], max_tokens=config["max_output"])
+                         temperature=config["temperature"], max_tokens=config["max_output"],
+                         **{k: config[k] for k in ("initial_template", "discussion_template") if k in config})
     raise ValueError(f"kind must be one of ('answers', 'review', 'discussion', 'debate'), got {kind!r}")
 
 

@@ -211,7 +211,8 @@ class ReviewJob(PairedJob):
     Raises
     ------
     ValueError
-        On an unknown option value or an inconsistent budget (the values are quoted).
+        On an unknown option value or an inconsistent budget (the values are quoted), or
+        a reviewer with a ``seed`` (reviews do not take per-judge seeds).
     """
 
     kind = "review"
@@ -233,6 +234,10 @@ class ReviewJob(PairedJob):
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
                          comparisons=comparisons, budget=budget, seed=seed)
         self.reviewers: list[Judge] = as_judges(reviewers, what="reviewers")
+        seeded = [r.label for r in self.reviewers if r.seed is not None]
+        if seeded:  # samples are seeded by their index; a fixed seed would make all K identical
+            raise ValueError(f"reviewers {seeded} have a seed; a review does not take per-judge seeds "
+                             "(K samples are seeded by their sample index)")
         for reviewer in self.reviewers:  # a method the backend cannot do fails now, not mid-run
             judging.resolve_method(method, reviewer.backend.capabilities, k=samples)
         self.method = method

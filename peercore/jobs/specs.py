@@ -8,10 +8,12 @@ Examples::
     compatible:llama3@http://127.0.0.1:8080/v1
     cold=local:qwen2.5-coder-1.5b?temperature=0
     warm=local:qwen2.5-coder-1.5b?temperature=0.7
+    warm2=local:qwen2.5-coder-1.5b?temperature=0.7&seed=2
 
 ``NAME=`` gives the judge its own name (needed when one model plays several roles,
 e.g. three debate agents); ``temperature`` sets that judge's sampling temperature;
-``timeout`` (seconds) is passed to the backend.
+``seed`` (an integer) its sampling seed (two judges of one model at one temperature
+need distinct seeds); ``timeout`` (seconds) is passed to the backend.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from peercore.jobs.base import Judge
 from peercore.reviewers.base import Backend
 
 __all__ = ["make_backend", "parse_judge_spec"]
-_OPTIONS = ("temperature", "timeout")
+_OPTIONS = ("temperature", "seed", "timeout")
 
 
 def make_backend(spec: str, *, timeout: float | None = None) -> Backend:
@@ -46,12 +48,13 @@ def make_backend(spec: str, *, timeout: float | None = None) -> Backend:
 
 
 def parse_judge_spec(text: str, *, timeout: float | None = None) -> Judge:
-    """A :class:`~peercore.jobs.base.Judge` from ``[NAME=]backend:model[?temperature=T&timeout=S]``.
+    """A :class:`~peercore.jobs.base.Judge` from ``[NAME=]backend:model[?temperature=T&seed=N&timeout=S]``.
 
     Raises
     ------
     ValueError
-        If an option is unknown or not a number (the option and value are quoted).
+        If an option is unknown or not a number, or ``seed`` is not an integer (the
+        option and value are quoted).
     """
     spec, _, query = text.partition("?")
     name = None
@@ -65,8 +68,9 @@ def parse_judge_spec(text: str, *, timeout: float | None = None) -> Judge:
     values = {}
     for key, value in options.items():
         try:
-            values[key] = float(value)
+            values[key] = int(value) if key == "seed" else float(value)
         except ValueError:
-            raise ValueError(f"option {key} in judge spec {text!r} must be a number, got {value!r}") from None
+            kind = "an integer" if key == "seed" else "a number"
+            raise ValueError(f"option {key} in judge spec {text!r} must be {kind}, got {value!r}") from None
     backend = make_backend(spec.strip(), timeout=values.get("timeout", timeout))
-    return Judge(backend, name=name, temperature=values.get("temperature"))
+    return Judge(backend, name=name, temperature=values.get("temperature"), seed=values.get("seed"))

@@ -19,6 +19,10 @@ Shipped templates
 ``scaleeval_initial``, ``scaleeval_discussion``
     ScaleEval (Chern et al. 2024) judge-agent prompts with a 1-5 rubric; last line 1, 2
     or 0 (tie).
+``scaleeval_compact_initial``, ``scaleeval_compact_discussion``
+    The same ScaleEval protocol for small local models with a short reply budget: the
+    reply starts with ``Verdict: 1|2|0`` on its own line, then one or two sentences of
+    reasons, so the verdict survives ``max_tokens``.
 """
 
 from __future__ import annotations

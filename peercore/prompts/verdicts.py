@@ -1,4 +1,5 @@
-"""Reading a judge's verdict from its reply: the last verdict line, never a guess.
+"""Reading a judge's verdict from its reply: the last verdict line (or a leading
+``Verdict: N``), never a guess.
 
 Three schemes, one per template family, map a reply to the canonical ``winner`` values
 (DESIGN.md: ``model_a`` = the answer shown first):
@@ -17,10 +18,11 @@ In every scheme a named reference also counts (``Answer 1``, ``Assistant 2``,
 
 How a reply is read
 -------------------
-The parser looks at the last :data:`MAX_LINES` non-empty lines, bottom up, after
-removing markdown (``**``, ``__``, backticks, ``#`` headings, ``>`` quotes, list bullets)
-and surrounding quotes. The first line that is a *verdict line* decides. A verdict line
-is one of, in this order of precedence:
+Unless the reply opens with its verdict (*Verdict first*, below), the parser looks at
+the last :data:`MAX_LINES` non-empty lines, bottom up, after removing markdown (``**``,
+``__``, backticks, ``#`` headings, ``>`` quotes, list bullets) and surrounding quotes.
+The first line that is a *verdict line* decides. A verdict line is one of, in this order
+of precedence:
 
 1. a bracketed verdict anywhere in it: ``[[A]]``, ``[[2]]``, ``[[tie]]`` (MT-Bench);
 2. a bare verdict: ``1``, ``"2".``, ``Answer 1``, ``**Assistant 2**``, ``(a)``, ``Tie``;
@@ -37,6 +39,20 @@ skipped (``**Answer 1:**``). If the deciding line is unclear -- two different la
 is not a label of the scheme (``5``), a keyword with no readable label (``Final answer:
 42``) -- the result is invalid with ``verdict=None``: nothing is guessed, and the raw
 text is kept for audit.
+
+Verdict first
+-------------
+Templates for small models with a short reply budget (``scaleeval_compact_*``) ask for
+the verdict *first*, ``Verdict: 1`` on its own line, then a reason that may be cut off
+by ``max_tokens``. So before the bottom-up reading: when the first non-empty line is
+exactly ``Verdict: <label>`` with a bare label of the scheme (``Verdict: 2``,
+``**Verdict:** 0``, ``Verdict: 1.``; not ``Verdict: Answer 1`` or ``Verdict: 1 because
+...``), that line decides, and the reasons below it are not read as verdicts (``Reason:
+Submission 2 is not as clear`` does not spoil it; neither does a rubric score such as
+``Score: 4``). If a later line restates a verdict -- a bracketed verdict ``[[2]]``, a
+bare label ``2`` / ``Submission 2``, or a ``(Final) verdict ...`` line -- that is unclear
+or names a different verdict, the reply contradicts itself and is invalid: it is not
+known which layout the model followed.
 """
 
 from __future__ import annotations
@@ -87,6 +103,8 @@ _BRACKET = re.compile(r"\[\[\s*([^\[\]]{1,24}?)\s*\]\]")
 _MARKUP = re.compile(r"(\*\*|__|`+|~~)")
 _LEAD = re.compile(r"^(?:[#>]+\s*|[-*+\u2022]\s+)+")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
+_VERDICT_FIRST = re.compile(r"verdict\s*:\s*[\(\[]?\s*([0-9a-z])\s*[\)\]]?")
+_VERDICT_WORD = re.compile(r"^(?:(?:final|my|the|overall|our|clear)\s+)*verdict\b")
 
 
 @dataclass(frozen=True)
@@ -109,7 +127,9 @@ class ParsedVerdict:
 
 
 def parse_verdict(text: str | None, *, scheme: str = "prd") -> ParsedVerdict:
-    """Read the verdict from the last verdict line of ``text`` (see the module docstring).
+    """Read the verdict from the last verdict line of ``text``, or from a first line ``Verdict: N``.
+
+    See the module docstring for the rules.
 
     Parameters
     ----------
@@ -130,6 +150,9 @@ def parse_verdict(text: str | None, *, scheme: str = "prd") -> ParsedVerdict:
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     raw = "" if text is None else str(text)
+    first = _verdict_first(raw, scheme)
+    if first is not None:
+        return first
     seen = 0
     for original in reversed(raw.splitlines()):
         if not original.strip():
@@ -143,6 +166,28 @@ def parse_verdict(text: str | None, *, scheme: str = "prd") -> ParsedVerdict:
         if status == "ambiguous":
             return ParsedVerdict(None, False, raw, original)
     return ParsedVerdict(None, False, raw, None)
+
+
+def _verdict_first(raw: str, scheme: str) -> ParsedVerdict | None:
+    """The verdict-first layout (module docstring), or None when the first line is not ``Verdict: <label>``."""
+    lines = [line for line in raw.splitlines() if line.strip()]
+    if not lines:
+        return None
+    match = _VERDICT_FIRST.fullmatch(_normalise(lines[0]))
+    if not match or match.group(1) not in _TOKENS[scheme]:
+        return None
+    verdict = _TOKENS[scheme][match.group(1)]
+    for line in lines[1:]:
+        if _restates_verdict(line, scheme) and _classify(line, scheme) != ("verdict", verdict):
+            return ParsedVerdict(None, False, raw, line)
+    return ParsedVerdict(verdict, True, raw, lines[0])
+
+
+def _restates_verdict(line: str, scheme: str) -> bool:
+    """A verdict statement: a bracketed verdict, a bare label, or a ``(Final) verdict ...`` line."""
+    s = _normalise(line)
+    return bool(_BRACKET.search(s) or _token_verdict(s.strip("()[]{} "), scheme) is not None
+                or _VERDICT_WORD.match(s))
 
 
 def _normalise(line: str) -> str:

@@ -134,10 +134,19 @@ def _judge(reviewer: dict, *, with_key: bool):
     if key:
         settings["api_key"] = key
     backend = make_backend(spec(reviewer), **settings)
-    return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"))
+    return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"),
+                 seed=reviewer.get("seed"))
 
 
 # ------------------------------------------------------------------------------ jobs
+
+DEFAULT_DEBATE_LAYOUT = "ScaleEval (verdict last)"
+#: The debate prompt layouts the launch form offers: name -> DebateJob template options.
+DEBATE_LAYOUTS = {
+    DEFAULT_DEBATE_LAYOUT: {"initial_template": "scaleeval_initial", "discussion_template": "scaleeval_discussion"},
+    "Compact (verdict first, small models)": {"initial_template": "scaleeval_compact_initial",
+                                              "discussion_template": "scaleeval_compact_discussion"},
+}
 
 
 def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, with_keys: bool = False):
@@ -167,7 +176,8 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
                              **pairs)
     if kind == "debate":
         return DebateJob(study, judges, criteria=options.get("criteria") or ["helpfulness"],
-                         max_rounds=int(options.get("max_rounds", 3)), name=options.get("panel") or "scaleeval", **pairs)
+                         max_rounds=int(options.get("max_rounds", 3)), name=options.get("panel") or "scaleeval", **pairs,
+                         **DEBATE_LAYOUTS[options.get("layout") or DEFAULT_DEBATE_LAYOUT])
     raise ValueError(f"unknown job kind {kind!r}; choose from {list(JOBS)}")
 
 
@@ -294,7 +304,8 @@ def job_from_run(study: str, run: dict):
     config = run["config"].get("job", run["config"])  # the runner stores {"job": job.config()}
     people = config.get("reviewers") or config.get("agents") or config.get("contestants") or []
     reviewers = [{"name": p.get("name") or "", "provider": "compatible" if p.get("backend") == "openai-compatible" else p.get("backend"),
-                  "model": p.get("model"), "base_url": p.get("base_url") or "", "temperature": p.get("temperature")}
+                  "model": p.get("model"), "base_url": p.get("base_url") or "", "temperature": p.get("temperature"),
+                  "seed": p.get("seed")}
                  for p in people]
     for reviewer in reviewers:
         if reviewer["name"] == spec(reviewer) or reviewer["name"] == f"{reviewer['provider']}:{reviewer['model']}":
@@ -305,6 +316,10 @@ def job_from_run(study: str, run: dict):
     options["strategy"] = options["strategy"] or "all"
     options["seed"] = options["seed"] or 0
     options["panel"] = config.get("name")
+    templates = (config.get("initial_template"), config.get("discussion_template"))
+    options["layout"] = next((name for name, chosen in DEBATE_LAYOUTS.items()
+                              if (chosen["initial_template"], chosen["discussion_template"]) == templates),
+                             DEFAULT_DEBATE_LAYOUT)
     job = build_job(study, run["kind"], reviewers, options, with_keys=True)
     if job.run_id() != run["id"]:
         raise ValueError("this run's settings can no longer be rebuilt exactly; launch the job again instead")

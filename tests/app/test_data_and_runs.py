@@ -153,6 +153,16 @@ def test_the_sample_debates_can_be_adjudicated(db_file):
 # ----------------------------------------------------------------------- reviewers & runs
 
 
+def rerun_until(at, text: str, *, where: tuple[str, ...] = ("success",), seconds: float = 15.0) -> None:
+    """Rerun the page (as its 1 s live fragment would) until a ``where`` element shows ``text``, or time runs out."""
+    deadline = time.monotonic() + seconds
+    while not any(text in element.value for kind in where for element in getattr(at, kind)):
+        if time.monotonic() > deadline:
+            return  # the caller's assertion reports what the page shows instead
+        time.sleep(0.25)
+        at.run()
+
+
 def add_reviewer(at, url: str, name: str = "fake") -> None:
     at.selectbox(key="rv_provider").set_value("compatible")
     at.text_input(key="rv_model").input("fake-judge")
@@ -182,11 +192,7 @@ def test_estimate_then_launch_a_review_with_live_progress(synthetic):
         metrics = {m.label: m.value for m in at.metric}
         assert metrics["Items to do"] == "9 of 9" and metrics["Paid calls"] == "9"
         at.button(key="rv_launch").click().run()
-        for _ in range(60):
-            if any("Run finished" in s.value for s in at.success):
-                break
-            time.sleep(0.25)
-            at.run()
+        rerun_until(at, "Run finished")
         assert any("Run finished: 9 of 9" in s.value for s in at.success), texts(at.warning) + texts(at.error)
         assert "9/9 finished" in texts(at.code)
         judgments = Store(synthetic["db"]).judgments("synthetic", judges=["fake"])
@@ -203,22 +209,14 @@ def test_cancel_and_resume_an_interrupted_run(synthetic):
         at.multiselect(key="rv_contestants").set_value(["alpha", "bravo"]).run()
         at.button(key="rv_launch").click().run()   # 18 ordered-pair reviews, 0.3 s each
         at.button(key="rv_cancel").click().run()
-        for _ in range(60):
-            if any("cancelled" in w.value for w in [*at.warning, *at.success]):
-                break
-            time.sleep(0.25)
-            at.run()
+        rerun_until(at, "cancelled", where=("warning", "success"))
         store = Store(synthetic["db"])
         stopped = store.runs("synthetic").query("status == 'cancelled'")
         assert len(stopped) == 1 and stopped["n_done"].iloc[0] < stopped["n_items"].iloc[0]
         at.button(key="rv_clear").click().run()
         assert at.selectbox(key="rv_resume_pick").value == stopped["id"].iloc[0]
         at.button(key="rv_resume").click().run()
-        for _ in range(120):
-            if any("Run finished" in s.value for s in at.success):
-                break
-            time.sleep(0.25)
-            at.run()
+        rerun_until(at, "Run finished", seconds=30)
         assert any("Run finished: 18 of 18" in s.value for s in at.success), texts(at.error) + texts(at.warning)
         run = store.run(stopped["id"].iloc[0])
         assert run["status"] == "finished" and run["n_done"] == 18
@@ -244,6 +242,38 @@ def test_a_debate_needs_two_agents(synthetic):
         add_reviewer(at, server.openai_base_url, name="fake-2")
         assert problems(at) == []
         assert any(m.label == "Paid calls" for m in at.metric)
+
+
+def test_a_compact_debate_is_launched_from_the_page_and_resumes_with_its_templates(synthetic):
+    def verdict_first(body, api):  # follows the compact layout: verdict on the first line
+        return "Verdict: 1\nReason: Submission 1 answers the question."
+
+    with FakeLLMServer(reply=verdict_first) as server:
+        at = open_page(app_test(), "reviewers")
+        add_reviewer(at, server.openai_base_url)
+        add_reviewer(at, server.openai_base_url, name="fake-2")
+        at.segmented_control(key="rv_kind").set_value("debate").run()
+        at.multiselect(key="rv_contestants").set_value(["alpha", "bravo"]).run()
+        at.radio(key="rv_layout").set_value("Compact (verdict first, small models)").run()
+        assert problems(at) == []
+        at.button(key="rv_launch").click().run()
+        rerun_until(at, "Run finished", seconds=20)
+        assert any("Run finished" in s.value for s in at.success), texts(at.error) + texts(at.warning)
+        prompts = [m["content"] for r in server.request_log for m in r["body"]["messages"] if m["role"] == "user"]
+        assert prompts and all("Verdict: 1 if Submission 1 is better" in p for p in prompts)
+    store = Store(synthetic["db"])
+    run = store.runs("synthetic").query("kind == 'debate'").iloc[0]
+    config = store.run(run["id"])["config"]["job"]
+    assert (config["initial_template"], config["discussion_template"]) == ("scaleeval_compact_initial",
+                                                                          "scaleeval_compact_discussion")
+    debates = store.debates("synthetic", kind="debate")
+    mine = debates[debates["metadata"].map(lambda m: m.get("run_id")) == run["id"]]
+    assert len(mine) > 0 and set(mine["status"]) == {"agreed"}  # both agents read as "1" every time
+    from peercore.ui import runs as ui_runs
+
+    job, kind = ui_runs.job_from_run("synthetic", store.run(run["id"]))  # what the Resume button rebuilds
+    assert kind == "debate" and job.run_id() == run["id"]
+    assert job.templates == ("scaleeval_compact_initial", "scaleeval_compact_discussion")
 
 
 def test_launch_without_a_key_names_the_variable_and_starts_nothing(synthetic, monkeypatch, tmp_path):

@@ -241,3 +241,73 @@ def test_discussion_outcomes_report_agreement_and_the_leader_effect():
     assert out["finally_agreed"].tolist() == [True, True, True]
     assert out.loc[1, ["altered", "held"]].tolist() == [1, 1]
     assert out.loc[2, ["altered", "held"]].tolist() == [1, 0]
+
+
+# ------------------------------------------------------- templates and seeded agents
+
+COMPACT = {"initial_template": "scaleeval_compact_initial", "discussion_template": "scaleeval_compact_discussion"}
+
+
+def verdict_first(initial: str, later: str | None = None):
+    """Agent reply in the compact layout: the verdict line first, then a reason (which names the other side)."""
+    def reply(request):
+        digit = initial if is_initial(request) else (later or initial)
+        return f"Verdict: {digit}\nReason: Submission {3 - int(digit) if digit in '12' else 1} is not as clear."
+    return reply
+
+
+def test_debate_job_runs_the_compact_templates(store):
+    make_study(store, questions=1, models=("m1", "m2"))
+    backends = {n: FakeBackend(n, reply=verdict_first(v, later="2")) for n, v in (("a", "2"), ("b", "1"))}
+    job = DebateJob("demo", [Judge(b, name=n) for n, b in backends.items()], max_rounds=3, name="panel", **COMPACT)
+    result = run_job_sync(job, store, retry=FAST)
+    assert result.status == "finished" and result.done == 1
+    first, second = backends["b"].requests
+    assert "Reply with exactly two lines:\nVerdict: 1 if Submission 1 is better" in first.messages[-1]["content"]
+    assert "This is discussion round 1." in second.messages[-1]["content"]
+    assert "[Your previous evaluation]\nVerdict: 1\nReason:" in second.messages[-1]["content"]
+    debate = store.debates("demo", kind="debate").iloc[0]
+    assert (debate["status"], debate["consensus"], debate["n_rounds"]) == ("agreed", "model_b", 1)
+    assert debate["metadata"]["templates"] == ["scaleeval_compact_initial", "scaleeval_compact_discussion"]
+    turns = store.debate_turns([debate["id"]])
+    assert turns["verdict"].notna().all() and len(turns) == 4
+    judgments = store.judgments("demo")
+    b_initial = judgments[(judgments["judge"] == "b") & judgments["round"].isna()].iloc[0]
+    assert b_initial["winner"] == "model_a" and b_initial["rationale"] == "Reason: Submission 2 is not as clear."
+    assert judgments.loc[judgments["judge"] == "debate:panel", "winner"].tolist() == ["model_b"]
+
+
+def test_debate_templates_are_part_of_the_config_and_the_run_id(study):
+    agents = [agent("a", "1"), agent("b", "1")]
+    default = DebateJob(study, agents)
+    assert default.templates == ("scaleeval_initial", "scaleeval_discussion")
+    assert "initial_template" not in default.config()  # unchanged config: earlier default runs keep their ids
+    compact = DebateJob(study, agents, **COMPACT)
+    assert compact.config()["initial_template"] == "scaleeval_compact_initial"
+    assert compact.config()["discussion_template"] == "scaleeval_compact_discussion"
+    assert compact.run_id() != default.run_id()
+    assert compact.run_id() == DebateJob(study, agents, **COMPACT).run_id()
+
+
+def test_debate_templates_are_checked(study):
+    agents = [agent("a", "1"), agent("b", "1")]
+    with pytest.raises(ValueError, match=r"initial_template must be a template of kind 'debate_initial'.*'prd_review'"):
+        DebateJob(study, agents, initial_template="prd_review")
+    with pytest.raises(ValueError, match=r"discussion_template must be .*'debate_discussion'.*'scaleeval_compact_initial'"):
+        DebateJob(study, agents, discussion_template="scaleeval_compact_initial")
+    with pytest.raises(ValueError, match=r"initial_template: .*'nope'"):
+        DebateJob(study, agents, initial_template="nope")
+
+
+def test_two_agents_of_one_model_at_one_temperature_sample_with_their_own_seeds(store):
+    make_study(store, questions=1, models=("m1", "m2"))
+    shared = FakeBackend("qwen", reply=lambda request: f"Verdict: {1 + (request.seed or 0) % 2}\nReason: seed {request.seed}")
+    agents = [Judge(shared, name="warm-a", temperature=0.7, seed=1), Judge(shared, name="warm-b", temperature=0.7, seed=2)]
+    run_job_sync(DebateJob("demo", agents, max_rounds=1, **COMPACT), store, retry=FAST)
+    assert sorted(r.seed for r in shared.requests) == [1, 2]  # two calls: no shared cached reply
+    turns = store.debate_turns(store.debates("demo")["id"]).set_index("speaker")
+    assert turns.loc["warm-a", "verdict"] == "model_b" and turns.loc["warm-b", "verdict"] == "model_a"
+    assert [a["seed"] for a in DebateJob("demo", agents).config()["agents"]] == [1, 2]
+    assert "seed" not in Judge(shared).describe()  # unseeded judges keep the config they had
+    with pytest.raises(ValueError, match="seed must be an integer or None, got 1.5"):
+        Judge(shared, seed=1.5)

@@ -114,6 +114,9 @@ def test_judge_specs_give_names_and_temperatures():
     assert plain.label == "anthropic:claude-3-5-haiku-20241022" and plain.temperature is None
     url = parse_judge_spec("compatible:llama3@http://127.0.0.1:9/v1")
     assert url.backend.model == "llama3" and url.backend.base_url == "http://127.0.0.1:9/v1"
+    seeded = parse_judge_spec("warm2=local:qwen2.5-coder-1.5b?temperature=0.7&seed=20242")
+    assert (seeded.label, seeded.temperature, seeded.seed) == ("warm2", 0.7, 20242)
+    assert plain.seed is None
 
 
 @pytest.mark.parametrize("spec,match", [
@@ -121,6 +124,7 @@ def test_judge_specs_give_names_and_temperatures():
     ("mystery:model", "'mystery'"),
     ("openai:gpt-4o?temp=1", r"unknown option\(s\) \['temp'\]"),
     ("openai:gpt-4o?temperature=hot", "must be a number, got 'hot'"),
+    ("openai:gpt-4o?seed=1.5", "option seed .* must be an integer, got '1.5'"),
 ])
 def test_bad_judge_specs_are_named(spec, match):
     with pytest.raises(ValueError, match=match):
@@ -159,6 +163,30 @@ def test_dry_run_json(db, capsys):
                  "b=anthropic:claude-3-5-haiku", "--dry-run", "--json", "--max-rounds", "2"])
     payload = json.loads(capsys.readouterr().out)
     assert code == 0 and payload["kind"] == "debate" and payload["calls_high"] == 2 * payload["calls_low"]
+
+
+def test_debate_command_takes_the_templates(db, capsys):
+    import json
+
+    from peercore.store import Store
+
+    agents = ["a=openai:gpt-4o", "b=openai:gpt-4o?temperature=0.7&seed=1", "c=openai:gpt-4o?temperature=0.7&seed=2"]
+    args = ["debate", "--study", "demo", "--db", db, "--dry-run", "--json", "--max-rounds", "3", "--max-tokens", "80",
+            "--initial-template", "scaleeval_compact_initial", "--discussion-template", "scaleeval_compact_discussion"]
+    for spec in agents:
+        args += ["--agent", spec]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    job = DebateJob("demo", [parse_judge_spec(a) for a in agents], max_rounds=3, max_tokens=80,
+                    initial_template="scaleeval_compact_initial", discussion_template="scaleeval_compact_discussion")
+    assert payload["run_id"] == job.run_id()
+    assert payload["run_id"] != DebateJob("demo", [parse_judge_spec(a) for a in agents], max_rounds=3,
+                                          max_tokens=80).run_id()
+    assert len(Store(db).runs("demo")) == 0
+    code = main(["debate", "--study", "demo", "--db", db, "--dry-run", "--agent", "a=openai:gpt-4o", "--agent",
+                 "b=openai:gpt-4o", "--initial-template", "prd_review"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "kind 'debate_initial'" in err
 
 
 def test_cli_errors_exit_2_with_one_line(db, capsys):
@@ -204,6 +232,9 @@ def test_timeout_goes_only_to_backends_that_take_one():
     lambda s, j: ReviewJob(s, j, strategy="symmetric", comparisons=2, seed=4, method="samples", samples=3),
     lambda s, j: __import__("peercore.jobs.discussion", fromlist=["x"]).DiscussionJob(s, j[:2], turns=1),
     lambda s, j: DebateJob(s, j, criteria=["reasoning"], max_rounds=2, name="panel"),
+    lambda s, j: DebateJob(s, [*j, parse_judge_spec("cold=openai:gpt-4o-mini?temperature=0.7&seed=5")],
+                           initial_template="scaleeval_compact_initial",
+                           discussion_template="scaleeval_compact_discussion"),
 ])
 def test_a_stored_run_rebuilds_the_same_job(store, study, make):
     from peercore.jobs.resume import resume_job

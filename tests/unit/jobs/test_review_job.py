@@ -249,3 +249,18 @@ def test_review_with_named_judges_of_one_backend(store, study):
     run(ReviewJob(study, judges, method="samples", samples=2, questions=["q0"], contestants=["m1", "m2"]), store)
     assert sorted({r.temperature for r in backend.requests}) == [0.3, 0.9]
     assert set(store.judgments(study)["judge"]) == {"cool", "warm"}
+
+
+def test_a_review_refuses_per_judge_seeds(study):
+    # K samples are seeded by their sample index; one fixed seed would make them identical
+    with pytest.raises(ValueError, match=r"reviewers \['warm'\] have a seed"):
+        ReviewJob(study, [Judge(FakeBackend(), name="warm", temperature=1.0, seed=3)], method="samples", samples=3)
+
+
+def test_an_answer_request_carries_the_contestants_seed(store):
+    make_study(store, questions=1, models=("m1",))
+    backend = FakeBackend(reply=lambda request: f"answer with seed {request.seed}")
+    contestants = [Judge(backend, name="c1", temperature=0.7, seed=1), Judge(backend, name="c2", temperature=0.7, seed=2)]
+    run(AnswerJob("demo", contestants), store)
+    answers = store.answers("demo").set_index("model")["answer"]
+    assert (answers["c1"], answers["c2"]) == ("answer with seed 1", "answer with seed 2")

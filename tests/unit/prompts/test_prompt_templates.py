@@ -19,7 +19,8 @@ from peercore.prompts import (
 )
 
 EXPECTED = {"prd_review", "prd_review_coding", "prd_review_math", "prd_discussion", "liusie_classifier",
-            "liusie_classifier_numeric", "liusie_generative", "scaleeval_initial", "scaleeval_discussion"}
+            "liusie_classifier_numeric", "liusie_generative", "scaleeval_initial", "scaleeval_discussion",
+            "scaleeval_compact_initial", "scaleeval_compact_discussion"}
 
 
 def test_the_shipped_templates():
@@ -92,6 +93,8 @@ def test_classifier_templates_have_prefills_and_labels():
     ("liusie_generative", "A is right.\nVerdict: Response A", "model_a"),
     ("scaleeval_initial", "Submission 2 is off topic.\n1", "model_a"),
     ("scaleeval_discussion", "I keep my view.\n0", "tie"),
+    ("scaleeval_compact_initial", "Verdict: 2\nReason: Submission 1 is not better, it is wrong.", "model_b"),
+    ("scaleeval_compact_discussion", "Verdict: 0\nReason: I keep my view: both are equally go", "tie"),
     ("prd_review", "Assistant 2 is wrong.\n1", "model_a"),
 ])
 def test_each_template_scheme_reads_replies_in_its_own_format(name, reply, expected):
@@ -132,3 +135,36 @@ def test_user_templates_from_a_mapping_are_validated():
 def test_templates_ship_as_package_data():
     folder = Path(__import__("peercore.prompts", fromlist=["x"]).__file__).parent
     assert {p.stem for p in folder.glob("*.toml")} == EXPECTED | {"scaleeval_rubrics"}
+
+
+@pytest.mark.parametrize("name", ["scaleeval_compact_initial", "scaleeval_compact_discussion"])
+def test_compact_debate_templates_ask_for_the_verdict_first(name):
+    from peercore.prompts import load_rubric
+
+    template = load_template(name)
+    full = load_template(name.replace("_compact", ""))
+    assert (template.kind, template.scheme) == (full.kind, full.scheme)  # the same ScaleEval protocol
+    assert set(template.fields) == set(full.fields)
+    rubric = load_rubric("helpfulness")
+    values = {"question": "Q?", "answer_1": "S1", "answer_2": "S2", "criterion": rubric.title, "rubric": rubric.render(),
+              "speaker": 2, "round": 1, "own_evaluation": "Verdict: 1\nReason: mine",
+              "other_evaluations": format_turns([("Speaker 1", "Verdict: 2\nReason: theirs")])}
+    system, user = (m["content"] for m in template.render(**values))
+    assert user.index("[Submission 1]\nS1") < user.index("[Submission 2]\nS2") < user.index("[Criterion: Helpfulness]")
+    assert "5: Very Helpful" in user
+    assert user.endswith("Reply with exactly two lines:\n"
+                         "Verdict: 1 if Submission 1 is better, 2 if Submission 2 is better, 0 if they are equally good "
+                         "(the digit only)\n" + user.rsplit("\n", 1)[1])
+    assert user.rsplit("\n", 1)[1].startswith("Reason: one or two short sentences")
+    if template.kind == "debate_discussion":
+        assert system.startswith("You are Speaker 2,")
+        assert "[Your previous evaluation]\nVerdict: 1\nReason: mine" in user
+        assert "[Speaker 1]\nVerdict: 2\nReason: theirs" in user and "discussion round 1" in user
+    # replies in the asked layout are read, including one cut off by max_tokens mid-reason
+    for reply, expected in (("Verdict: 1\nReason: Submission 1 is correct.", "model_a"),
+                            ("Verdict: 2\nReason: Submission 2 gives the right time while Submission 1 is bet",
+                             "model_b"),
+                            ("Verdict: 0\nReason: Both say the same thing.", "tie")):
+        assert parse_verdict(reply, scheme=template.scheme).verdict == expected
+    # a rubric score in the verdict line is not a verdict (not guessed)
+    assert not parse_verdict("Verdict: 4\nReason: Submission 1 is helpful.", scheme=template.scheme).valid

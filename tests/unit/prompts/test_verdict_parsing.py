@@ -112,6 +112,60 @@ def test_line_is_reported():
     assert parsed.line == "**Verdict:** Answer 2"
 
 
+# ----------------------------------------------------------------------- verdict first
+
+
+@pytest.mark.parametrize(("text", "scheme", "expected"), [
+    ("Verdict: 1\nReason: Submission 1 is correct.", "scaleeval", A),
+    ("Verdict: 0\nReason: both are equally good.", "scaleeval", T),
+    ("**Verdict:** 2\n\nReason: the other one is vague.", "scaleeval", B),
+    ("  Verdict: 2.\nReason: ok", "scaleeval", B),
+    ("\nVerdict: [1]\nReason: ok", "scaleeval", A),
+    ("Verdict: 3\nReason: equivalent", "prd", T),
+    ("Verdict: B\nReason: clearer", "ab", B),
+    # the reasons below a leading verdict are not read as verdicts ...
+    ("Verdict: 2\nReason: Submission 1 is not better than Submission 2.", "scaleeval", B),  # negated: unclear alone
+    ("Verdict: 1\nReason: Submission 2 is better written, but Submission 1 is correct.", "scaleeval", A),
+    ("Verdict: 1\nScore: 4\nReason: fine", "scaleeval", A),  # a rubric score is not a verdict
+    # ... however many lines they take (beyond MAX_LINES), or if cut off by max_tokens
+    ("Verdict: 2\n" + "\n".join(f"Reason {i}." for i in range(MAX_LINES + 2)), "scaleeval", B),
+    ("Verdict: 2\nReason: Submission 2 gives 17:25 while Submission 1 is bet", "scaleeval", B),
+    # a later restatement that agrees is fine
+    ("Verdict: 1\nReason: it is correct.\nFinal verdict: 1", "scaleeval", A),
+])
+def test_a_first_line_verdict_decides(text, scheme, expected):
+    parsed = parse_verdict(text, scheme=scheme)
+    assert (parsed.verdict, parsed.valid) == (expected, True)
+    assert parsed.line == next(line for line in text.splitlines() if line.strip())
+
+
+@pytest.mark.parametrize(("text", "scheme", "line"), [
+    # a later verdict statement that disagrees or is unclear: the reply contradicts itself
+    ("Verdict: 1\nReason: on reflection...\nVerdict: 2", "scaleeval", "Verdict: 2"),
+    ("Verdict: 1\nReason: hmm\n2", "scaleeval", "2"),
+    ("Verdict: 1\nReason: hmm\nSubmission 2", "scaleeval", "Submission 2"),
+    ("Verdict: 2\n[[1]]", "scaleeval", "[[1]]"),
+    ("Verdict: 1\nFinal verdict: 1 or 2", "scaleeval", "Final verdict: 1 or 2"),
+    # a small model continuing as another speaker
+    ("Verdict: 1\nReason: correct.\n\n[Speaker 2]\nVerdict: 0\nReason: same", "scaleeval", "Verdict: 0"),
+])
+def test_a_first_line_verdict_contradicted_later_is_invalid(text, scheme, line):
+    parsed = parse_verdict(text, scheme=scheme)
+    assert (parsed.verdict, parsed.valid, parsed.line) == (None, False, line)
+
+
+@pytest.mark.parametrize(("text", "scheme", "expected"), [
+    # not exactly "Verdict: <label>": the usual bottom-up reading applies
+    ("Verdict: 4\nReason: helpful.", "scaleeval", None),   # a score, not a label; nothing below reads
+    ("Verdict: 3\nReason: fine.\n2", "scaleeval", B),     # 3 is not a ScaleEval label: the last line decides
+    ("Verdict: 1 because it is right\nReason: hmm\nVerdict: 2", "scaleeval", B),
+    ("Verdict: Answer 1\n...on reflection...\nVerdict: Answer 2", "prd", B),  # named labels: the last wins
+    ("Verdict: 0, they are equally good\nReason: same", "scaleeval", T),
+])
+def test_other_first_lines_fall_back_to_the_last_lines(text, scheme, expected):
+    assert parse_verdict(text, scheme=scheme).verdict == expected
+
+
 def test_unknown_scheme_is_quoted():
     with pytest.raises(ValueError, match="'mtbench'"):
         parse_verdict("1", scheme="mtbench")
