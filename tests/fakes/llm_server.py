@@ -155,6 +155,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # TCP_NODELAY, as real API servers set: headers and body are two writes, and
+    # Nagle + the client's delayed ACK would otherwise add ~40 ms to every keep-alive reply
     server: _Server
 
     def log_message(self, format, *args):  # noqa: A002 - silence stderr logging
