@@ -29,6 +29,7 @@ native build crashes on some CPUs (AMX path in ggml).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from dataclasses import dataclass
@@ -73,6 +74,11 @@ def unload_local_models() -> int:
             if close is not None:
                 close()
     return len(loaded)
+
+
+# Free the models while llama_cpp is still importable: left to Llama.__del__ at interpreter
+# teardown, the release finds llama.cpp's functions already gone and prints a TypeError.
+atexit.register(unload_local_models)
 
 
 class LocalBackend(Backend):

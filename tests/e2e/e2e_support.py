@@ -87,12 +87,8 @@ class Server:
         self._log.close()
 
 
-def copy_to_docs(path: Path) -> None:
-    """Keep the README's screenshots (docs/screenshots/) in step with the app."""
-    copy_to_docs_as(path, path.name)
-
-
 def copy_to_docs_as(path: Path, name: str) -> None:
+    """Keep the README's screenshots (docs/screenshots/) in step with the app (only the bundled sample's)."""
     target = REPO / "docs" / "screenshots"
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(path, target / name)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from e2e_support import CHROMIUM, CHROMIUM_ARGS, Server, copy_to_docs, copy_to_docs_as
+from e2e_support import CHROMIUM, CHROMIUM_ARGS, Server, copy_to_docs_as
 from peercore.store import Store
 
 PAGES = [
@@ -106,8 +106,6 @@ def test_every_page_renders_without_an_error(chromium, server, screenshots, path
         name = (path or "studies") + ".png"
         full_screenshot(page, screenshots / name)
         assert "sk-should-never-show" not in page.content()  # a key in a run config never shows
-        if path == "leaderboard":
-            copy_to_docs(screenshots / name)
     finally:
         context.close()
 
@@ -164,7 +162,6 @@ def test_adjudicate_with_the_keyboard(chromium, server, screenshots):
         sign_in(page, "keyboard-kim")
         assert queue_head(page) == 1
         full_screenshot(page, screenshots / "adjudication-item.png")
-        copy_to_docs_as(screenshots / "adjudication-item.png", "adjudication.png")
         page.get_by_role("heading", name="Adjudication", level=1).click()  # leave the text box
         page.keyboard.press("1")
         wait_for_head(page, 2)
