@@ -56,22 +56,22 @@ else:
     reveal = st.toggle("Show which model wrote each submission", key="adj_reveal")
     first, second = st.columns(2, border=True)
     with first:
-        st.markdown("**Submission 1**" + (f" — {item['model_a']}" if reveal else ""))
+        st.markdown("**Submission 1**" + (f" — {data.name_md(item['model_a'])}" if reveal else ""))
         st.write(data.answer_text(db, study, rev, item["question_id"], item["model_a"]))
     with second:
-        st.markdown("**Submission 2**" + (f" — {item['model_b']}" if reveal else ""))
+        st.markdown("**Submission 2**" + (f" — {data.name_md(item['model_b'])}" if reveal else ""))
         st.write(data.answer_text(db, study, rev, item["question_id"], item["model_b"]))
 
     st.markdown("**Where each agent ended**")
     finals = views.final_turns(data.turns(db, study, rev), debate_id)
     for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):
-        column.markdown(f"**{turn.speaker}** {data.verdict_badge(turn.verdict)}")
-        column.write(turn.rationale or "_(no reasoning recorded)_")
+        column.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
+        column.markdown(data.text_md(turn.rationale))
     with st.expander("The whole debate"):
         for round_number, round_turns in data.rounds(data.turns(db, study, rev), debate_id):
             st.markdown(f"**{data.round_title(round_number)}**")
             for turn in round_turns.itertuples(index=False):
-                st.markdown(f"- **{turn.speaker}** {data.verdict_badge(turn.verdict)} — {turn.rationale}")
+                st.markdown(f"- {data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)} — {data.text_md(turn.rationale)}")
 
     note_key = f"adj_note_{st.session_state[state.ADJ_NOTE_VERSION]}"
     st.text_input("Note (optional)", key=note_key, placeholder="why you decided so")

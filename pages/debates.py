@@ -61,14 +61,14 @@ st.markdown(" ".join(filter(None, [data.status_badge(debate["status"]), data.ver
                       f"`{debate['criterion'] or 'no criterion'}`", f"`{debate['scenario'] or 'no scenario'}`"])))
 with st.expander("The two submissions", expanded=False):
     first, second = st.columns(2)
-    first.markdown(f"**Submission 1 — {debate['model_a']}**")
+    first.markdown(f"**Submission 1** — {data.name_md(debate['model_a'])}")
     first.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_a"]))
-    second.markdown(f"**Submission 2 — {debate['model_b']}**")
+    second.markdown(f"**Submission 2** — {data.name_md(debate['model_b'])}")
     second.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_b"]))
 
 for round_number, round_turns in data.rounds(turns, debate_id):
     st.markdown(f"##### {data.round_title(round_number)}")
     for turn in round_turns.itertuples(index=False):
         with st.chat_message("assistant", avatar=":material/smart_toy:"):
-            st.markdown(f"**{turn.speaker}** {data.verdict_badge(turn.verdict)}")
-            st.write(turn.rationale or "_(no reasoning recorded)_")
+            st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
+            st.markdown(data.text_md(turn.rationale))

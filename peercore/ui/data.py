@@ -490,6 +490,16 @@ def verdict_badge(verdict, *, prefix: str | None = None) -> str:
     return badge.replace("[", f"[{prefix}: ", 1) if prefix else badge
 
 
+def name_md(name: str) -> str:
+    """A judge or model name as inline code: Markdown would link ``x.5-coder-1.5b@agent-t0.7a`` as an e-mail."""
+    return "`" + str(name).replace("`", "'") + "`"
+
+
+def text_md(text: str | None, *, empty: str = "_(no reasoning recorded)_") -> str:
+    """A model's reply for ``st.markdown``, its line breaks kept (``Verdict: 1`` / ``Reason: ...``)."""
+    return str(text).replace("\n", "  \n") if text else empty
+
+
 def status_badge(status: str) -> str:
     return _STATUS_BADGES.get(status, f":gray-badge[{status}]")
 

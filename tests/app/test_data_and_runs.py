@@ -150,6 +150,18 @@ def test_the_sample_debates_can_be_adjudicated(db_file):
     assert len(Store(db_file).adjudications("sample")) == 1
 
 
+def test_agent_names_are_code_and_replies_keep_their_lines(db_file):
+    """``qwen2.5-coder-1.5b@agent-t0.7a`` would render as an e-mail link; ``Verdict: 1`` / ``Reason:`` as one line."""
+    require_sample()
+    at = open_page(app_test(), "adjudication")
+    at.text_input(key="annotator").input("sam").run()
+    shown = [m.value for m in at.markdown]
+    agents = [s.removeprefix("- ") for s in shown if "@agent-t0" in s]  # the final columns and the transcript list
+    assert agents and all(s.startswith("`local:qwen2.5-coder-1.5b@agent-t0") for s in agents), agents
+    replies = [s for s in shown if s.startswith("Verdict:")]
+    assert replies and all("  \nReason:" in s for s in replies), replies
+
+
 # ----------------------------------------------------------------------- reviewers & runs
 
 
