@@ -88,7 +88,13 @@ class Server:
 
 
 def copy_to_docs_as(path: Path, name: str) -> None:
-    """Keep the README's screenshots (docs/screenshots/) in step with the app (only the bundled sample's)."""
+    """Refresh a README screenshot (docs/screenshots/) from the bundled sample, when asked.
+
+    Only with ``PEERBOARD_UPDATE_SCREENSHOTS=1``: a plain test run never changes a
+    tracked file.
+    """
+    if os.environ.get("PEERBOARD_UPDATE_SCREENSHOTS") != "1":
+        return
     target = REPO / "docs" / "screenshots"
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(path, target / name)
