@@ -3,18 +3,13 @@
 import streamlit as st
 
 from peercore import charts
-from peercore.ui import data, state, views
+from peercore.ui import data, state
 
 state.ensure_frame()
 st.title("Bias")
 study = data.current_study()
 db, _, rev = data.key(study)
-all_judges = data.judge_names(db, study, rev)
-if not all_judges:
-    st.info("This study has no judgments yet. Import some on **Data** or run reviewers on **Reviewers & runs**.")
-    st.stop()
-groups = views.judge_groups(all_judges)
-data.seed_judge_choice(state.BIAS_JUDGES, all_judges, groups)
+all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.BIAS_JUDGES)
 chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES)
 if not chosen:
     st.warning("Pick at least one judge.")

@@ -9,12 +9,7 @@ state.ensure_frame()
 st.title("Leaderboard")
 study = data.current_study()
 db, _, rev = data.key(study)
-all_judges = data.judge_names(db, study, rev)
-if not all_judges:
-    st.info("This study has no judgments yet. Import some on **Data** or run reviewers on **Reviewers & runs**.")
-    st.stop()
-groups = views.judge_groups(all_judges)
-data.seed_judge_choice(state.LB_JUDGES, all_judges, groups)
+all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.LB_JUDGES)
 
 # ------------------------------------------------------------------------ controls
 method_col, option_col, boot_col = st.columns([2, 3, 1])

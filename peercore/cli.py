@@ -206,14 +206,22 @@ def _fmt(value) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+def int_at_least(minimum: int):
+    """An argparse ``type``: a whole number >= ``minimum``, else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+_non_negative_int = int_at_least(0)
 
 
 def fail(message: str) -> int:

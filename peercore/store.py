@@ -986,7 +986,10 @@ class Store:
         return run_id
 
     def run(self, run_id: str) -> dict:
-        row = self.connect().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        """One run's row, its ``config`` decoded, with its study's name as ``study``."""
+        row = self.connect().execute(
+            "SELECT r.*, s.name AS study FROM runs r JOIN studies s ON s.id = r.study_id WHERE r.id = ?", (run_id,),
+        ).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id!r}")
         out = dict(row)

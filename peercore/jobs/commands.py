@@ -17,7 +17,12 @@ import json
 import sys
 import time
 
+from peercore.cli import fail, int_at_least
+
 __all__ = ["add_commands"]
+
+_positive_int = int_at_least(1)
+_non_negative_int = int_at_least(0)
 
 
 def add_commands(subparsers) -> None:
@@ -184,7 +189,6 @@ def _limits(values: list[str]) -> dict:
 
 
 def _run(job, args) -> int:
-    from peercore.cli import fail
     from peercore.jobs.estimate import estimate
     from peercore.jobs.pricing import load_prices
     from peercore.reviewers.base import MissingCredentials
@@ -264,23 +268,3 @@ class _ProgressBar:
         if self.tty and self._drawn:
             self.stream.write("\n")
             self.stream.flush()
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value

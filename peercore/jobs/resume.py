@@ -79,10 +79,5 @@ def resume_job(store: "Store", run_id: str, *, timeout: float | None = None) -> 
     run = store.run(run_id)
     if "job" not in run["config"]:
         raise ValueError(f"run {run_id!r} was not made by a peercore job (its config has no 'job')")
-    return job_from_config(run["kind"], _study_name(store, run_id), run["config"]["job"], timeout=timeout)
+    return job_from_config(run["kind"], run["study"], run["config"]["job"], timeout=timeout)
 
-
-def _study_name(store: "Store", run_id: str) -> str:
-    row = store.connect().execute(
-        "SELECT s.name FROM runs r JOIN studies s ON s.id = r.study_id WHERE r.id = ?", (run_id,)).fetchone()
-    return row[0]

@@ -46,6 +46,14 @@ class LoopClients:
             await client.close()
 
 
+def response_json(response) -> dict:
+    """The SDK response as JSON-ready data (kept as ``Completion.raw``); ``{}`` if it cannot dump."""
+    try:
+        return response.model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - non-pydantic stand-ins
+        return {}
+
+
 def retry_after_seconds(headers) -> float | None:
     """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
     if headers is None:

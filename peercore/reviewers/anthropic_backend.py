@@ -18,7 +18,7 @@ SDK retries are disabled (``max_retries=0``); the key comes from ``api_key=``,
 
 from __future__ import annotations
 
-from ._sdk import LoopClients, catchable, import_sdk, map_error
+from ._sdk import LoopClients, catchable, import_sdk, map_error, response_json
 from .base import Backend, BackendError, Capabilities, ChatRequest, Completion
 from .credentials import Secret, resolve_api_key
 
@@ -110,17 +110,13 @@ class AnthropicBackend(Backend):
         except (AttributeError, TypeError) as exc:
             raise BackendError(f"{self.name}: response has no text content ({type(exc).__name__})") from exc
         usage = getattr(response, "usage", None)
-        try:
-            raw = response.model_dump(mode="json")
-        except Exception:  # pragma: no cover
-            raw = {}
         return Completion(
             text=text,
             prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
             top_logprobs=None,
             finish_reason=getattr(response, "stop_reason", None),
-            raw=raw,
+            raw=response_json(response),
         )
 
     async def aclose(self) -> None:

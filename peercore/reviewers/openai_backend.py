@@ -11,9 +11,9 @@ the runner's job, driven by :class:`~peercore.reviewers.base.RetryableError` and
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from ._sdk import LoopClients, catchable, import_sdk, map_error
+from ._sdk import LoopClients, catchable, import_sdk, map_error, response_json
 from .base import Backend, BackendError, Capabilities, ChatRequest, Completion
 from .credentials import Secret, resolve_api_key
 
@@ -139,21 +139,12 @@ def _to_completion(response, *, provider: str) -> Completion:
         top = {}
         for candidate in content[0].top_logprobs or []:
             lp = float(candidate.logprob)
-            top[candidate.token] = lp if candidate.token not in top else _logaddexp(top[candidate.token], lp)
-    try:
-        raw = response.model_dump(mode="json")
-    except Exception:  # pragma: no cover - non-pydantic stand-ins
-        raw = {}
+            top[candidate.token] = lp if candidate.token not in top else float(np.logaddexp(top[candidate.token], lp))
     return Completion(
         text=text,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         top_logprobs=top,
         finish_reason=getattr(choice, "finish_reason", None),
-        raw=raw,
+        raw=response_json(response),
     )
-
-
-def _logaddexp(a: float, b: float) -> float:
-    hi, lo = max(a, b), min(a, b)
-    return hi + math.log1p(math.exp(lo - hi))

@@ -398,6 +398,20 @@ def save_judges(study: str, edited: pd.DataFrame) -> None:
 # --------------------------------------------------------------- Leaderboard helpers
 
 
+def judges_or_stop(db: str, study: str, rev: int, *, choice_key: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The study's judges and their groups, with the judge multiselect ``choice_key`` seeded.
+
+    A study without judgments gets a pointer to the pages that add some, and the page stops.
+    """
+    all_judges = judge_names(db, study, rev)
+    if not all_judges:
+        st.info("This study has no judgments yet. Import some on **Data** or run reviewers on **Reviewers & runs**.")
+        st.stop()
+    groups = views.judge_groups(all_judges)
+    seed_judge_choice(choice_key, all_judges, groups)
+    return all_judges, groups
+
+
 def seed_judge_choice(key_: str, all_judges: list[str], groups: dict[str, list[str]]) -> None:
     """Give a judge multiselect its default (LLM reviewers, else all) or drop judges that vanished."""
     current = st.session_state.get(key_)

@@ -1,3 +1,5 @@
+"""Fixtures of the job and runner tests: a fresh store and a small study in it."""
+
 from __future__ import annotations
 
 import pytest
