@@ -7,6 +7,7 @@ the job can be rebuilt exactly; credentials come from the environment as usual.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from peercore.jobs.base import Judge
@@ -21,11 +22,11 @@ __all__ = ["job_from_config", "resume_job"]
 _PAIRS = ("contestants", "questions", "strategy", "comparisons", "budget", "seed")
 
 
-def _judge(entry: dict, *, timeout: float | None) -> Judge:
+def _judge(entry: dict, *, timeout: float | None, api_keys: Mapping[str, str]) -> Judge:
     spec = f"{entry['backend']}:{entry['model']}"
     if entry.get("base_url") and entry["backend"] in ("openai-compatible", "compatible"):
         spec += f"@{entry['base_url']}"
-    backend = make_backend(spec, timeout=timeout)
+    backend = make_backend(spec, timeout=timeout, api_key=api_keys.get(entry["backend"]))
     if entry.get("base_url") and entry["backend"] in ("openai", "anthropic"):
         backend.base_url = entry["base_url"]
     name = entry.get("name")
@@ -33,8 +34,12 @@ def _judge(entry: dict, *, timeout: float | None) -> Judge:
                  seed=entry.get("seed"))
 
 
-def job_from_config(kind: str, study: str, config: dict, *, timeout: float | None = None) -> Job:
+def job_from_config(kind: str, study: str, config: dict, *, timeout: float | None = None,
+                    api_keys: Mapping[str, str] | None = None) -> Job:
     """The job of ``kind`` on ``study`` described by ``config`` (a run's ``config["job"]``).
+
+    ``api_keys`` maps a backend (``"openai"``, ``"anthropic"``) to the key its judges use
+    instead of the environment variable (the dashboard passes Streamlit secrets).
 
     Raises
     ------
@@ -46,20 +51,24 @@ def job_from_config(kind: str, study: str, config: dict, *, timeout: float | Non
     from peercore.jobs.review import ReviewJob
 
     pairs = {k: config.get(k) for k in _PAIRS if k in config}
+
+    def judges(entries: list[dict]) -> list[Judge]:
+        return [_judge(e, timeout=timeout, api_keys=api_keys or {}) for e in entries]
+
     if kind == "answers":
-        return AnswerJob(study, [_judge(c, timeout=timeout) for c in config["contestants"]],
+        return AnswerJob(study, judges(config["contestants"]),
                          questions=config.get("questions"), system_prompt=config.get("system_prompt"),
                          temperature=config["temperature"], max_tokens=config["max_output"])
     if kind == "review":
-        return ReviewJob(study, [_judge(r, timeout=timeout) for r in config["reviewers"]], **pairs,
+        return ReviewJob(study, judges(config["reviewers"]), **pairs,
                          method=config["method"], template=config.get("template"), criterion=config.get("criterion"),
                          samples=config["samples"], temperature=config["temperature"], max_tokens=config["max_output"])
     if kind == "discussion":
-        return DiscussionJob(study, [_judge(r, timeout=timeout) for r in config["reviewers"]], turns=config["turns"],
+        return DiscussionJob(study, judges(config["reviewers"]), turns=config["turns"],
                              both_orders=config["both_orders"], **pairs, temperature=config["temperature"],
                              max_tokens=config["max_output"])
     if kind == "debate":
-        return DebateJob(study, [_judge(a, timeout=timeout) for a in config["agents"]], criteria=config["criteria"],
+        return DebateJob(study, judges(config["agents"]), criteria=config["criteria"],
                          max_rounds=config["max_rounds"], name=config["name"], **pairs,
                          temperature=config["temperature"], max_tokens=config["max_output"],
                          **{k: config[k] for k in ("initial_template", "discussion_template") if k in config})

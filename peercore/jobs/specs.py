@@ -28,10 +28,11 @@ __all__ = ["make_backend", "parse_judge_spec"]
 _OPTIONS = ("temperature", "seed", "timeout")
 
 
-def make_backend(spec: str, *, timeout: float | None = None) -> Backend:
+def make_backend(spec: str, *, timeout: float | None = None, api_key: str | None = None) -> Backend:
     """A backend from ``backend:model`` (see :func:`peercore.reviewers.make_backend`).
 
-    ``timeout`` (seconds per HTTP request) is passed to backends that take one.
+    ``timeout`` (seconds per HTTP request) and ``api_key`` (instead of the environment
+    variable, e.g. from Streamlit secrets) are passed to backends that take them.
 
     Raises
     ------
@@ -44,7 +45,8 @@ def make_backend(spec: str, *, timeout: float | None = None) -> Backend:
 
     kind, _, _ = parse_spec(spec)
     accepts = inspect.signature(classes[kind].__init__).parameters
-    return build(spec, **({"timeout": timeout} if timeout is not None and "timeout" in accepts else {}))
+    settings = {"timeout": timeout, "api_key": api_key}
+    return build(spec, **{k: v for k, v in settings.items() if v is not None and k in accepts})
 
 
 def parse_judge_spec(text: str, *, timeout: float | None = None) -> Judge:

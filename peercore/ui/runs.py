@@ -134,8 +134,7 @@ def _judge(reviewer: dict, *, with_key: bool):
     if key:
         settings["api_key"] = key
     backend = make_backend(spec(reviewer), **settings)
-    return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"),
-                 seed=reviewer.get("seed"))
+    return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"))
 
 
 # ------------------------------------------------------------------------------ jobs
@@ -293,34 +292,20 @@ def runs_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def job_from_run(study: str, run: dict):
-    """Rebuild the job of a stored run from its configuration (to resume it).
+    """Rebuild the job of a stored run from its configuration (to resume it), keys from secrets.
 
     Raises
     ------
     ValueError
-        If the kind is unknown or the rebuilt job would not continue this very run (its
-        configuration no longer maps to the run's id).
+        If the run was not made by a peercore job, or the rebuilt job would not continue
+        this very run (its configuration no longer maps to the run's id).
     """
-    config = run["config"].get("job", run["config"])  # the runner stores {"job": job.config()}
-    people = config.get("reviewers") or config.get("agents") or config.get("contestants") or []
-    reviewers = [{"name": p.get("name") or "", "provider": "compatible" if p.get("backend") == "openai-compatible" else p.get("backend"),
-                  "model": p.get("model"), "base_url": p.get("base_url") or "", "temperature": p.get("temperature"),
-                  "seed": p.get("seed")}
-                 for p in people]
-    for reviewer in reviewers:
-        if reviewer["name"] == spec(reviewer) or reviewer["name"] == f"{reviewer['provider']}:{reviewer['model']}":
-            reviewer["name"] = ""
-    options = {k: config.get(k) for k in ("contestants", "strategy", "comparisons", "budget", "seed", "template",
-                                            "criterion", "method", "samples", "turns", "both_orders", "criteria",
-                                            "max_rounds")}
-    options["strategy"] = options["strategy"] or "all"
-    options["seed"] = options["seed"] or 0
-    options["panel"] = config.get("name")
-    templates = (config.get("initial_template"), config.get("discussion_template"))
-    options["layout"] = next((name for name, chosen in DEBATE_LAYOUTS.items()
-                              if (chosen["initial_template"], chosen["discussion_template"]) == templates),
-                             DEFAULT_DEBATE_LAYOUT)
-    job = build_job(study, run["kind"], reviewers, options, with_keys=True)
+    from peercore.jobs.resume import job_from_config
+
+    if "job" not in run["config"]:
+        raise ValueError("this run was not made by a peercore job")
+    keys = {provider: key for provider in KEY_VARS if (key := _key_for(provider))}
+    job = job_from_config(run["kind"], study, run["config"]["job"], api_keys=keys)
     if job.run_id() != run["id"]:
         raise ValueError("this run's settings can no longer be rebuilt exactly; launch the job again instead")
     return job, run["kind"]
