@@ -6,7 +6,7 @@ library can still catch bad input the usual way.
 
 from __future__ import annotations
 
-__all__ = ["PeercoreError", "JudgmentError", "ConvergenceError"]
+__all__ = ["PeercoreError", "JudgmentError", "VerdictConflict", "JudgeConflict", "ConvergenceError"]
 
 
 class PeercoreError(ValueError):
@@ -61,6 +61,57 @@ class JudgmentError(PeercoreError):
             where.append(f"column '{self.column}'")
         prefix = ", ".join(where)
         return f"{prefix}: {self.problem}" if prefix else self.problem
+
+
+class VerdictConflict(JudgmentError):
+    """A verdict's natural key is already stored with a different verdict.
+
+    The natural key is (study, question_id, model_a, model_b, judge, criterion, turn,
+    round, vote). Writing the same verdict again is harmless (it is skipped as already
+    stored); writing another verdict under the same key would silently drop one of the
+    two, so it is refused.
+
+    Attributes
+    ----------
+    key : dict
+        The key's fields (``question_id``, ``model_a``, ``model_b``, ``judge``,
+        ``criterion``, ``turn``, ``round``, ``vote``).
+    row : int
+        0-based position of the offending row in the frame that was being written.
+    stored, incoming : dict
+        The stored and the incoming verdict (``winner``, ``p_a``, ``valid``, ``rationale``).
+    """
+
+    def __init__(self, problem: str, *, key: dict, row: int, stored: dict, incoming: dict,
+                 source: str | None = None, line: int | None = None) -> None:
+        self.key = dict(key)
+        self.stored = dict(stored)
+        self.incoming = dict(incoming)
+        super().__init__(problem, source=source, line=line, row=row if line is None else None,
+                         column="winner")
+        self.row = row
+
+
+class JudgeConflict(PeercoreError):
+    """A judge name is already taken by another configuration (or another origin).
+
+    A judge is its whole configuration (backend, model, base URL, method, template and
+    its version, criterion, temperature, samples, max tokens). Raised before any call
+    when a run forces a name that a different configuration already holds, and when an
+    import would add verdicts under the name of a judge that PeerBoard's runs produced.
+
+    Attributes
+    ----------
+    name : str
+        The judge name asked for.
+    differences : dict
+        field -> (stored value, requested value), for configurations that differ.
+    """
+
+    def __init__(self, message: str, *, name: str, differences: dict | None = None) -> None:
+        self.name = name
+        self.differences = dict(differences or {})
+        super().__init__(message)
 
 
 class ConvergenceError(PeercoreError):

@@ -80,7 +80,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from peercore.errors import PeercoreError
+from peercore.errors import JudgeConflict, PeercoreError, VerdictConflict
 from peercore.judgments import COLUMNS, WINNERS, judgments_from_frame
 
 __all__ = ["Store", "WriteCounts", "StoreError", "default_db_path", "scrub_secrets", "SCHEMA_VERSION"]
@@ -1456,10 +1456,79 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
     before = tx.total_changes
     tx.executemany(sql, zip(*columns.values()))
     added = tx.total_changes - before
+    if added < n:  # some keys were there already: identical verdicts are fine, others are refused
+        _refuse_conflicts(tx, study_id, encoded, lookup)
     if added and filled:
         tx.executemany("INSERT OR IGNORE INTO verdict_columns (study_id, name) VALUES (?, ?)",
                        [(study_id, name) for name in sorted(filled)])
     return WriteCounts(added, n - added)
+
+
+_KEY_FIELDS = ("question_id", "model_a", "model_b", "judge", "criterion", "turn", "round", "vote")
+_VERDICT_FIELDS = ("winner", "p_a", "valid", "rationale", "raw")
+
+
+def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, lookup: np.ndarray) -> None:
+    """Raise :class:`VerdictConflict` for the first row whose key holds another verdict.
+
+    Runs only when an insert skipped rows (so a first import of a million new rows pays
+    nothing). The incoming rows go to a temporary table and are joined with the stored
+    ones on the natural key (the UNIQUE index); a row matches when winner, p_a (to
+    1e-12), validity, rationale and raw text are the same. A key repeated within the
+    incoming rows is compared with its first occurrence, which is the stored one.
+    """
+    n = encoded.n
+    tx.execute("CREATE TEMP TABLE IF NOT EXISTS _incoming (row INTEGER, question_id TEXT, model_a INTEGER, "
+               "model_b INTEGER, judge INTEGER, criterion INTEGER, turn INTEGER, round INTEGER, vote INTEGER, "
+               "winner INTEGER, p_a REAL, valid INTEGER, rationale TEXT, raw TEXT)")
+    tx.execute("DELETE FROM _incoming")
+    winner = [None if w < 0 else w for w in encoded.winner.tolist()]
+    p_a = [None if p != p else p for p in encoded.p_a.tolist()]
+    rationale = encoded.rationale if encoded.rationale is not None else [None] * n
+    raw = encoded.raw if encoded.raw is not None else [None] * n
+    tx.executemany(
+        "INSERT INTO _incoming VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        zip(range(n), encoded.question_id, lookup[encoded.model_a].tolist(), lookup[encoded.model_b].tolist(),
+            lookup[encoded.judge].tolist(), lookup[encoded.criterion].tolist(), encoded.turn.tolist(),
+            encoded.round.tolist(), encoded.vote.tolist(), winner, p_a, encoded.valid.tolist(), rationale, raw))
+    found = tx.execute(
+        "SELECT i.row, v.winner, v.p_a, v.valid, v.rationale, v.raw FROM _incoming i JOIN verdicts v "
+        "ON v.study_id = ? AND v.question_id = i.question_id AND v.model_a = i.model_a AND v.model_b = i.model_b "
+        "AND v.judge = i.judge AND v.criterion = i.criterion AND v.turn = i.turn AND v.round = i.round "
+        "AND v.vote = i.vote "
+        "WHERE NOT (v.winner IS i.winner AND v.valid = i.valid AND v.rationale IS i.rationale AND v.raw IS i.raw "
+        "AND (v.p_a IS i.p_a OR ABS(v.p_a - i.p_a) <= 1e-12)) ORDER BY i.row LIMIT 1", (study_id,)).fetchone()
+    tx.execute("DELETE FROM _incoming")
+    if found is None:
+        return
+    row = int(found[0])
+    names = dict(tx.execute("SELECT id, text FROM labels WHERE study_id = ?", (study_id,)).fetchall())
+    key = {"question_id": encoded.question_id[row], "model_a": names.get(int(lookup[encoded.model_a[row]])),
+           "model_b": names.get(int(lookup[encoded.model_b[row]])), "judge": names.get(int(lookup[encoded.judge[row]])),
+           "criterion": names.get(int(lookup[encoded.criterion[row]])) if lookup[encoded.criterion[row]] else None,
+           "turn": int(encoded.turn[row]) or None, "round": int(encoded.round[row]) or None,
+           "vote": int(encoded.vote[row])}
+    stored = {"winner": None if found[1] is None else VERDICTS[int(found[1])], "p_a": found[2], "valid": found[3],
+              "rationale": found[4], "raw": found[5]}
+    incoming = {"winner": None if winner[row] is None else VERDICTS[winner[row]], "p_a": p_a[row],
+                "valid": int(encoded.valid[row]), "rationale": rationale[row], "raw": raw[row]}
+    differs = [f for f in _VERDICT_FIELDS if not _same(stored[f], incoming[f])]
+    what = "; ".join(f"{f} {_brief(stored[f])} stored, {_brief(incoming[f])} in this row" for f in differs)
+    where = ", ".join(f"{f} {key[f]!r}" for f in _KEY_FIELDS if key[f] is not None)
+    raise VerdictConflict(
+        f"another verdict is already stored for ({where}): {what}; a judge's second verdict on the same key "
+        "needs its own vote index (column 'vote') or question id", key=key, row=row, stored=stored, incoming=incoming)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-12
+    return a == b
+
+
+def _brief(value) -> str:
+    text = "empty" if value is None else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # ------------------------------------------------------------- decoding judgments
