@@ -11,6 +11,11 @@ One database file holds many studies. Properties:
   the middle of a write leaves the file as it was before that write (WAL rollback).
 - **Natural keys**: writing the same judgment, answer, question or adjudication twice
   never makes two rows; writes report how many rows were added and how many skipped.
+  A *different* verdict under a stored verdict's key is refused (:class:`VerdictConflict`),
+  never dropped.
+- **Judge identities**: a run's judge is its whole configuration (:mod:`peercore.judges`,
+  :meth:`Store.resolve_judge`); another configuration of the same model gets its own
+  (variant) name, and imports never write under a run judge's name.
 - **Provenance**: every import is recorded in ``imports`` (file, format, checksum, counts,
   time) and merged into the study's ``source``.
 - **No secrets**: nothing here stores API keys; run configurations are scrubbed of
@@ -20,7 +25,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 2)
+Schema (version 3)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -28,7 +33,8 @@ table              one row per                                                 n
 studies            study                                                       name
 questions          question (text, category, reference, metadata JSON)         (study, question_id)
 answers            model's answer to a question turn                           (study, question_id, model, turn)
-judges             registered judge (kind, model alias, settings)              (study, name)
+judges             judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
+                   a run judge's configuration and its fingerprint             fingerprint is unique too
 labels             model / judge / criterion name, integer-coded per study      (study, text); id is the code
 verdicts           verdict in the canonical shape (names as label codes)       (study, question_id, model_a,
                                                                                model_b, judge, criterion, turn,
@@ -37,7 +43,7 @@ judgments (view)   the verdicts with names and winners decoded (for SQL users; i
 imports            import of a file or folder (source, format, sha256, counts)  id
 runs, run_items    review / debate run and its work items                      id; (run, item_key)
 llm_calls          paid LLM call (the cache)                                   cache_key
-debates            debate or discussion (status agreed / unresolved)           (study, debate_key)
+debates            debate or discussion (status, panel = consensus judge)      (study, debate_key)
 debate_turns       speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
 adjudications      human decision on an unresolved debate                      (debate, annotator)
 =================  ==========================================================  =============================
@@ -80,7 +86,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from peercore.errors import JudgeConflict, PeercoreError, VerdictConflict
+from peercore.errors import JudgeConflict, JudgmentError, PeercoreError, VerdictConflict
+from peercore.judges import base_name, canonical_identity, describe_differences, variant_name
+from peercore.judges import differences as judge_differences
+from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, WINNERS, judgments_from_frame
 
 __all__ = ["Store", "WriteCounts", "StoreError", "default_db_path", "scrub_secrets", "SCHEMA_VERSION"]
@@ -97,6 +106,8 @@ _SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "pass
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
 # test can kill the process while a large import is written but not committed.
 _ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
+# How long a connection waits for another writer's lock before SQLite says "locked".
+_BUSY_TIMEOUT_MS = 30_000
 
 
 class StoreError(PeercoreError):
@@ -115,11 +126,31 @@ class WriteCounts:
 
 
 def default_db_path() -> Path:
-    """``$PEERBOARD_DB``, else the per-user data folder (XDG) ``peerboard/peerboard.sqlite``."""
+    """``$PEERBOARD_DB``, else the per-user data folder (XDG) ``peerboard/peerboard.sqlite``.
+
+    Raises
+    ------
+    StoreError
+        If ``$PEERBOARD_DB`` is a database URL (``postgresql://...``): only SQLite files
+        are supported, and a URL must not become a folder named ``postgresql:``.
+    """
     if os.environ.get(ENV_DB):
-        return Path(os.environ[ENV_DB]).expanduser()
+        return _file_path(os.environ[ENV_DB], what=f"${ENV_DB}")
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "peerboard" / "peerboard.sqlite"
+
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _file_path(value: str | os.PathLike[str], *, what: str) -> Path:
+    """A database file path; a URL is refused (its credentials are not repeated)."""
+    text = os.fspath(value)
+    if _URL.match(text):
+        scheme = text.split("://", 1)[0]
+        raise StoreError(f"{what} is a database URL ({scheme}://...); this version of PeerBoard stores studies in a "
+                         f"SQLite file only, so set {what} to a file path (e.g. ~/peerboard.sqlite)")
+    return Path(text).expanduser()
 
 
 def scrub_secrets(config: object) -> object:
@@ -426,6 +457,28 @@ END;
 ALTER TABLE questions ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE debate_turns ADD COLUMN raw TEXT;
 """),
+    (3, "judge identities, debate panels, paid calls per item, decision tokens", """
+-- A judge is its whole configuration (peercore.judges): runs register the identity they
+-- ran with and its fingerprint; imports register names only (origin 'import').
+ALTER TABLE judges ADD COLUMN origin TEXT NOT NULL DEFAULT 'import'
+    CHECK (origin IN ('import', 'run', 'derived'));
+ALTER TABLE judges ADD COLUMN fingerprint TEXT;
+ALTER TABLE judges ADD COLUMN base TEXT;
+ALTER TABLE judges ADD COLUMN created_at TEXT;
+UPDATE judges SET origin = 'run' WHERE json_extract(settings, '$.backend') IS NOT NULL;
+UPDATE judges SET base = name;
+CREATE UNIQUE INDEX judges_by_fingerprint ON judges (study_id, fingerprint) WHERE fingerprint IS NOT NULL;
+-- The panel of a debate is its consensus judge (debate:<name>); gold is per panel.
+ALTER TABLE debates ADD COLUMN panel TEXT NOT NULL DEFAULT '';
+UPDATE debates SET panel = 'debate:' || json_extract(metadata, '$.name')
+    WHERE kind = 'debate' AND json_extract(metadata, '$.name') IS NOT NULL;
+-- Which run item paid for a call (accounting: every paid call ends stored or failed).
+ALTER TABLE llm_calls ADD COLUMN item_key TEXT;
+CREATE INDEX llm_calls_by_run ON llm_calls (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX verdicts_by_run ON verdicts (run_id) WHERE run_id IS NOT NULL;
+-- A decision's token: undo removes a decision only where the same tab made it.
+ALTER TABLE adjudications ADD COLUMN token TEXT;
+"""),
 ]
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
@@ -459,7 +512,7 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
-        path = default_db_path() if path is None else Path(path)
+        path = default_db_path() if path is None else _file_path(path, what="the database")
         if str(path) == ":memory:":
             raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
         self.path = Path(path).expanduser()
@@ -483,10 +536,10 @@ class Store:
         """This thread's connection (opened on first use)."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute("PRAGMA busy_timeout = 30000")
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":  # pragma: no cover - e.g. a network file system
                 raise StoreError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
@@ -817,7 +870,13 @@ class Store:
     # ------------------------------------------------------------------------ judges
 
     def add_judges(self, study: str, judges: Iterable[Mapping]) -> WriteCounts:
-        """Register judges (``name`` [, ``kind``, ``model_alias``, ``settings``]); existing names are updated."""
+        """Register judges by name (``name`` [, ``kind``, ``model_alias``, ``settings``]), as imports do.
+
+        A name not yet registered is added with origin ``import``; for a registered name,
+        a given ``kind`` or ``model_alias`` is updated and the settings are left as they
+        are (a run judge's recorded configuration is never rewritten). Runs register
+        their judges with :meth:`resolve_judge`.
+        """
         sid = self.study_id(study)
         rows = []
         for judge in judges:
@@ -825,36 +884,129 @@ class Store:
             if kind not in JUDGE_KINDS:
                 raise ValueError(f"judge kind must be one of {JUDGE_KINDS}, got {kind!r}")
             rows.append((sid, judge["name"], kind, judge.get("model_alias"),
-                         json.dumps(scrub_secrets(dict(judge.get("settings") or {})))))
+                         json.dumps(scrub_secrets(dict(judge.get("settings") or {}))), base_name(judge["name"]), _now()))
         with self.transaction() as tx:
             existing = self.registered_judges(study)
             tx.executemany(
-                "INSERT INTO judges (study_id, name, kind, model_alias, settings) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO judges (study_id, name, kind, model_alias, settings, origin, base, created_at) "
+                "VALUES (?, ?, ?, ?, ?, 'import', ?, ?) "
                 "ON CONFLICT (study_id, name) DO UPDATE SET kind = excluded.kind, "
-                "model_alias = excluded.model_alias, settings = excluded.settings", rows)
+                "model_alias = COALESCE(excluded.model_alias, judges.model_alias)", rows)
             self._bump(tx, sid)
         names = {r[1] for r in rows}
         return WriteCounts(len(names - existing), len(names & existing))
+
+    def set_judge(self, study: str, name: str, *, kind: str, model_alias: str | None) -> None:
+        """Set a judge's kind and contestant alias (None: not a contestant); nothing else changes."""
+        if kind not in JUDGE_KINDS:
+            raise ValueError(f"judge kind must be one of {JUDGE_KINDS}, got {kind!r}")
+        sid = self.study_id(study)
+        with self.transaction() as tx:
+            tx.execute(
+                "INSERT INTO judges (study_id, name, kind, model_alias, origin, base, created_at) "
+                "VALUES (?, ?, ?, ?, 'import', ?, ?) ON CONFLICT (study_id, name) DO UPDATE SET kind = excluded.kind, "
+                "model_alias = excluded.model_alias", (sid, name, kind, model_alias or None, base_name(name), _now()))
+            self._bump(tx, sid)
+
+    def resolve_judge(self, study: str, requested: str, identity: Mapping, *, explicit: bool = False,
+                      kind: str = "llm", model_alias: str | None = None, register: bool = False) -> str:
+        """The judge name a run with configuration ``identity`` writes its verdicts under.
+
+        The rules are :mod:`peercore.judges`': a stored judge with the same fingerprint
+        keeps its name; a free name is taken; an explicit name held by another
+        configuration (or by imported verdicts) raises :class:`JudgeConflict` naming what
+        differs; an automatic name held by another configuration becomes a variant
+        (``openai:gpt-4o~logprobs``).
+
+        Parameters
+        ----------
+        requested : the name asked for (``backend:model`` or the user's ``NAME=``).
+        identity : the whole configuration (no credentials; see :mod:`peercore.judges`).
+        explicit : True when the user chose the name.
+        register : write the judge (origin ``run``, its identity as settings) in the
+            same transaction; False only looks (estimates, dry runs).
+
+        Raises
+        ------
+        JudgeConflict
+            If ``explicit`` and the name belongs to another configuration.
+        """
+        sid = self.study_id(study)
+        print_ = judge_fingerprint(identity)
+        with self.transaction() as tx:
+            row = tx.execute("SELECT name FROM judges WHERE study_id = ? AND fingerprint = ?", (sid, print_)).fetchone()
+            if row is not None:
+                return str(row[0])
+            taken = self._judge_names(tx, sid)
+            holder = tx.execute("SELECT origin, settings, fingerprint FROM judges WHERE study_id = ? AND name = ?",
+                                (sid, requested)).fetchone()
+            if requested not in taken:
+                name = requested
+            else:
+                stored = json.loads(holder[1]) if holder is not None and holder[2] is not None else None
+                if explicit:
+                    diff = judge_differences(stored, identity)
+                    what = (f"it differs in {describe_differences(diff)}" if stored is not None
+                            else "that name holds verdicts imported from a file")
+                    raise JudgeConflict(
+                        f"judge {requested!r} is already in study {study!r} with another configuration: {what}. "
+                        f"Nothing was run. Give this configuration another name (NAME=spec), or leave the name out "
+                        f"to get a variant name", name=requested, differences=diff)
+                name = variant_name(requested, identity, base_identity=stored, taken=taken)
+            if register:
+                tx.execute(
+                    "INSERT INTO judges (study_id, name, kind, model_alias, settings, origin, fingerprint, base, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, 'run', ?, ?, ?)",
+                    (sid, name, kind, model_alias, json.dumps(scrub_secrets(canonical_identity(identity))), print_,
+                     base_name(requested), _now()))
+                self._bump(tx, sid)
+            return name
+
+    def _judge_names(self, tx: sqlite3.Connection, study_id: int) -> set[str]:
+        """Every judge name of a study: registered or used in a verdict."""
+        names = {r[0] for r in tx.execute("SELECT name FROM judges WHERE study_id = ?", (study_id,))}
+        names |= {r[0] for r in tx.execute(
+            "SELECT text FROM labels WHERE study_id = ?1 AND id IN (SELECT DISTINCT judge FROM verdicts "
+            "WHERE study_id = ?1)", (study_id,))}
+        return names
 
     def registered_judges(self, study: str) -> set[str]:
         """Names of the judges registered in the study (with :meth:`add_judges`)."""
         rows = self.connect().execute("SELECT name FROM judges WHERE study_id = ?", (self.study_id(study),))
         return {r[0] for r in rows}
 
+    def run_judges(self, study: str) -> set[str]:
+        """Names of the judges PeerBoard's runs registered (origin ``run``)."""
+        rows = self.connect().execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'",
+                                      (self.study_id(study),))
+        return {r[0] for r in rows}
+
     def judges(self, study: str) -> pd.DataFrame:
-        """Every judge that has judgments or is registered: name, kind, model_alias, n_judgments."""
+        """Every judge that has verdicts or is registered.
+
+        Columns: ``name, kind, model_alias, n_judgments`` (valid verdicts), ``n_invalid``,
+        ``origin`` (``import``, ``run`` or ``derived``), ``base`` (the name without a
+        variant suffix), ``settings`` (dict: a run judge's configuration).
+        """
         sid = self.study_id(study)
         frame = pd.read_sql_query(
-            "WITH counted AS (SELECT l.text AS name, c.n FROM (SELECT judge, COUNT(*) AS n FROM verdicts "
-            "                 WHERE study_id = ?1 AND valid = 1 GROUP BY judge) c "
+            "WITH counted AS (SELECT l.text AS name, c.n, c.bad FROM (SELECT judge, SUM(valid) AS n, "
+            "                 SUM(1 - valid) AS bad FROM verdicts WHERE study_id = ?1 GROUP BY judge) c "
             "                 JOIN labels l ON l.study_id = ?1 AND l.id = c.judge), "
-            "     everyone AS (SELECT name, n FROM counted UNION ALL SELECT name, 0 FROM judges "
+            "     everyone AS (SELECT name, n, bad FROM counted UNION ALL SELECT name, 0, 0 FROM judges "
             "                  WHERE study_id = ?1 AND name NOT IN (SELECT name FROM counted)) "
             "SELECT e.name, COALESCE(r.kind, CASE WHEN e.name LIKE 'human:%' THEN 'human' "
-            "WHEN e.name LIKE 'debate:%' THEN 'debate' ELSE 'llm' END) AS kind, r.model_alias, e.n AS n_judgments "
+            "WHEN e.name LIKE 'debate:%' THEN 'debate' WHEN e.name LIKE 'adjudicator:%' THEN 'adjudicator' "
+            "WHEN e.name LIKE 'vote:%' THEN 'vote' ELSE 'llm' END) AS kind, r.model_alias, "
+            "e.n AS n_judgments, e.bad AS n_invalid, COALESCE(r.origin, 'import') AS origin, "
+            "COALESCE(r.settings, '{}') AS settings "
             "FROM everyone e LEFT JOIN judges r ON r.study_id = ?1 AND r.name = e.name ORDER BY e.name",
             self.connect(), params=(sid,),
         )
+        frame["n_judgments"] = frame["n_judgments"].fillna(0).astype(int)
+        frame["n_invalid"] = frame["n_invalid"].fillna(0).astype(int)
+        frame["base"] = frame["name"].map(base_name)
+        frame["settings"] = frame["settings"].map(json.loads)
         return frame
 
     def judge_aliases(self, study: str) -> dict[str, str]:
@@ -868,7 +1020,7 @@ class Store:
 
     def add_judgments(self, study: str, judgments: pd.DataFrame, *, run_id: str | None = None,
                       import_id: int | None = None) -> WriteCounts:
-        """Insert verdicts in the canonical shape; an existing natural key is skipped.
+        """Insert verdicts in the canonical shape; a stored identical verdict is skipped, another refused.
 
         The natural key is (question_id, model_a, model_b, judge, criterion, turn, round,
         vote). ``vote`` (optional column) numbers repeated verdicts by one judge on one
@@ -884,11 +1036,17 @@ class Store:
         Raises
         ------
         JudgmentError
-            If a valid row is not a canonical judgment (named row, column and value).
+            If a valid row is not a canonical judgment (named row, column and value), or
+            an import (``import_id`` given) names a judge that PeerBoard's runs produced.
+        VerdictConflict
+            If a row's natural key is stored (or repeated in ``judgments``) with another
+            verdict (winner, p_a, validity, rationale or raw text); nothing is written.
         """
         sid = self.study_id(study)
         encoded = _encode_judgments(judgments)
         with self.transaction() as tx:
+            if import_id is not None:
+                self._refuse_run_judges(tx, sid, study, encoded)
             codes = self._label_codes(tx, sid, encoded.labels)
             counts = _insert_encoded(tx, sid, encoded, codes, run_id=run_id, import_id=import_id)
             if counts.added:
@@ -941,6 +1099,20 @@ class Store:
         if with_vote:
             out["vote"] = (values["vote"].astype(np.int64) if "vote" in values else np.zeros(len(rows), dtype=np.int64))
         return out
+
+    def _refuse_run_judges(self, tx: sqlite3.Connection, study_id: int, study: str, encoded: "_Encoded") -> None:
+        """An import may not add verdicts under the name of a judge PeerBoard's runs produced."""
+        runs = {r[0] for r in tx.execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'", (study_id,))}
+        if not runs:
+            return
+        judges = {encoded.labels[k] for k in np.unique(encoded.judge).tolist() if k >= 0}
+        clash = sorted(judges & runs)
+        if clash:
+            row = int(np.flatnonzero(np.isin(encoded.judge, [encoded.labels.index(clash[0])]))[0])
+            raise JudgmentError(
+                f"judge {clash[0]!r} is a judge that PeerBoard's runs produced in study {study!r}; an import cannot "
+                f"add verdicts under its name. Rename the judge in the file (e.g. '{clash[0]}@import') or import into "
+                "another study", row=row, column="judge", value=clash[0])
 
     def labels(self, study: str) -> dict[str, int]:
         """name -> integer code of every model, judge and criterion name in the study."""
@@ -1057,16 +1229,69 @@ class Store:
 
     def store_call(self, cache_key: str, *, backend: str, model: str, request: Mapping, response: Mapping,
                    prompt_tokens: int = 0, completion_tokens: int = 0, latency_s: float | None = None,
-                   run_id: str | None = None) -> bool:
-        """Record a paid call's response; returns False if the key was already there."""
+                   run_id: str | None = None, item_key: str | None = None) -> bool:
+        """Record a paid call's response; returns False if the key was already there.
+
+        ``run_id`` and ``item_key`` say which run item paid for it (see :meth:`run_accounting`).
+        """
         with self.transaction() as tx:
             cursor = tx.execute(
                 "INSERT OR IGNORE INTO llm_calls (cache_key, backend, model, request, response, prompt_tokens, "
-                "completion_tokens, latency_s, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, latency_s, run_id, created_at, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (cache_key, backend, model, json.dumps(scrub_secrets(dict(request)), sort_keys=True),
-                 json.dumps(dict(response)), prompt_tokens, completion_tokens, latency_s, run_id, _now()),
+                 json.dumps(dict(response)), prompt_tokens, completion_tokens, latency_s, run_id, _now(), item_key),
             )
             return cursor.rowcount == 1
+
+    def run_accounting(self, run_id: str) -> dict:
+        """Where every call a run paid for ended up.
+
+        Returns
+        -------
+        dict
+            ``calls_paid`` (calls this run paid, from the cache table), ``verdicts``
+            (stored by this run, valid + invalid), ``valid``, ``invalid``, ``debates``,
+            ``answers``, ``items`` (run items), ``items_done``, ``items_invalid``,
+            ``items_failed``, ``items_pending``, ``items_paid`` (items that paid at least
+            one call) and ``unaccounted``: items that paid but are neither stored nor
+            failed (0 unless the run is still going or was killed before its commit; a
+            resume finishes them from the cache, free).
+        """
+        connection = self.connect()
+        one = lambda sql: int(connection.execute(sql, (run_id,)).fetchone()[0] or 0)  # noqa: E731
+        statuses = dict(connection.execute(
+            "SELECT status, COUNT(*) FROM run_items WHERE run_id = ? GROUP BY status", (run_id,)).fetchall())
+        return {
+            "calls_paid": one("SELECT COUNT(*) FROM llm_calls WHERE run_id = ?"),
+            "verdicts": one("SELECT COUNT(*) FROM verdicts WHERE run_id = ?"),
+            "valid": one("SELECT COUNT(*) FROM verdicts WHERE run_id = ? AND valid = 1"),
+            "invalid": one("SELECT COUNT(*) FROM verdicts WHERE run_id = ? AND valid = 0"),
+            "debates": one("SELECT COUNT(*) FROM debates WHERE run_id = ?"),
+            "answers": one("SELECT COUNT(*) FROM answers WHERE run_id = ?"),
+            "items": sum(statuses.values()),
+            "items_done": int(statuses.get("done", 0)),
+            "items_invalid": int(statuses.get("invalid", 0)),
+            "items_failed": int(statuses.get("failed", 0)),
+            "items_pending": int(statuses.get("pending", 0)),
+            "items_paid": one("SELECT COUNT(DISTINCT item_key) FROM llm_calls WHERE run_id = ? AND item_key IS NOT NULL"),
+            "unaccounted": one(
+                "SELECT COUNT(DISTINCT c.item_key) FROM llm_calls c JOIN run_items i ON i.run_id = c.run_id "
+                "AND i.item_key = c.item_key WHERE c.run_id = ? AND i.status = 'pending'"),
+        }
+
+    @contextlib.contextmanager
+    def busy_timeout(self, milliseconds: int) -> Iterator[None]:
+        """Within the block, this thread's connection waits at most ``milliseconds`` for a lock.
+
+        The runner writes paid responses with a short wait and retries itself (with the
+        response kept in memory), instead of blocking its event loop for 30 s.
+        """
+        connection = self.connect()
+        connection.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
+        try:
+            yield
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
 
     # ----------------------------------------------------------------------- debates
 
@@ -1094,14 +1319,16 @@ class Store:
                 consensus = debate.get("consensus")
                 if consensus is not None and consensus not in VERDICTS:
                     raise ValueError(f"debate consensus must be one of {VERDICTS} or None, got {consensus!r}")
+                metadata = dict(debate.get("metadata") or {})
+                panel = debate.get("panel") or (f"debate:{metadata['name']}" if metadata.get("name") else "")
                 cursor = tx.execute(
                     "INSERT OR IGNORE INTO debates (study_id, debate_key, kind, question_id, model_a, model_b, criterion, "
-                    "scenario, status, consensus, n_rounds, metadata, run_id, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "scenario, status, consensus, n_rounds, metadata, run_id, created_at, panel) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (sid, str(debate["debate_key"]), debate.get("kind", "debate"), str(debate["question_id"]),
                      debate["model_a"], debate["model_b"], debate.get("criterion") or "", debate.get("scenario") or "",
                      status, consensus, int(debate.get("n_rounds", 0)),
-                     json.dumps(dict(debate.get("metadata") or {}), ensure_ascii=False), run_id, now),
+                     json.dumps(metadata, ensure_ascii=False), run_id, now, panel),
                 )
                 if cursor.rowcount == 0:
                     skipped += 1
@@ -1119,9 +1346,10 @@ class Store:
         return WriteCounts(added, skipped)
 
     def debates(self, study: str, *, status: str | None = None, kind: str | None = None) -> pd.DataFrame:
-        """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status, consensus, n_rounds, metadata."""
+        """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status,
+        consensus, n_rounds, metadata (dict), panel (the consensus judge, ``debate:<name>``; '' when unknown)."""
         sql = ("SELECT id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status, consensus, "
-               "n_rounds, metadata FROM debates WHERE study_id = ?")
+               "n_rounds, metadata, panel FROM debates WHERE study_id = ?")
         params: list = [self.study_id(study)]
         if status is not None:
             sql += " AND status = ?"
@@ -1164,11 +1392,14 @@ class Store:
             self.connect(), params=params,
         )
 
-    def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "") -> bool:
+    def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "",
+                   token: str | None = None) -> bool:
         """Record ``annotator``'s decision on a debate; True if new, False if it replaced theirs.
 
         One decision per (debate, annotator): concurrent annotators each keep theirs, and
-        a repeated click by the same annotator cannot make a second row.
+        a repeated click by the same annotator cannot make a second row. ``token`` marks
+        this decision (e.g. one per browser tab and click) so that :meth:`undo_adjudication`
+        can remove exactly it and not a later decision made elsewhere.
         """
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
@@ -1182,19 +1413,28 @@ class Store:
                 "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
             ).fetchone()
             tx.execute(
-                "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (debate_id, annotator) DO UPDATE SET verdict = excluded.verdict, note = excluded.note, "
-                "created_at = excluded.created_at",
-                (int(debate_id), annotator, verdict, note, _now()),
+                "created_at = excluded.created_at, token = excluded.token",
+                (int(debate_id), annotator, verdict, note, _now(), token),
             )
             self._bump(tx, row[0])
             return existed is None
 
-    def undo_adjudication(self, debate_id: int, annotator: str) -> bool:
-        """Remove ``annotator``'s decision on a debate; True if there was one."""
+    def undo_adjudication(self, debate_id: int, annotator: str, *, token: str | None = None) -> bool:
+        """Remove ``annotator``'s decision on a debate; True if there was one.
+
+        With ``token``, only the decision made with that token is removed: if the same
+        annotator decided the debate again elsewhere (another tab), that later decision
+        stays and False is returned.
+        """
         with self.transaction() as tx:
             row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
-            cursor = tx.execute("DELETE FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator))
+            sql, params = "DELETE FROM adjudications WHERE debate_id = ? AND annotator = ?", [int(debate_id), annotator]
+            if token is not None:
+                sql, params = sql + " AND token = ?", params + [token]
+            cursor = tx.execute(sql, params)
             if row is not None:
                 self._bump(tx, row[0])
             return cursor.rowcount == 1
