@@ -34,37 +34,31 @@ _TIE_RTOL = 1e-9
 
 
 def select_random(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
-    """K ordered pairs drawn uniformly from the N(N-1) pairs ``i != j``, with replacement.
+    """K distinct ordered pairs drawn uniformly, without replacement, from the N(N-1) pairs ``i != j``.
 
-    The same pair (in the same or the other order) may be drawn more than once, and a
-    candidate may not be drawn at all (EACL 2024, random selection).
+    Random selection of Liusie, Manakul & Gales (2024), "LLM Comparative Assessment",
+    section 3.4: K of the N(N-1) possible comparisons :math:`(x_i, x_j)`, ``i`` shown
+    first, sampled at random. Every ordered pair is drawn at most once, so exactly K
+    comparisons come back; (i, j) and (j, i) are different comparisons, so both orders
+    of one unordered pair may be drawn (use :func:`select_no_repeat` to forbid that).
+    Every K-subset of the N(N-1) ordered pairs is equally likely; the rows come in
+    random order.
 
-    Raises
-    ------
-    ValueError
-        If ``n`` or ``k`` is negative or not an integer, or ``k > 0`` with ``n < 2``.
-    """
-    n, k = _check_sizes(n, k)
-    _check_rng(rng)
-    if k == 0:
-        return _empty()
-    first = rng.integers(0, n, size=k)
-    second = rng.integers(0, n - 1, size=k)
-    second += second >= first  # skip i itself: uniform over the n - 1 others
-    return np.column_stack([first, second]).astype(np.intp)
+    Parameters
+    ----------
+    n : number of candidates N.
+    k : number of comparisons K, at most N(N-1).
+    rng : source of randomness.
 
-
-def select_no_repeat(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
-    """K distinct ordered pairs ``i != j``, drawn uniformly without replacement.
-
-    (i, j) and (j, i) are different pairs, so both orders of one unordered pair may be
-    drawn. The rows come in random order (EACL 2024, no-repeat selection).
+    Returns
+    -------
+    (K, 2) int array of distinct ordered pairs.
 
     Raises
     ------
     ValueError
-        If ``k`` exceeds the N(N-1) ordered pairs (the value and the cap are quoted),
-        and as :func:`select_random`.
+        If ``n`` or ``k`` is negative or not an integer, ``k > 0`` with ``n < 2``, or
+        ``k`` exceeds the N(N-1) ordered pairs (the value and the maximum are quoted).
     """
     n, k = _check_sizes(n, k)
     _check_rng(rng)
@@ -75,8 +69,55 @@ def select_no_repeat(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
         return _empty()
     code = rng.choice(total, size=k, replace=False)
     first, second = np.divmod(code, n - 1)
-    second += second >= first
+    second += second >= first  # skip i itself: code -> (i, j != i)
     return np.column_stack([first, second]).astype(np.intp)
+
+
+def select_no_repeat(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
+    """K distinct unordered pairs, each made in one order only, chosen uniformly without replacement.
+
+    No-repeat selection of Liusie, Manakul & Gales (2024), "LLM Comparative
+    Assessment", section 3.4: "if :math:`(x_i, x_j)` is selected then
+    :math:`(x_j, x_i)` will not be selected". K of the N(N-1)/2 unordered pairs
+    :math:`\\{i, j\\}` are drawn uniformly without replacement; the order in which each
+    is shown is then decided by a fair coin from ``rng`` (random orientation, so on
+    average half the pairs show the lower index first). Because each pair is seen in
+    one order only, a no-repeat set cannot measure position bias (that needs
+    :func:`select_symmetric`).
+
+    Parameters
+    ----------
+    n : number of candidates N.
+    k : number of comparisons K, at most N(N-1)/2.
+    rng : source of randomness (pair choice and orientation).
+
+    Returns
+    -------
+    (K, 2) int array; no unordered pair appears twice, in either order. The rows come
+    in random order.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` exceeds the N(N-1)/2 unordered pairs (the value and the maximum are
+        quoted), and as :func:`select_random`.
+    """
+    n, k = _check_sizes(n, k)
+    _check_rng(rng)
+    total = n * (n - 1) // 2
+    if k > total:
+        raise ValueError(
+            f"k={k} exceeds the n(n-1)/2={total} unordered pairs of n={n} candidates "
+            "(no-repeat selection makes each pair in one order only)"
+        )
+    if k == 0:
+        return _empty()
+    upper_i, upper_j = np.triu_indices(n, 1)
+    code = rng.choice(total, size=k, replace=False)
+    pairs = np.column_stack([upper_i[code], upper_j[code]])
+    flip = rng.random(k) < 0.5
+    pairs[flip] = pairs[flip, ::-1]
+    return pairs.astype(np.intp)
 
 
 def select_symmetric(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:

@@ -90,52 +90,96 @@ def test_rng_must_be_a_generator(select):
 
 def test_numpy_integers_are_accepted():
     assert select_no_repeat(np.int64(5), np.int32(4), rng=rng()).shape == (4, 2)
+    assert select_random(np.int64(5), np.int32(4), rng=rng()).shape == (4, 2)
 
 
 # ------------------------------------------------------------------------------ random
+# Liusie, Manakul & Gales (2024), "LLM Comparative Assessment", section 3.4, random
+# selection: K of the N(N-1) ordered comparisons (x_i, x_j), drawn without replacement.
 
 
 class TestSelectRandom:
-    def test_uniform_over_ordered_pairs_with_replacement(self):
-        n, k = 5, 20_000
-        pairs = select_random(n, k, rng=rng(1))
+    def test_k_distinct_ordered_pairs(self):
+        # Today's bug: drawn with replacement, so a caller de-duplicating got fewer than K.
+        for seed in range(50):
+            pairs = select_random(5, 10, rng=rng(seed))
+            assert len({tuple(p) for p in pairs.tolist()}) == 10, seed
+
+    def test_full_budget_gives_every_ordered_pair_once(self):
+        # By hand: N = 3 has the N(N-1) = 6 ordered pairs 01 02 10 12 20 21.
+        pairs = select_random(3, 6, rng=rng())
+        assert sorted(map(tuple, pairs.tolist())) == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+
+    def test_budget_above_n_n_minus_1_is_refused(self):
+        with pytest.raises(ValueError, match=r"k=7 exceeds the n\(n-1\)=6 distinct ordered pairs of n=3"):
+            select_random(3, 7, rng=rng())
+        with pytest.raises(ValueError, match=r"k=21 exceeds the n\(n-1\)=20 distinct ordered pairs of n=5"):
+            select_random(5, 21, rng=rng())
+
+    def test_both_orders_of_a_pair_may_be_drawn(self):
+        # Random selection does not forbid (x_j, x_i) after (x_i, x_j) (that is no-repeat).
+        both = 0
+        for seed in range(200):
+            pairs = select_random(4, 6, rng=rng(seed))
+            both += len(unordered(pairs)) < 6
+        assert both > 100  # P(6 of 12 ordered pairs hit 6 distinct unordered ones) = 2^6 / C(12, 6) = 0.07
+
+    def test_uniform_over_ordered_pairs(self):
+        # Each ordered pair is in a K-subset of the N(N-1) with probability K / (N(N-1)).
+        n, k, seeds = 4, 3, 1200
         counts = np.zeros((n, n))
-        np.add.at(counts, (pairs[:, 0], pairs[:, 1]), 1)
+        for seed in range(seeds):
+            pairs = select_random(n, k, rng=rng(seed))
+            np.add.at(counts, (pairs[:, 0], pairs[:, 1]), 1)
         assert np.trace(counts) == 0
         off = counts[~np.eye(n, dtype=bool)]
-        expected = k / (n * (n - 1))  # 1000; sd ~31
-        assert np.abs(off - expected).max() < 150
-        chi2 = ((off - expected) ** 2 / expected).sum()
-        assert chi2 < 50  # 19 degrees of freedom; p ~ 1e-4 at 50
-
-    def test_budget_may_exceed_the_number_of_pairs(self):
-        pairs = select_random(3, 50, rng=rng())
-        assert len(pairs) == 50 and len(unordered(pairs)) == 3
+        expected = seeds * k / (n * (n - 1))  # 300 each; sd ~16
+        assert np.abs(off - expected).max() < 70
 
 
 # --------------------------------------------------------------------------- no repeat
+# Liusie, Manakul & Gales (2024), section 3.4, no-repeat selection: "If (x_i, x_j) is
+# selected then (x_j, x_i) will not be selected." At most one order per unordered pair,
+# so at most N(N-1)/2 comparisons; the order shown is a fair coin.
 
 
 class TestSelectNoRepeat:
-    def test_pairs_are_distinct(self):
-        pairs = select_no_repeat(10, 60, rng=rng())
-        assert len({tuple(p) for p in pairs.tolist()}) == 60
+    def test_one_order_per_unordered_pair(self):
+        # Today's bug: select_no_repeat(3, 6) returned all six ordered pairs.
+        for seed in range(50):
+            pairs = select_no_repeat(10, 45, rng=rng(seed))
+            assert len(unordered(pairs)) == 45, seed
 
-    def test_full_budget_gives_every_ordered_pair_once(self):
-        pairs = select_no_repeat(5, 20, rng=rng())
-        assert sorted(map(tuple, pairs.tolist())) == [(i, j) for i in range(5) for j in range(5) if i != j]
+    def test_full_budget_by_hand(self):
+        # N = 3: the N(N-1)/2 = 3 unordered pairs {0,1} {0,2} {1,2}, each once, in one order.
+        pairs = select_no_repeat(3, 3, rng=rng())
+        assert unordered(pairs) == {(0, 1), (0, 2), (1, 2)}
+        assert len(pairs) == 3
 
-    def test_budget_above_cap(self):
-        with pytest.raises(ValueError, match=r"k=21 exceeds the n\(n-1\)=20 distinct ordered pairs of n=5"):
-            select_no_repeat(5, 21, rng=rng())
+    @pytest.mark.parametrize(("n", "k", "cap"), [(3, 4, 3), (3, 6, 3), (5, 11, 10), (2, 2, 1)])
+    def test_budget_above_n_n_minus_1_over_2_is_refused(self, n, k, cap):
+        with pytest.raises(ValueError, match=rf"k={k} exceeds the n\(n-1\)/2={cap} unordered pairs of n={n}"):
+            select_no_repeat(n, k, rng=rng())
 
-    def test_uniform(self):
-        counts = np.zeros((4, 4))
-        for seed in range(600):
-            pairs = select_no_repeat(4, 3, rng=rng(seed))
+    def test_orientation_is_a_fair_coin(self):
+        # Each of the 3 pairs of N = 3, over 400 seeds: lower index first ~ half the time.
+        lower_first = np.zeros((3, 3))
+        for seed in range(400):
+            for i, j in select_no_repeat(3, 3, rng=rng(seed)).tolist():
+                lower_first[min(i, j), max(i, j)] += i < j
+        shares = lower_first[np.triu_indices(3, 1)] / 400  # sd 0.025
+        assert np.all(np.abs(shares - 0.5) < 0.1), shares
+
+    def test_uniform_over_unordered_pairs(self):
+        # Each unordered pair is chosen with probability K / (N(N-1)/2), each order with half that.
+        n, k, seeds = 4, 2, 1200
+        counts = np.zeros((n, n))
+        for seed in range(seeds):
+            pairs = select_no_repeat(n, k, rng=rng(seed))
             np.add.at(counts, (pairs[:, 0], pairs[:, 1]), 1)
-        off = counts[~np.eye(4, dtype=bool)]
-        assert np.abs(off - 150).max() < 50  # 600 * 3 / 12 = 150 each; sd ~11
+        pair_counts = (counts + counts.T)[np.triu_indices(n, 1)]
+        assert np.abs(pair_counts - seeds * k / 6).max() < 70  # 400 each; sd ~16
+        assert np.abs(counts[~np.eye(n, dtype=bool)] - seeds * k / 12).max() < 60  # 200 each; sd ~13
 
 
 # --------------------------------------------------------------------------- symmetric
