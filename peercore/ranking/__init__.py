@@ -14,7 +14,7 @@ package attribute is the function; reach module internals with
 """
 
 from peercore.ranking.bradley_terry import arena_ranks, bradley_terry, bradley_terry_intervals, pair_table
-from peercore.ranking.elo import elo_intervals, elo_ratings, elo_trajectory, elo_update
+from peercore.ranking.elo import WEIGHT_NORMALISATIONS, elo_intervals, elo_ratings, elo_trajectory, elo_update
 from peercore.ranking.leaderboard import Leaderboard, leaderboard, select_judges
 from peercore.ranking.peer_rank import PeerRankResult, fixed_point_weights, prd_weights, resolve_aliases
 from peercore.ranking.poe import (
@@ -38,7 +38,7 @@ from peercore.ranking.selection import (
 from peercore.ranking.winrate import battle_counts, pairwise_win_fraction, win_rate_intervals, win_rates
 
 __all__ = [
-    "Comparisons", "GaussianPoE", "GreedySelector", "Leaderboard", "PeerRankResult",
+    "Comparisons", "GaussianPoE", "GreedySelector", "Leaderboard", "PeerRankResult", "WEIGHT_NORMALISATIONS",
     "arena_ranks", "average_probability", "battle_counts", "bradley_terry", "bradley_terry_hard",
     "bradley_terry_intervals", "comparisons_from_judgments", "elo_intervals", "elo_ratings",
     "elo_trajectory", "elo_update", "fixed_point_weights", "leaderboard", "pair_table",

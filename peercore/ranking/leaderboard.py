@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.ranking.bradley_terry import arena_ranks, bradley_terry_intervals
-from peercore.ranking.elo import elo_intervals
+from peercore.ranking.elo import WEIGHT_NORMALISATIONS, elo_intervals
 from peercore.ranking.peer_rank import PeerRankResult, fixed_point_weights, prd_weights
 from peercore.ranking.winrate import win_rate_intervals
 
@@ -79,6 +79,7 @@ def leaderboard(
     seed: int = 0,
     elo_shuffles: int = 100,
     temperature: float = 0.2,
+    weight_normalisation: str = "sum",
 ) -> Leaderboard:
     """Rank contestants from judgments.
 
@@ -86,13 +87,22 @@ def leaderboard(
     ----------
     judgments : canonical judgment table.
     method : ``"winrate"`` (PRD eq. 1), ``"elo"`` (online, mean over ``elo_shuffles``
-        orders) or ``"bt"`` (Bradley-Terry on the Elo scale, Arena).
+        random orders, or one pass in the given order with ``elo_shuffles=0``) or
+        ``"bt"`` (Bradley-Terry on the Elo scale, Arena).
     judges : which judges count (names, or prefixes ending in ``:``); default all.
     peer_weights : ``"none"``, ``"prd"`` (PRD's 5 min-max iterations) or
         ``"fixed-point"`` (softmax with ``temperature``); both need every selected
         judge to be a contestant (see ``aliases``).
     bootstrap : rounds of bootstrap for the intervals (0 = none).
     seed : seed for shuffles and bootstrap.
+    elo_shuffles : Elo: R random battle orders (0 = the given order, one pass), for
+        the scores and for Elo-based Peer Rank weights.
+    temperature : softmax temperature of ``peer_weights="fixed-point"``.
+    weight_normalisation : Elo with peer weights: how the reviewer weights scale each
+        update (PRD Appendix E), ``"sum"`` (default; weights summing to 1, what PRD's
+        Table 2 weighted Elo used) or ``"mean"`` (Algorithm 1's W / mean(W)); see
+        :func:`peercore.ranking.elo.elo_ratings`. Win rate and Bradley-Terry always
+        weight rows by W / mean(W).
 
     Returns
     -------
@@ -104,6 +114,8 @@ def leaderboard(
         raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be >= 0, got {bootstrap!r}")
+    if weight_normalisation not in WEIGHT_NORMALISATIONS:
+        raise ValueError(f"weight_normalisation must be one of {WEIGHT_NORMALISATIONS}, got {weight_normalisation!r}")
     chosen = select_judges(judgments, judges)
     if len(chosen) == 0:
         raise ValueError("no judgments to rank")
@@ -117,7 +129,8 @@ def leaderboard(
     if method == "winrate":
         scored = win_rate_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights).rename(columns={"win_rate": "score"})
     elif method == "elo":
-        scored = elo_intervals(chosen, rounds=bootstrap, seed=seed, shuffles=elo_shuffles, weights=weights).rename(columns={"elo": "score"})
+        scored = elo_intervals(chosen, rounds=bootstrap, seed=seed, shuffles=elo_shuffles, weights=weights,
+                               weight_normalisation=weight_normalisation).rename(columns={"elo": "score"})
     else:
         scored = bradley_terry_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights).rename(columns={"rating": "score"})
     table = _ranked(scored)

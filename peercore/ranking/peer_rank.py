@@ -119,8 +119,12 @@ def prd_weights(
     judgments : canonical judgment table; every judge must be a contestant.
     aliases : judge -> contestant, see :func:`resolve_aliases`.
     method : ``"winrate"``, ``"elo"`` (mean over ``elo_shuffles`` orders from ``seed``)
-        or ``"bt"``.
+        or ``"bt"``. Within the iteration every review is weighted by
+        :math:`w_r / \\bar w` (Algorithm 1), whatever the method.
     iterations : number of re-weighting rounds.
+    elo_shuffles : Elo only: R >= 1 random battle orders drawn from ``seed``, or 0 for
+        one pass over the battles in the given (stored) order.
+    seed : seed of ``numpy.random.default_rng`` for the Elo shuffles.
 
     Returns
     -------
@@ -211,11 +215,14 @@ class _Problem:
         model_index = {m: k for k, m in enumerate(battles.models)}
         reviewer_model = np.array([model_index[mapping[j]] for j in battles.judges], dtype=np.intp)
         orders = pair_of_battle = pair_i = pair_j = score_lo = None
+        if isinstance(elo_shuffles, bool) or not isinstance(elo_shuffles, (int, np.integer)) or elo_shuffles < 0:
+            raise ValueError(f"elo_shuffles must be an integer >= 0 (0 = the given order, one pass), got {elo_shuffles!r}")
         if method == "elo":
-            if elo_shuffles < 1:
-                raise ValueError(f"elo_shuffles must be >= 1, got {elo_shuffles!r}")
-            rng = np.random.default_rng(seed)
-            orders = np.argsort(rng.random((elo_shuffles, len(battles))), axis=1)
+            if elo_shuffles == 0:
+                orders = np.arange(len(battles))[None, :]  # one pass in the given order
+            else:
+                rng = np.random.default_rng(seed)
+                orders = np.argsort(rng.random((elo_shuffles, len(battles))), axis=1)
         if method == "bt":
             n = battles.n_models
             lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)

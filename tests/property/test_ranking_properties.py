@@ -82,3 +82,18 @@ def test_win_rates_bounded_and_average_half(table):
     played = pd.concat([table["model_a"], table["model_b"]]).value_counts()
     # every battle hands out exactly one point
     assert (rates * played.reindex(rates.index)).sum() == __import__("pytest").approx(len(table))
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=judgment_tables(), w1=st.floats(0.01, 10), w2=st.floats(0.01, 10), k=st.floats(1, 64))
+def test_weighted_elo_sum_normalisation_is_mean_normalisation_with_k_over_j(table, w1, w2, k):
+    # PRD Appendix E: w / sum(w) = (w / mean(w)) / J, so "sum" with K is "mean" with K / J;
+    # either way the updates stay zero-sum.
+    import pytest
+
+    weights = {"j1": w1, "j2": w2}
+    n_judges = table["judge"].nunique()
+    by_sum = elo_ratings(table, k=k, weights=weights, weight_normalisation="sum")
+    by_mean = elo_ratings(table, k=k / n_judges, weights=weights, weight_normalisation="mean")
+    pd.testing.assert_series_equal(by_sum, by_mean, atol=1e-9, rtol=0)
+    assert by_sum.sum() == pytest.approx(1000.0 * len(by_sum))

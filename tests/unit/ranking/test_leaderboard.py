@@ -54,3 +54,42 @@ def test_bad_options(table):
         leaderboard(table, method="glicko")
     with pytest.raises(ValueError, match="peer_weights must be one of"):
         leaderboard(table, peer_weights="yes")
+
+
+def _peer_table():
+    # a, b, c review each other; a is the strongest and most often right.
+    rows = ([("a", "b", "model_a", "a")] * 3 + [("b", "c", "model_a", "a")] * 3 + [("a", "c", "model_a", "b")] * 2
+            + [("b", "a", "model_a", "b")] + [("c", "a", "model_b", "c")] * 2 + [("c", "b", "model_a", "c")] * 2)
+    return make_judgments(rows)
+
+
+@pytest.mark.parametrize("normalisation", ["sum", "mean"])
+def test_weighted_elo_in_stored_order(normalisation):
+    # PRD Appendix E: `rank --method elo --peer-weights prd --elo-shuffles 0` used to exit 2
+    # ("elo_shuffles must be >= 1"); 0 means one pass over the stored order.
+    from peercore.ranking.elo import elo_ratings
+
+    table = _peer_table()
+    board = leaderboard(table, method="elo", peer_weights="prd", elo_shuffles=0, weight_normalisation=normalisation)
+    weights = board.weights.to_dict()
+    want = elo_ratings(table, weights=weights, shuffles=0, weight_normalisation=normalisation)
+    assert board.table.set_index("model")["score"].to_dict() == pytest.approx(want.to_dict())
+
+
+def test_weighted_elo_defaults_to_weights_that_sum_to_one():
+    # PRD Table 2's weighted Elo multiplies each update by the raw weight (summing to 1).
+    from peercore.ranking.elo import elo_ratings
+
+    table = _peer_table()
+    board = leaderboard(table, method="elo", peer_weights="prd", elo_shuffles=0)
+    raw = table["judge"].map(board.weights).to_numpy(dtype=float)
+    assert board.weights.sum() == pytest.approx(1.0)
+    want = elo_ratings(table, row_weights=raw, shuffles=0)
+    assert board.table.set_index("model")["score"].to_dict() == pytest.approx(want.to_dict())
+    mean = leaderboard(table, method="elo", peer_weights="prd", elo_shuffles=0, weight_normalisation="mean")
+    assert mean.table["score"].tolist() != pytest.approx(board.table["score"].tolist())
+
+
+def test_unknown_weight_normalisation(table):
+    with pytest.raises(ValueError, match=r"weight_normalisation must be one of \('sum', 'mean'\), got 'median'"):
+        leaderboard(table, method="elo", weight_normalisation="median")

@@ -97,3 +97,26 @@ def test_parameter_errors():
         fixed_point_weights(reviews, temperature=0)
     with pytest.raises(ValueError, match="iterations must be >= 1"):
         prd_weights(reviews, iterations=0)
+
+
+def test_elo_weights_with_zero_shuffles_use_the_given_order_once():
+    # PRD Appendix E with the battles in stored order (the CLI's --elo-shuffles 0):
+    # iteration 1 by hand = min-max of one in-order Elo pass, then sum to one.
+    from peercore.ranking.elo import elo_ratings
+
+    reviews = _peer_reviews()
+    result = prd_weights(reviews, method="elo", iterations=1, elo_shuffles=0)
+    elo = elo_ratings(reviews, shuffles=0)
+    scaled = (elo - elo.min()) / (elo.max() - elo.min())
+    want = (scaled / scaled.sum())[list(result.weights.index)]
+    assert np.allclose(result.weights.to_numpy(), want.to_numpy())
+    assert np.allclose(result.scores.to_numpy(), elo_ratings(reviews, weights=result.weights.to_dict(),
+                                                            weight_normalisation="mean")[list(result.scores.index)])
+    fixed = fixed_point_weights(reviews, method="elo", elo_shuffles=0)
+    assert fixed.converged
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True])
+def test_elo_shuffles_must_be_a_non_negative_integer(bad):
+    with pytest.raises(ValueError, match=rf"elo_shuffles must be an integer >= 0 \(0 = the given order, one pass\), got {bad!r}"):
+        prd_weights(_peer_reviews(), method="elo", elo_shuffles=bad)
