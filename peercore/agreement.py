@@ -12,6 +12,19 @@ Three families of meta-evaluation live here:
   (share of examples where a judge matches the gold verdict) and system-level
   agreement (the judge's most frequent verdict equals the gold's).
 
+Unparsed verdicts
+-----------------
+A judge verdict that could not be parsed (``winner`` missing, or ``valid == 0`` - the
+rows :meth:`peercore.store.Store.judgments` returns with ``include_invalid=True``) is
+still an answer the judge gave about an example. ScaleEval's example-level agreement
+(Chern et al. 2024, section 3.3, eq. 2) averages over all n examples, and its section 8
+measures exactly a judge that fails to answer (Claude-2 refusing), so by default
+(``unparsed="miss"``) such a verdict is matched like any other and counts as a
+disagreement; ``unparsed="exclude"`` leaves it out of n instead. Either way the number
+of matched unparsed verdicts is reported (``AgreementResult.unparsed``, the
+``unparsed`` columns). Unparsed *reference* verdicts say nothing about the example and
+are always left out.
+
 Matching
 --------
 The matching key of a verdict is ``(question_id, model_a, model_b)`` plus ``turn`` and
@@ -53,6 +66,7 @@ __all__ = [
     "example_level_agreement",
     "system_level_agreement",
     "scaleeval_agreement",
+    "UNPARSED_MODES",
 ]
 
 _KEY: list[str] = ["question_id", "model_a", "model_b", "turn", "criterion"]
@@ -61,6 +75,8 @@ _FLIP = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
 _MISSING = "\x00<missing>"  # stands for a missing key value so that missing == missing
 _REFERENCE_MODES = ("majority", "votes")
 _TIES = ("include", "exclude")
+UNPARSED_MODES: tuple[str, ...] = ("miss", "exclude")
+_UNPARSED_LABEL = "\x00<unparsed>"  # an unparsed judge verdict: equal to no reference label
 
 
 @dataclass(frozen=True)
@@ -69,18 +85,24 @@ class AgreementResult:
 
     Attributes
     ----------
-    n : number of matched (verdict, reference verdict) pairs counted.
+    n : number of matched (verdict, reference verdict) pairs counted (with
+        ``unparsed="miss"`` this includes the unparsed judge verdicts).
     agreement : share of pairs with equal verdicts (accuracy); NaN when ``n == 0``.
     cohen_kappa : Cohen's kappa of the two label sequences; NaN when ``n == 0`` or
         when chance agreement is 1 (both sides use one and the same label only).
+        Unparsed judge verdicts counted as misses are one more judge label, which the
+        reference never uses.
     fleiss_kappa : Fleiss' kappa treating the pair as two raters per item (with two
         raters this is Scott's pi); NaN in the same cases as ``cohen_kappa``.
+    unparsed : matched pairs whose judge verdict was not parsed (after the ``ties``
+        filter), whether they were counted as misses or excluded.
     """
 
     n: int
     agreement: float
     cohen_kappa: float
     fleiss_kappa: float
+    unparsed: int = 0
 
 
 @dataclass(frozen=True)
@@ -180,8 +202,12 @@ def match_reference(
 
     Parameters
     ----------
-    judgments : canonical table of the verdicts to evaluate (any number of judges).
-    reference : canonical table of reference verdicts (e.g. human votes).
+    judgments : canonical table of the verdicts to evaluate (any number of judges). It
+        may hold unparsed verdicts (``winner`` missing, or a ``valid`` column that is
+        0), as ``Store.judgments(study, include_invalid=True)`` returns them: they are
+        matched like the others and come back with a missing ``verdict``.
+    reference : canonical table of reference verdicts (e.g. human votes); unparsed rows
+        (as above) are left out.
     reference_mode :
         ``"majority"`` (PRD): the reference is reduced to one verdict per ordered key by
         :func:`majority_vote`, then "doubled": the mirror of every reference key is
@@ -200,9 +226,9 @@ def match_reference(
     DataFrame
         One row per matched pair with the key columns (``question_id, model_a, model_b,
         turn, criterion``), ``judge``, ``verdict`` (the judge's ``winner``) and
-        ``reference_verdict``, both in the judge row's orientation.
-        Judge rows without a reference verdict are left out. Rows follow the order of
-        ``judgments``.
+        ``reference_verdict``, both in the judge row's orientation; ``verdict`` is
+        missing for an unparsed judge verdict. Judge rows without a reference verdict
+        are left out. Rows follow the order of ``judgments``.
 
     Raises
     ------
@@ -211,8 +237,10 @@ def match_reference(
         ``judgments`` or ``reference``, the row, column and value), or
         ``reference_mode`` is not "majority" or "votes".
     """
-    judgments = _canonical(judgments, "judgments")
-    reference = _canonical(reference, "reference")
+    judgments, unparsed_rows = _with_unparsed(judgments, "judgments")
+    reference, unparsed_reference = _with_unparsed(reference, "reference")
+    if unparsed_reference.any():
+        reference = reference[~unparsed_reference].reset_index(drop=True)
     if reference_mode not in _REFERENCE_MODES:
         raise ValueError(f"reference_mode must be one of {_REFERENCE_MODES}, got {reference_mode!r}")
     table: dict[tuple, list[str]] = {}
@@ -236,19 +264,30 @@ def match_reference(
             matched.append(verdict)
     out = judgments.iloc[rows][[*_KEY, "judge", "winner"]].reset_index(drop=True)
     out = out.rename(columns={"winner": "verdict"})
+    if unparsed_rows.any():
+        out["verdict"] = out["verdict"].mask(unparsed_rows[np.asarray(rows, dtype=np.intp)])
     out["reference_verdict"] = pd.array(matched, dtype="str")
     return out
 
 
-def agreement_of_pairs(pairs: pd.DataFrame, *, ties: str = "include") -> AgreementResult:
+def agreement_of_pairs(pairs: pd.DataFrame, *, ties: str = "include", unparsed: str = "miss") -> AgreementResult:
     """Accuracy, Cohen's and Fleiss' kappa of matched verdict pairs.
+
+    .. math:: \\text{agreement} = \\frac{1}{n} \\sum_{i=1}^{n} \\mathbb{1}[v_i = g_i]
+
+    over the n matched pairs (ScaleEval, Chern et al. 2024, section 3.3, eq. 2, for
+    the example level; PRD Table 3 accuracy).
 
     Parameters
     ----------
     pairs : DataFrame with ``verdict`` and ``reference_verdict`` columns, as returned by
-        :func:`match_reference`.
+        :func:`match_reference`; a missing ``verdict`` is an unparsed judge verdict.
     ties : ``"include"`` counts every pair (MT-Bench "w/ tie", PRD); ``"exclude"`` drops
         pairs where either side is a tie (MT-Bench "w/o tie").
+    unparsed : ``"miss"`` (default) counts an unparsed verdict as a disagreement: it
+        stays in n, never equals the reference, and is its own label in the kappas;
+        ``"exclude"`` leaves it out of n. Either way ``AgreementResult.unparsed`` says
+        how many there were.
 
     Returns
     -------
@@ -256,25 +295,38 @@ def agreement_of_pairs(pairs: pd.DataFrame, *, ties: str = "include") -> Agreeme
         ``n = 0`` gives NaN agreement and kappas (no exception). Kappas are NaN when
         chance agreement is 1, e.g. both sides always say ``model_a`` (statsmodels
         computes 0/0 there).
+
+    Raises
+    ------
+    ValueError
+        If ``ties`` or ``unparsed`` is unknown, a column is missing, or a
+        ``reference_verdict`` is missing (the values are quoted).
     """
     if ties not in _TIES:
         raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    _check_unparsed(unparsed)
     missing = [c for c in ("verdict", "reference_verdict") if c not in pairs.columns]
     if missing:
         raise ValueError(f"pairs is missing column(s) {missing}; build it with match_reference")
-    verdict = pairs["verdict"].to_numpy(dtype=object)
+    verdict, failed = _verdicts(pairs["verdict"])
     reference = pairs["reference_verdict"].to_numpy(dtype=object)
+    if len(reference) and pd.isna(pairs["reference_verdict"]).any():
+        raise ValueError("pairs holds a missing reference_verdict; only the judge's verdict may be unparsed")
     if ties == "exclude":
         keep = (verdict != "tie") & (reference != "tie")
-        verdict, reference = verdict[keep], reference[keep]
+        verdict, reference, failed = verdict[keep], reference[keep], failed[keep]
+    n_unparsed = int(failed.sum())
+    if unparsed == "exclude":
+        verdict, reference = verdict[~failed], reference[~failed]
     n = len(verdict)
     if n == 0:
-        return AgreementResult(0, math.nan, math.nan, math.nan)
+        return AgreementResult(0, math.nan, math.nan, math.nan, n_unparsed)
     return AgreementResult(
         n=n,
         agreement=float(np.mean(verdict == reference)),
         cohen_kappa=cohen_kappa(verdict, reference),
         fleiss_kappa=fleiss_kappa(np.column_stack([verdict, reference])),
+        unparsed=n_unparsed,
     )
 
 
@@ -284,23 +336,30 @@ def agreement(
     *,
     ties: str = "include",
     reference_mode: str = "majority",
+    unparsed: str = "miss",
 ) -> AgreementResult:
     """Agreement of all verdicts in ``judgments`` with a reference (PRD Table 3; MT-Bench).
 
-    ``agreement_of_pairs(match_reference(judgments, reference, ...), ties=ties)``: the
-    verdicts of every judge in ``judgments`` are pooled (filter to one judge first, or
-    use :func:`agreement_by_judge`). With PRD's data, one reviewer's 1600 ordered
-    verdicts against the human votes with the default ``reference_mode="majority"``
-    give the paper's accuracy and Fleiss' kappa.
+    ``agreement_of_pairs(match_reference(judgments, reference, ...), ties=ties,
+    unparsed=unparsed)``: the verdicts of every judge in ``judgments`` are pooled
+    (filter to one judge first, or use :func:`agreement_by_judge`). With PRD's data, one
+    reviewer's 1600 ordered verdicts against the human votes with the default
+    ``reference_mode="majority"`` give the paper's accuracy and Fleiss' kappa. With
+    ScaleEval's Claude-2 verdicts (unparsed ones included) against the debate
+    consensus, n = 767 of which 8 unparsed, agreement 0.8488 (0.8577 over the 759
+    parsed ones with ``unparsed="exclude"``).
 
     Parameters
     ----------
-    judgments, reference : canonical judgment tables.
+    judgments, reference : canonical judgment tables; ``judgments`` may hold unparsed
+        verdicts (see :func:`match_reference`).
     ties : "include" or "exclude" (see :func:`agreement_of_pairs`).
     reference_mode : "majority" or "votes" (see :func:`match_reference`).
+    unparsed : "miss" (default) or "exclude" (see :func:`agreement_of_pairs`).
     """
+    _check_unparsed(unparsed)
     pairs = match_reference(judgments, reference, reference_mode=reference_mode)
-    return agreement_of_pairs(pairs, ties=ties)
+    return agreement_of_pairs(pairs, ties=ties, unparsed=unparsed)
 
 
 def agreement_by_judge(
@@ -309,23 +368,26 @@ def agreement_by_judge(
     *,
     ties: str = "include",
     reference_mode: str = "majority",
+    unparsed: str = "miss",
 ) -> pd.DataFrame:
     """:func:`agreement` for each judge of ``judgments`` separately.
 
     Returns
     -------
     DataFrame indexed by judge (sorted) with columns ``n, agreement, cohen_kappa,
-    fleiss_kappa``. A judge with no matched pair has ``n = 0`` and NaN values.
+    fleiss_kappa, unparsed``. A judge with no matched pair has ``n = 0`` and NaN values.
     """
+    _check_unparsed(unparsed)
     pairs = match_reference(judgments, reference, reference_mode=reference_mode)
     judges = sorted(pd.unique(judgments["judge"].astype(str)))
-    rows = [agreement_of_pairs(pairs[pairs["judge"] == j], ties=ties) for j in judges]
+    rows = [agreement_of_pairs(pairs[pairs["judge"] == j], ties=ties, unparsed=unparsed) for j in judges]
     frame = pd.DataFrame(
-        [[r.n, r.agreement, r.cohen_kappa, r.fleiss_kappa] for r in rows],
+        [[r.n, r.agreement, r.cohen_kappa, r.fleiss_kappa, r.unparsed] for r in rows],
         index=pd.Index(judges, name="judge", dtype="str"),
-        columns=["n", "agreement", "cohen_kappa", "fleiss_kappa"],
+        columns=["n", "agreement", "cohen_kappa", "fleiss_kappa", "unparsed"],
     )
-    return frame.astype({"n": "int64", "agreement": float, "cohen_kappa": float, "fleiss_kappa": float})
+    return frame.astype({"n": "int64", "agreement": float, "cohen_kappa": float, "fleiss_kappa": float,
+                         "unparsed": "int64"})
 
 
 def cohen_kappa(labels_1: Sequence[Hashable], labels_2: Sequence[Hashable]) -> float:
@@ -464,19 +526,37 @@ def verdict_mode(verdicts: Iterable[Hashable]) -> Hashable:
     return ranked[0][0]
 
 
-def example_level_agreement(judge_verdicts: Sequence[Hashable], gold: Sequence[Hashable]) -> float:
+def example_level_agreement(
+    judge_verdicts: Sequence[Hashable], gold: Sequence[Hashable], *, unparsed: str = "miss"
+) -> float:
     """Share of examples where the judge's verdict equals the gold verdict.
 
-    ScaleEval's example-level agreement (Chern et al. 2024, Table 3). The two sequences
-    are aligned by position; two pandas Series must carry the same index (they are
-    aligned on it). Returns NaN for no examples.
+    ScaleEval's example-level agreement (Chern et al. 2024, section 3.3, eq. 2,
+    Table 3): :math:`\\frac{1}{n} \\sum_{i=1}^{n} \\mathbb{1}[v_i = g_i]` over all n
+    examples. The two sequences are aligned by position; two pandas Series must carry
+    the same index (they are aligned on it). Returns NaN for no examples.
+
+    Parameters
+    ----------
+    judge_verdicts : the judge's verdicts; a missing one (None / NaN) is an unparsed
+        verdict.
+    gold : the gold verdicts (none missing).
+    unparsed : ``"miss"`` (default, eq. 2 over all n examples): an unparsed verdict is
+        a disagreement; ``"exclude"``: it is left out of n.
 
     Raises
     ------
     ValueError
-        If the lengths (or Series indexes) differ.
+        If the lengths (or Series indexes) differ, ``gold`` holds a missing verdict, or
+        ``unparsed`` is unknown.
     """
+    _check_unparsed(unparsed)
     judge, reference = _aligned(judge_verdicts, gold)
+    if len(reference) and pd.isna(pd.Series(reference, dtype=object)).any():
+        raise ValueError("gold holds a missing verdict; the gold set must be complete")
+    judge, failed = _verdicts(pd.Series(judge, dtype=object))
+    if unparsed == "exclude":
+        judge, reference = judge[~failed], reference[~failed]
     if len(judge) == 0:
         return math.nan
     return float(np.mean(judge == reference))
@@ -504,6 +584,7 @@ def scaleeval_agreement(
     gold: pd.DataFrame,
     *,
     group_of: Mapping[str, str] | pd.Series | None = None,
+    unparsed: str = "miss",
 ) -> pd.DataFrame:
     """Example- and system-level agreement of each judge with a gold set (ScaleEval).
 
@@ -516,24 +597,35 @@ def scaleeval_agreement(
 
     Parameters
     ----------
-    judgments : canonical table of the single judges' verdicts.
+    judgments : canonical table of the single judges' verdicts, unparsed ones included
+        when known (see :func:`match_reference`).
     gold : canonical table of gold verdicts.
     group_of : optional question_id -> group label (dict or Series).
+    unparsed : ``"miss"`` (default): an unparsed verdict is one of the n examples and a
+        disagreement (section 3.3, eq. 2 averages over all n; section 8 measures a judge
+        that does not answer), and in the judge's mode it is a label of its own (a judge
+        that mostly fails to answer has no system-level agreement); ``"exclude"``: it is
+        left out of n and of the mode.
 
     Returns
     -------
     DataFrame
         Columns ``judge``, ``group`` (with ``group_of``), ``criterion`` (missing when
         the verdicts have none), ``system_1``, ``system_2`` (the pair, sorted by name),
-        ``n`` (matched examples), ``example_agreement``, ``judge_mode`` and ``gold_mode`` (the most frequent
-        winning system or ``"tie"``, see :func:`verdict_mode`) and ``system_agreement``
-        (bool). Judges with no matched example do not appear.
+        ``n`` (matched examples counted), ``unparsed`` (matched unparsed verdicts,
+        counted in n or not as ``unparsed`` says), ``example_agreement``,
+        ``judge_mode`` and ``gold_mode`` (the most frequent winning system or
+        ``"tie"``, see :func:`verdict_mode`; ``"unparsed"`` when unparsed verdicts are
+        the judge's most frequent) and ``system_agreement`` (bool). Judges with no
+        matched example do not appear.
 
     Raises
     ------
     ValueError
-        If ``group_of`` has no group for a question that was matched.
+        If ``group_of`` has no group for a question that was matched, or ``unparsed`` is
+        unknown.
     """
+    _check_unparsed(unparsed)
     pairs = match_reference(judgments, gold, reference_mode="majority")
     by = ["judge"]
     if group_of is not None:
@@ -553,17 +645,24 @@ def scaleeval_agreement(
     pairs["_judge_winner"] = _winner_names(pairs, "verdict")
     pairs["_gold_winner"] = _winner_names(pairs, "reference_verdict")
     by += ["system_1", "system_2"]
+    pairs["_unparsed"] = pd.isna(pairs["verdict"]).to_numpy()
     rows = []
     for group_key, part in pairs.groupby(by, sort=True):
-        judge_mode, gold_mode = verdict_mode(part["_judge_winner"]), verdict_mode(part["_gold_winner"])
+        failed = int(part["_unparsed"].sum())
+        counted = part[~part["_unparsed"]] if unparsed == "exclude" else part
+        if len(counted) == 0:
+            rows.append((*group_key, 0, failed, math.nan, None, verdict_mode(part["_gold_winner"]), False))
+            continue
+        judge_mode, gold_mode = verdict_mode(counted["_judge_winner"]), verdict_mode(part["_gold_winner"])
         rows.append(
-            (*group_key, len(part), example_level_agreement(part["verdict"], part["reference_verdict"]),
+            (*group_key, len(counted), failed,
+             example_level_agreement(counted["verdict"], counted["reference_verdict"], unparsed="miss"),
              judge_mode, gold_mode, judge_mode == gold_mode)
         )
-    columns = [*by, "n", "example_agreement", "judge_mode", "gold_mode", "system_agreement"]
+    columns = [*by, "n", "unparsed", "example_agreement", "judge_mode", "gold_mode", "system_agreement"]
     out = pd.DataFrame(rows, columns=columns)
     out["criterion"] = pd.array(out["criterion"].where(out["criterion"] != _MISSING, None), dtype="str")
-    return out.astype({"n": "int64", "example_agreement": float, "system_agreement": bool})
+    return out.astype({"n": "int64", "unparsed": "int64", "example_agreement": float, "system_agreement": bool})
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -633,8 +732,50 @@ def _aligned(judge_verdicts, gold) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _winner_names(pairs: pd.DataFrame, column: str) -> np.ndarray:
-    verdict = pairs[column].to_numpy(dtype=object)
-    return np.where(
+    """The winning system's name, ``"tie"``, or ``"unparsed"`` for a missing verdict."""
+    verdict, failed = _verdicts(pairs[column])
+    names = np.where(
         verdict == "model_a", pairs["model_a"].to_numpy(dtype=object),
         np.where(verdict == "model_b", pairs["model_b"].to_numpy(dtype=object), "tie"),
-    )
+    ).astype(object)
+    names[failed] = "unparsed"
+    return names
+
+
+def _check_unparsed(unparsed) -> None:
+    if unparsed not in UNPARSED_MODES:
+        raise ValueError(f"unparsed must be one of {UNPARSED_MODES}, got {unparsed!r}")
+
+
+def _verdicts(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Verdicts as an object array with unparsed (missing) ones replaced by a label that
+    equals no verdict, and the mask of those."""
+    failed = np.array(pd.isna(values), dtype=bool)
+    verdict = np.array(values.to_numpy(dtype=object), dtype=object)
+    verdict[failed] = _UNPARSED_LABEL
+    return verdict, failed
+
+
+def _with_unparsed(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """A canonical table of every row, and the mask of the unparsed ones.
+
+    A row is unparsed when its ``winner`` is missing or a ``valid`` column holds 0 (the
+    shape of ``Store.judgments(..., include_invalid=True)``). Its key columns are
+    validated like any other row's (a placeholder winner stands in while validating);
+    its ``winner`` comes back missing.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    if "winner" not in frame.columns:
+        return _canonical(frame, name), np.zeros(len(frame), dtype=bool)
+    failed = np.array(pd.isna(frame["winner"]), dtype=bool)
+    if "valid" in frame.columns:
+        valid = pd.to_numeric(frame["valid"], errors="coerce").to_numpy(dtype=float)
+        failed = failed | (valid == 0)
+    if not failed.any():
+        return _canonical(frame, name), failed
+    filled = frame.copy()
+    filled["winner"] = filled["winner"].astype(object).where(~failed, "tie")
+    out = _canonical(filled, name)
+    out["winner"] = out["winner"].mask(failed)
+    return out, failed

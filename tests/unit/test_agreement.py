@@ -376,7 +376,7 @@ def test_scaleeval_agreement_per_judge_group_and_criterion():
     )
     out = scaleeval_agreement(judgments, gold, group_of={"q1": "code", "q2": "code", "q3": "math"})
     assert out.columns.tolist() == [
-        "judge", "group", "criterion", "system_1", "system_2", "n", "example_agreement",
+        "judge", "group", "criterion", "system_1", "system_2", "n", "unparsed", "example_agreement",
         "judge_mode", "gold_mode", "system_agreement",
     ]
     j_code = out[(out["judge"] == "j") & (out["group"] == "code")].iloc[0]
@@ -401,3 +401,117 @@ def test_scaleeval_agreement_without_groups_and_errors():
     assert pd.isna(out["criterion"].iloc[0])
     with pytest.raises(ValueError, match=r"group_of has no group for question_id\(s\) \['q1'\]"):
         scaleeval_agreement(judgments, gold, group_of={"q2": "code"})
+
+
+# --------------------------------------------------------------- unparsed judge verdicts
+# ScaleEval (Chern et al. 2024), section 3.3, eq. 2: example-level agreement is
+# (1/n) sum_i 1[v_i = g_i] over ALL n examples; section 8 measures a judge that fails
+# to answer. An unparsed verdict (winner missing, valid = 0, as
+# Store.judgments(include_invalid=True) returns it) is therefore a miss by default.
+
+
+def with_invalid(rows) -> pd.DataFrame:
+    """(question_id, model_a, model_b, judge, winner-or-None) rows in the store's include_invalid shape."""
+    frame = pd.DataFrame(rows, columns=["question_id", "model_a", "model_b", "judge", "winner"])
+    frame["valid"] = frame["winner"].notna().astype(int)
+    frame["raw"] = [None if w else '{"score": null}' for w in frame["winner"]]
+    return frame
+
+
+GOLD_4 = [("q1", "a", "b", "gold", "model_a"), ("q2", "a", "b", "gold", "model_a"),
+          ("q3", "a", "b", "gold", "model_b"), ("q4", "a", "b", "gold", "model_b")]
+JUDGE_4 = [("q1", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", "model_b"),
+           ("q3", "a", "b", "j", None), ("q4", "a", "b", "j", "model_b")]
+
+
+def test_unparsed_verdict_counts_as_a_miss_by_default():
+    # By hand: q1 hit, q2 miss, q3 unparsed -> miss, q4 hit: 2 / 4 over n = 4.
+    # Cohen: judge labels (a, b, U, b) vs gold (a, a, b, b): po = 1/2,
+    # pe = 1/4 * 2/4 + 2/4 * 2/4 + 1/4 * 0 = 3/8 -> kappa = (1/2 - 3/8) / (5/8) = 0.2.
+    result = agreement(with_invalid(JUDGE_4), table(GOLD_4))
+    assert (result.n, result.unparsed) == (4, 1)
+    assert result.agreement == pytest.approx(0.5)
+    assert result.cohen_kappa == pytest.approx(0.2)
+
+
+def test_unparsed_verdict_excluded_on_request():
+    # Without q3: 2 / 3; judge (a, b, b) vs gold (a, a, b): pe = 1/3*2/3 + 2/3*1/3 = 4/9,
+    # kappa = (2/3 - 4/9) / (5/9) = 0.4. The unparsed verdict is still reported.
+    result = agreement(with_invalid(JUDGE_4), table(GOLD_4), unparsed="exclude")
+    assert (result.n, result.unparsed) == (3, 1)
+    assert result.agreement == pytest.approx(2 / 3)
+    assert result.cohen_kappa == pytest.approx(0.4)
+
+
+def test_unparsed_rows_are_matched_in_either_orientation_and_by_valid_flag():
+    judge = with_invalid([("q1", "b", "a", "j", None), ("q2", "a", "b", "j", "model_a")])
+    judge.loc[1, "valid"] = 0  # a verdict flagged invalid is unparsed even with a winner
+    pairs_ = match_reference(judge, table(GOLD_4))
+    assert pairs_["question_id"].tolist() == ["q1", "q2"]
+    assert pairs_["verdict"].isna().tolist() == [True, True]
+    assert pairs_["reference_verdict"].tolist() == ["model_b", "model_a"]  # q1 mirrored to (b, a)
+    assert agreement_of_pairs(pairs_).n == 2 and agreement_of_pairs(pairs_).agreement == 0.0
+
+
+def test_unparsed_rows_without_a_reference_are_not_counted():
+    judge = with_invalid([*JUDGE_4, ("q9", "a", "b", "j", None)])
+    assert agreement(judge, table(GOLD_4)).unparsed == 1
+
+
+def test_unparsed_reference_rows_are_left_out():
+    gold = with_invalid([("q1", "a", "b", "gold", "model_a"), ("q2", "a", "b", "gold", None)])
+    judge = table([("q1", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", "model_a")])
+    assert (agreement(judge, gold).n, agreement(judge, gold).agreement) == (1, 1.0)
+
+
+def test_unparsed_with_ties_excluded():
+    # A pair whose reference is a tie goes under ties="exclude", unparsed or not.
+    p = pairs(["model_a", None, None], ["model_a", "tie", "model_b"])
+    result = agreement_of_pairs(p, ties="exclude")
+    assert (result.n, result.unparsed, result.agreement) == (2, 1, 0.5)
+    result = agreement_of_pairs(p, ties="include", unparsed="exclude")
+    assert (result.n, result.unparsed, result.agreement) == (1, 2, 1.0)
+
+
+def test_agreement_by_judge_reports_unparsed():
+    judges = pd.concat([with_invalid(JUDGE_4), with_invalid([("q1", "a", "b", "k", "model_a")])], ignore_index=True)
+    out = agreement_by_judge(judges, table(GOLD_4))
+    assert out.loc["j", ["n", "unparsed"]].tolist() == [4, 1] and out.loc["j", "agreement"] == 0.5
+    assert out.loc["k", ["n", "unparsed"]].tolist() == [1, 0]
+    out = agreement_by_judge(judges, table(GOLD_4), unparsed="exclude")
+    assert out.loc["j", ["n", "unparsed"]].tolist() == [3, 1]
+
+
+def test_example_level_agreement_over_all_n_examples():
+    # eq. 2 by hand: (1 + 0 + 0) / 3 with the unparsed second verdict a miss; 1 / 2 without it.
+    judge, gold = ["model_a", None, "model_b"], ["model_a", "model_a", "model_a"]
+    assert example_level_agreement(judge, gold) == pytest.approx(1 / 3)
+    assert example_level_agreement(judge, gold, unparsed="exclude") == pytest.approx(1 / 2)
+    assert math.isnan(example_level_agreement([None], ["tie"], unparsed="exclude"))
+    with pytest.raises(ValueError, match="gold holds a missing verdict"):
+        example_level_agreement(["tie"], [None])
+
+
+def test_scaleeval_agreement_counts_unparsed_examples():
+    judge = with_invalid([("q1", "gpt", "claude", "j", "model_a"), ("q2", "gpt", "claude", "j", None),
+                          ("q3", "gpt", "claude", "j", None)])
+    gold = table([("q1", "gpt", "claude", "g", "model_a"), ("q2", "gpt", "claude", "g", "model_a"),
+                  ("q3", "gpt", "claude", "g", "model_b")])
+    row = scaleeval_agreement(judge, gold).iloc[0]
+    # n = 3 examples, one hit: 1/3; the judge's most frequent "verdict" is no verdict.
+    assert (row["n"], row["unparsed"], row["example_agreement"]) == (3, 2, pytest.approx(1 / 3))
+    assert (row["judge_mode"], row["gold_mode"], bool(row["system_agreement"])) == ("unparsed", "gpt", False)
+    row = scaleeval_agreement(judge, gold, unparsed="exclude").iloc[0]
+    assert (row["n"], row["unparsed"], row["example_agreement"], row["judge_mode"]) == (1, 2, 1.0, "gpt")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: agreement(table(GOLD_4), table(GOLD_4), unparsed="skip"),
+    lambda: agreement_of_pairs(pairs(["tie"], ["tie"]), unparsed="skip"),
+    lambda: agreement_by_judge(table(GOLD_4), table(GOLD_4), unparsed="skip"),
+    lambda: example_level_agreement(["tie"], ["tie"], unparsed="skip"),
+    lambda: scaleeval_agreement(table(GOLD_4), table(GOLD_4), unparsed="skip"),
+])
+def test_unknown_unparsed_mode(call):
+    with pytest.raises(ValueError, match=r"unparsed must be one of \('miss', 'exclude'\), got 'skip'"):
+        call()
