@@ -4,6 +4,13 @@ Pure functions: no streamlit, no I/O, no state. Each takes the table a peercore
 function returns (or :mod:`peercore.ui.views` assembles) and draws it; a frame missing
 a column raises ``ValueError`` naming it, and an empty frame gives a figure that says
 there is nothing to show.
+
+Names and labels are untrusted text (DESIGN.md): plotly would draw ``<b>``, ``<a href>``,
+``<br>`` and entities found in them. Every string a figure draws (title, axis titles,
+category tick labels, legend names, text on marks, hover text, annotations) passes
+through :func:`peercore.untrusted.escape_plotly`, and hover templates hold only
+PeerBoard's own words and ``%{...}`` placeholders: a caller's text reaches them through
+the data or the trace's ``meta``, never pasted into the template.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from peercore.untrusted import escape_plotly as _esc
 
 __all__ = [
     "leaderboard_chart", "elo_curves_chart", "win_rate_heatmap", "count_heatmap", "weight_bars",
@@ -35,11 +44,16 @@ def _require(frame: pd.DataFrame, columns: Iterable[str], name: str) -> None:
         raise ValueError(f"{name} is missing column(s) {missing} (found: {list(frame.columns)})")
 
 
+def _labels(values: Iterable) -> list[str]:
+    """Category labels (ticks, legend entries, text on marks) as plotly-safe strings."""
+    return [_esc(v) for v in values]
+
+
 def _figure(title: str | None = None, *, height: int | None = None) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(
         template=TEMPLATE,
-        title=dict(text=title, y=1.0, yanchor="top", yref="container", pad=dict(t=8)) if title else None,
+        title=dict(text=_esc(title), y=1.0, yanchor="top", yref="container", pad=dict(t=8)) if title else None,
         margin=dict(l=10, r=10, t=80 if title else 40, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
     )
@@ -50,7 +64,7 @@ def _figure(title: str | None = None, *, height: int | None = None) -> go.Figure
 
 def _empty(title: str | None, message: str = "Nothing to show") -> go.Figure:
     fig = _figure(title)
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
+    fig.add_annotation(text=_esc(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return fig
@@ -80,11 +94,11 @@ def leaderboard_chart(table: pd.DataFrame, *, score_label: str = "score", title:
     ordered = table.iloc[::-1]
     fig = _figure(title, height=max(220, 36 * len(table) + 80))
     fig.add_trace(go.Scatter(
-        x=ordered["score"], y=ordered["model"], mode="markers", marker=dict(size=10, color=_PALETTE[0]),
-        error_x=_errors(ordered["score"], ordered["ci_low"], ordered["ci_high"]), name=score_label,
+        x=ordered["score"], y=_labels(ordered["model"]), mode="markers", marker=dict(size=10, color=_PALETTE[0]),
+        error_x=_errors(ordered["score"], ordered["ci_low"], ordered["ci_high"]), name=_esc(score_label),
         hovertemplate="%{y}: %{x:.3f}<extra></extra>",
     ))
-    fig.update_xaxes(title=score_label)
+    fig.update_xaxes(title=_esc(score_label))
     fig.update_yaxes(title=None, type="category")
     return fig
 
@@ -108,9 +122,10 @@ def elo_curves_chart(curves: pd.DataFrame, *, title: str | None = "Elo over batt
             if len(part) == 0:
                 continue
             fig.add_trace(go.Scatter(
-                x=part["battles"], y=part["elo"], mode="lines", name=f"{model} ({judge})",
-                legendgroup=judge, line=dict(color=_PALETTE[m % len(_PALETTE)], dash=_DASHES[j % len(_DASHES)]),
-                hovertemplate=f"{model}, judged by {judge}<br>after %{{x}} battles: %{{y:.0f}}<extra></extra>",
+                x=part["battles"], y=part["elo"], mode="lines", name=_esc(f"{model} ({judge})"),
+                legendgroup=_esc(judge), line=dict(color=_PALETTE[m % len(_PALETTE)], dash=_DASHES[j % len(_DASHES)]),
+                meta=_esc(f"{model}, judged by {judge}"),
+                hovertemplate="%{meta}<br>after %{x} battles: %{y:.0f}<extra></extra>",
             ))
     fig.add_hline(y=1000, line=dict(color="#999", width=1, dash="dot"))
     fig.update_xaxes(title="battles seen")
@@ -127,12 +142,12 @@ def _heatmap(matrix: pd.DataFrame, *, title, zmin, zmax, colorscale, fmt, colorb
     text = np.where(np.isnan(values), "", np.vectorize(fmt.format, otypes=[str])(np.nan_to_num(values)))
     fig = _figure(title, height=max(300, 48 * len(matrix) + 120))
     fig.add_trace(go.Heatmap(
-        z=values, x=[str(c) for c in matrix.columns], y=[str(i) for i in matrix.index], zmin=zmin, zmax=zmax,
-        colorscale=colorscale, text=text, texttemplate="%{text}", colorbar=dict(title=colorbar),
+        z=values, x=_labels(matrix.columns), y=_labels(matrix.index), zmin=zmin, zmax=zmax,
+        colorscale=colorscale, text=text, texttemplate="%{text}", colorbar=dict(title=_esc(colorbar)),
         hovertemplate="%{y} vs %{x}: %{z}<extra></extra>",
     ))
-    fig.update_yaxes(autorange="reversed", type="category", title=matrix.index.name)
-    fig.update_xaxes(type="category", title=matrix.columns.name, side="bottom")
+    fig.update_yaxes(autorange="reversed", type="category", title=_esc(matrix.index.name))
+    fig.update_xaxes(type="category", title=_esc(matrix.columns.name), side="bottom")
     return fig
 
 
@@ -159,7 +174,7 @@ def weight_bars(weights: pd.Series, *, title: str | None = "Reviewer weights") -
         return _empty(title)
     ordered = weights.sort_values(ascending=False)
     fig = _figure(title, height=320)
-    fig.add_trace(go.Bar(x=[str(i) for i in ordered.index], y=ordered.to_numpy(dtype=float), marker_color=_PALETTE[0],
+    fig.add_trace(go.Bar(x=_labels(ordered.index), y=ordered.to_numpy(dtype=float), marker_color=_PALETTE[0],
                          text=[f"{v:.3f}" for v in ordered], textposition="outside", name="weight"))
     fig.update_yaxes(title="weight", range=[0, max(1e-9, float(ordered.max())) * 1.2])
     fig.update_xaxes(title=None, type="category")
@@ -175,7 +190,7 @@ def weight_history_chart(history: pd.DataFrame, *, title: str | None = "Weights 
     fig = _figure(title, height=320)
     for k, judge in enumerate(history.columns):
         fig.add_trace(go.Scatter(x=list(range(len(history))), y=history[judge].to_numpy(dtype=float), mode="lines+markers",
-                                 name=str(judge), line=dict(color=_PALETTE[k % len(_PALETTE)])))
+                                 name=_esc(judge), line=dict(color=_PALETTE[k % len(_PALETTE)])))
     fig.update_xaxes(title="iteration", dtick=1)
     fig.update_yaxes(title="weight")
     return fig
@@ -191,11 +206,11 @@ def rank_change_chart(comparison: pd.DataFrame, *, title: str | None = "Rank wit
         return _empty(title)
     fig = _figure(title, height=max(240, 36 * len(comparison) + 80))
     for row in comparison.itertuples(index=False):
-        fig.add_trace(go.Scatter(x=[row.rank, row.rank_without], y=[row.model, row.model], mode="lines",
+        fig.add_trace(go.Scatter(x=[row.rank, row.rank_without], y=_labels([row.model, row.model]), mode="lines",
                                  line=dict(color="#bbb", width=3), showlegend=False, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=comparison["rank"], y=comparison["model"], mode="markers", name="all reviewers",
+    fig.add_trace(go.Scatter(x=comparison["rank"], y=_labels(comparison["model"]), mode="markers", name="all reviewers",
                              marker=dict(size=12, color=_PALETTE[0])))
-    fig.add_trace(go.Scatter(x=comparison["rank_without"], y=comparison["model"], mode="markers", name="without",
+    fig.add_trace(go.Scatter(x=comparison["rank_without"], y=_labels(comparison["model"]), mode="markers", name="without",
                              marker=dict(size=12, color=_PALETTE[1], symbol="diamond")))
     fig.update_xaxes(title="rank (1 = best)", autorange="reversed", dtick=1)
     fig.update_yaxes(type="category", autorange="reversed")
@@ -230,14 +245,14 @@ def proportion_chart(
     for k, name in enumerate(groups):
         part = data if name is None else data[data[group] == name]
         fig.add_trace(go.Bar(
-            x=part[value], y=part["judge"], orientation="h", name=str(name) if name is not None else value,
+            x=part[value], y=_labels(part["judge"]), orientation="h", name=_esc(name if name is not None else value),
             marker_color=_PALETTE[k % len(_PALETTE)], error_x=_errors(part[value], part["ci_low"], part["ci_high"]),
             hovertemplate="%{y}: %{x:.3f}<extra></extra>",
         ))
     if reference is not None:
         fig.add_vline(x=reference, line=dict(color="#d62728", dash="dash", width=2))
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title=axis_title or value, range=[0, 1])
+    fig.update_xaxes(title=_esc(axis_title or value), range=[0, 1])
     fig.update_yaxes(type="category", autorange="reversed")
     return fig
 
@@ -269,9 +284,9 @@ def swap_consistency_chart(frame: pd.DataFrame, *, title: str | None = "Swap con
     fig = _figure(title, height=max(240, 40 * len(data) + 120))
     for k, (column, label) in enumerate((("consistent", "consistent"), ("inconsistent_first", "favours first"),
                                          ("inconsistent_second", "favours second"))):
-        fig.add_trace(go.Bar(x=data[column], y=data["judge"], orientation="h", name=label,
-                             marker_color=("#2ca02c", "#ff7f0e", "#9467bd")[k],
-                             hovertemplate=f"%{{y}}: {label} %{{x:.2f}}<extra></extra>"))
+        fig.add_trace(go.Bar(x=data[column], y=_labels(data["judge"]), orientation="h", name=_esc(label),
+                             marker_color=("#2ca02c", "#ff7f0e", "#9467bd")[k], meta=_esc(label),
+                             hovertemplate="%{y}: %{meta} %{x:.2f}<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="share of swapped pairs", range=[0, 1])
     fig.update_yaxes(type="category", autorange="reversed")
@@ -312,8 +327,8 @@ def agreement_chart(table: pd.DataFrame, *, metrics: Mapping[str, str], title: s
         return _empty(title)
     fig = _figure(title, height=max(280, 34 * len(data) * max(1, len(metrics)) // 2 + 120))
     for k, (column, label) in enumerate(metrics.items()):
-        fig.add_trace(go.Bar(x=data["judge"], y=data[column], name=label, marker_color=_PALETTE[k % len(_PALETTE)],
-                             hovertemplate=f"%{{x}}: {label} %{{y:.3f}}<extra></extra>"))
+        fig.add_trace(go.Bar(x=_labels(data["judge"]), y=data[column], name=_esc(label), marker_color=_PALETTE[k % len(_PALETTE)],
+                             meta=_esc(label), hovertemplate="%{x}: %{meta} %{y:.3f}<extra></extra>"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[min(0.0, float(np.nanmin(data[list(metrics)].to_numpy(dtype=float), initial=0.0))), 1])
     fig.update_xaxes(type="category", title=None)
@@ -331,10 +346,10 @@ def cost_agreement_chart(frame: pd.DataFrame, *, cost: str = "cost", agreement: 
     if len(data) == 0:
         return _empty(title, "No judge has both a cost and an agreement")
     fig = _figure(title, height=380)
-    fig.add_trace(go.Scatter(x=data[cost], y=data[agreement], mode="markers+text", text=data["judge"],
+    fig.add_trace(go.Scatter(x=data[cost], y=data[agreement], mode="markers+text", text=_labels(data["judge"]),
                              textposition="top center", marker=dict(size=14, color=_PALETTE[0]),
                              hovertemplate="%{text}: %{x:.4g}, agreement %{y:.3f}<extra></extra>"))
-    fig.update_xaxes(title=cost_label)
+    fig.update_xaxes(title=_esc(cost_label))
     fig.update_yaxes(title="agreement", range=[0, 1.05])
     return fig
 
@@ -360,7 +375,7 @@ def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quali
             part = curves[(curves["method"] == method) & (curves["strategy"] == strategy)].sort_values("k")
             if len(part) == 0:
                 continue
-            group = f"{method} ({strategy})"
+            group = _esc(f"{method} ({strategy})")
             fig.add_trace(go.Scatter(
                 x=np.r_[part["k"], part["k"][::-1]], y=np.r_[part["high"], part["low"][::-1]], fill="toself",
                 fillcolor=_rgba(color, 0.12), line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=group,
@@ -368,7 +383,7 @@ def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quali
             fig.add_trace(go.Scatter(
                 x=part["k"], y=part["median"], mode="lines+markers", name=group, legendgroup=group,
                 line=dict(color=color, dash=_DASHES[s % len(_DASHES)]),
-                hovertemplate=f"{group}<br>%{{x}} comparisons: median %{{y:.3f}}<extra></extra>",
+                meta=group, hovertemplate="%{meta}<br>%{x} comparisons: median %{y:.3f}<extra></extra>",
             ))
     fig.update_xaxes(title="comparisons per question")
     fig.update_yaxes(title="Spearman to the full-data ranking", range=[-0.05, 1.05])
@@ -390,8 +405,9 @@ def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering
     if len(data) == 0 or (data["altered"] + data["held"]).sum() == 0:
         return _empty(title, "No speaker spoke twice in a debate")
     fig = _figure(title, height=max(240, 40 * len(data) + 120))
-    fig.add_trace(go.Bar(x=data["held"], y=data["speaker"], orientation="h", name="held", marker_color="#2ca02c"))
-    fig.add_trace(go.Bar(x=data["altered"], y=data["speaker"], orientation="h", name="altered", marker_color="#d62728"))
+    speakers = _labels(data["speaker"])
+    fig.add_trace(go.Bar(x=data["held"], y=speakers, orientation="h", name="held", marker_color="#2ca02c"))
+    fig.add_trace(go.Bar(x=data["altered"], y=speakers, orientation="h", name="altered", marker_color="#d62728"))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="later turns")
     fig.update_yaxes(type="category", autorange="reversed")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -162,3 +165,95 @@ def test_opinion_chart_stacks_held_and_altered():
     counts = pd.DataFrame({"altered": [1, 0], "held": [2, 3]}, index=pd.Index(["s1", "s2"], name="speaker"))
     fig = charts.opinion_chart(counts)
     assert {t.name: list(t.x) for t in fig.data} == {"held": [2, 3], "altered": [1, 0]}
+
+
+# ------------------------------------------------------------- names are text, not HTML
+# Plotly draws <b>, <i>, <a href>, <br>, <span style> and entities in every label. A judge
+# or model name holding them must be drawn as written: escaped wherever a figure puts it.
+
+HOSTILE_NAMES = ["<b>bold</b>", "x <a href='http://evil.invalid/'>link</a>", "&lt;i&gt;y", "%{y} <br>z"]
+OUR_TAGS = re.compile(r"<br>|<extra></extra>")  # PeerBoard's own, in hover templates only
+
+
+def drawn_strings(fig) -> list[tuple[str, str]]:
+    """(path, string) for every string of a figure except the theme template."""
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, str):
+            found.append((path, value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if path == "layout" and key == "template":
+                    continue
+                walk(item, f"{path}.{key}")
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            for k, item in enumerate(list(value)):
+                walk(item if not isinstance(item, np.generic) else item.item(), f"{path}[{k}]")
+
+    plotly_json = fig.to_plotly_json()
+    walk(plotly_json["data"], "data")
+    walk(plotly_json["layout"], "layout")
+    return found
+
+
+def hostile_figures() -> dict[str, object]:
+    a, b, c, d = HOSTILE_NAMES
+    names = [a, b, c]
+    matrix = pd.DataFrame([[np.nan, 0.7, 0.2], [0.3, np.nan, 0.5], [0.8, 0.5, np.nan]],
+                          index=pd.Index(names, name=d), columns=pd.Index(names, name=d))
+    shares = pd.DataFrame({"p_first": [0.5, 0.7, 0.4], "ci_low": [0.4, 0.6, 0.3], "ci_high": [0.6, 0.8, 0.5]},
+                          index=pd.Index(names, name="judge"))
+    return {
+        "leaderboard": charts.leaderboard_chart(pd.DataFrame({"model": names, "score": [3.0, 2.0, 1.0],
+                                                              "ci_low": [2.5, 1.5, 0.5], "ci_high": [3.5, 2.5, 1.5]}),
+                                                score_label=d, title=a),
+        "elo curves": charts.elo_curves_chart(pd.DataFrame({"judge": [a, a, b, b], "battles": [1, 2, 1, 2],
+                                                            "model": [c, c, d, d], "elo": [1010, 1020, 990, 980]}),
+                                              title=b),
+        "win rates": charts.win_rate_heatmap(matrix, title=a),
+        "counts": charts.count_heatmap(matrix.fillna(0) * 10, title=c),
+        "weights": charts.weight_bars(pd.Series([0.5, 0.3, 0.2], index=names), title=d),
+        "weight history": charts.weight_history_chart(pd.DataFrame({n: [1 / 3, 0.4] for n in names})),
+        "rank change": charts.rank_change_chart(pd.DataFrame({"model": names, "rank": [1, 2, 3],
+                                                              "rank_without": [2, 1, 3]})),
+        "position": charts.position_bias_chart(pd.concat([shares.assign(stage=c), shares.assign(stage=d)]),
+                                               group="stage"),
+        "length": charts.proportion_chart(shares, value="p_first", axis_title=a, title=b),
+        "swap": charts.swap_consistency_chart(pd.DataFrame({
+            "judge": names, "n_pairs": [4, 4, 4], "consistent": [0.5, 0.5, 1.0], "inconsistent_first": [0.5, 0, 0],
+            "inconsistent_second": [0, 0.5, 0]})),
+        "self": charts.self_enhancement_heatmap(matrix, {a: a, b: c}),
+        "agreement": charts.agreement_chart(shares.rename(columns={"p_first": "accuracy"}), metrics={"accuracy": d}),
+        "cost": charts.cost_agreement_chart(pd.DataFrame({"judge": names, "cost": [1.0, 2.0, 3.0],
+                                                          "agreement": [0.5, 0.6, 0.7]}), cost_label=a),
+        "efficiency": charts.efficiency_chart(pd.DataFrame({
+            "strategy": [a, a], "method": [b, b], "k": [1, 2], "median": [0.3, 0.6], "low": [0.2, 0.5],
+            "high": [0.4, 0.7]})),
+        "opinion": charts.opinion_chart(pd.DataFrame({"altered": [1, 0, 2], "held": [2, 3, 0]},
+                                                     index=pd.Index(names, name="speaker"))),
+        "empty": charts.leaderboard_chart(pd.DataFrame(columns=["model", "score", "ci_low", "ci_high"]), title=a),
+    }
+
+
+@pytest.mark.parametrize("name", list(hostile_figures()))
+def test_no_name_reaches_a_figure_as_html(name):
+    fig = hostile_figures()[name]
+    strings = drawn_strings(fig)
+    raw = [(path, s) for path, s in strings
+           if "<" in (OUR_TAGS.sub("", s) if path.endswith("hovertemplate") else s)]
+    assert raw == [], f"unescaped markup in the {name} figure"
+    templates = [s for path, s in strings if path.endswith("hovertemplate")]
+    assert all("evil" not in t and "bold" not in t and "%{y} <" not in t for t in templates)  # names go via meta/data
+    shown = " ".join(s for _, s in strings)
+    assert "&lt;" in shown  # the names are there, escaped (plotly decodes &lt; to < once, as text)
+
+
+def test_escaped_labels_decode_to_the_names():
+    fig = charts.leaderboard_chart(pd.DataFrame({"model": HOSTILE_NAMES, "score": [4.0, 3.0, 2.0, 1.0],
+                                                 "ci_low": [np.nan] * 4, "ci_high": [np.nan] * 4}))
+    assert [html.unescape(y) for y in fig.data[0].y] == HOSTILE_NAMES[::-1]
+    curves = charts.elo_curves_chart(pd.DataFrame({"judge": ["<b>j</b>"] * 2, "battles": [1, 2], "model": ["m&n"] * 2,
+                                                   "elo": [1000, 1010]}))
+    assert curves.data[0].meta == "m&amp;n, judged by &lt;b&gt;j&lt;/b&gt;"
+    assert curves.data[0].hovertemplate.startswith("%{meta}<br>")
