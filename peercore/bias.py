@@ -22,7 +22,7 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
 from peercore.agreement import _KEY, _canonical, _key_text
-from peercore.judgments import _as_text
+from peercore.judgments import COLUMNS, _as_text
 from peercore.ranking.winrate import win_rates
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "apply_threshold",
     "self_enhancement",
     "length_bias",
+    "judge_health",
 ]
 
 _POSITION_VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
@@ -308,7 +309,8 @@ def length_bias(judgments: pd.DataFrame, answers: pd.DataFrame, *, level: float 
     judgments : canonical judgment table.
     answers : DataFrame with columns ``question_id, model, answer`` and optionally
         ``turn``; with ``turn`` an answer is looked up by (question_id, model, turn),
-        a missing turn matching a missing turn.
+        a missing turn (in either table) counting as turn 1, so a study's stored
+        judgments and answers can be passed as they come from the store.
     level : confidence level of the Wilson interval.
 
     Returns
@@ -328,7 +330,9 @@ def length_bias(judgments: pd.DataFrame, answers: pd.DataFrame, *, level: float 
     judgments = _canonical(judgments, "judgments")
     lengths, with_turn = _answer_lengths(answers)
     question = _key_text(judgments["question_id"])
-    turn = _key_text(judgments["turn"]) if with_turn else None
+    # A verdict without a turn compares the answers' first turns (a single-turn study stores
+    # its answers as turn 1 and its verdicts with no turn).
+    turn = _key_text(judgments["turn"].fillna(1).astype("Int64")) if with_turn else None
     length = {}
     for side in ("model_a", "model_b"):
         model = _key_text(judgments[side])
@@ -359,6 +363,91 @@ def length_bias(judgments: pd.DataFrame, answers: pd.DataFrame, *, level: float 
         {"n": n, "n_longer_won": won, "longer_win_rate": rate, "ci_low": ci_low, "ci_high": ci_high}
     )
     return _judge_indexed(out)
+
+
+# ------------------------------------------------------------------------ judge health
+
+# A judge carries no information when (issue "judgment record"; the rules are the product's):
+HEALTH_MAX_SHARE = 0.90      # one position takes more than this share of its decisive verdicts,
+HEALTH_INTERVAL = (0.2, 0.8)  # or its position-bias interval lies wholly outside this range,
+HEALTH_MAX_INVALID = 0.20    # or more than this share of its replies held no readable verdict.
+HEALTH_MIN_DECISIVE = 10     # the share rule needs at least this many decisive verdicts.
+
+
+def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """Whether each judge's verdicts carry information: position bias, identical verdicts, invalid replies.
+
+    A judge is *flagged* when any of these holds:
+
+    * one position takes more than 90% of its decisive verdicts (with at least 10 of them);
+    * its position-bias interval (Wilson, ``level``) lies wholly outside [0.2, 0.8];
+    * more than 20% of its replies held no readable verdict.
+
+    Position bias is P(first chosen) among decisive verdicts (Liusie et al. 2024,
+    Table 4; :func:`position_bias`); on the default selection (every pair in both
+    orders) an informative judge is near 0.5. A judge that answers the same label
+    whatever the order (the 1.5B offline judge through the verdict prompt said
+    "second" 40 times out of 40) is flagged by the first two rules.
+
+    Parameters
+    ----------
+    judgments : canonical judgments, optionally with the store's ``valid`` column
+        (``Store.judgments(study, include_invalid=True)``): rows with ``valid == 0``
+        count as invalid replies.
+    level : confidence level of the interval.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by judge: ``n`` (replies), ``n_invalid``, ``invalid_share``,
+        ``n_decisive``, ``p_first``, ``ci_low``, ``ci_high``, ``identical_share``
+        (share of the most frequent verdict among readable ones), ``flagged`` (bool),
+        ``reasons`` (sentence, '' when healthy) and ``fix`` (what to try).
+    """
+    _check_level(level)
+    if "valid" in judgments.columns:
+        valid_mask = judgments["valid"].fillna(1).astype(int).to_numpy() == 1
+    else:
+        valid_mask = judgments["winner"].notna().to_numpy()
+    judges = judgments["judge"].astype(str).to_numpy(dtype=object)
+    replies = pd.Series(1, index=judges).groupby(level=0).sum()
+    invalid = pd.Series((~valid_mask).astype(int), index=judges).groupby(level=0).sum()
+    readable = judgments[valid_mask]
+    columns = [c for c in COLUMNS if c in readable.columns]
+    position = position_bias(readable[columns], level=level) if len(readable) else pd.DataFrame(
+        columns=["n_decisive", "p_first", "ci_low", "ci_high"])
+    identical = (readable.groupby(readable["judge"].astype(str))["winner"]
+                 .agg(lambda w: w.value_counts(normalize=True).iloc[0]) if len(readable) else pd.Series(dtype=float))
+    out = pd.DataFrame(index=pd.Index(sorted(replies.index), name="judge"))
+    out["n"] = replies.reindex(out.index).astype("int64")
+    out["n_invalid"] = invalid.reindex(out.index).fillna(0).astype("int64")
+    out["invalid_share"] = out["n_invalid"] / out["n"]
+    out["n_decisive"] = position["n_decisive"].reindex(out.index).fillna(0).astype("int64")
+    for column in ("p_first", "ci_low", "ci_high"):
+        out[column] = position[column].reindex(out.index).astype(float)
+    out["identical_share"] = identical.reindex(out.index).astype(float)
+    reasons, fixes = [], []
+    for judge, row in out.iterrows():
+        why, fix = [], []
+        p = row["p_first"]
+        if row["n_decisive"] >= HEALTH_MIN_DECISIVE and (p > HEALTH_MAX_SHARE or p < 1 - HEALTH_MAX_SHARE):
+            side = "first" if p > 0.5 else "second"
+            why.append(f"the {side} answer won {max(p, 1 - p):.0%} of its {row['n_decisive']} decisive verdicts")
+        elif row["ci_low"] > HEALTH_INTERVAL[1] or row["ci_high"] < HEALTH_INTERVAL[0]:
+            why.append(f"its position bias P(first) = {p:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] lies outside "
+                       f"[{HEALTH_INTERVAL[0]}, {HEALTH_INTERVAL[1]}]")
+        if why:
+            fix.append("use the label-probability classifier (--method auto, the default for local models) and score "
+                       "both orders, or a stronger judge")
+        if row["invalid_share"] > HEALTH_MAX_INVALID:
+            why.append(f"{row['invalid_share']:.0%} of its {row['n']} replies held no readable verdict")
+            fix.append("raise --max-tokens, use a template that puts the verdict first, or the classifier")
+        reasons.append("; ".join(why))
+        fixes.append("; ".join(fix))
+    out["flagged"] = [bool(r) for r in reasons]
+    out["reasons"] = reasons
+    out["fix"] = fixes
+    return out
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -407,7 +496,7 @@ def _answer_lengths(answers: pd.DataFrame) -> tuple[dict[tuple, float], bool]:
         turn = pd.to_numeric(answers["turn"].astype(object).where(answers["turn"].notna()), errors="coerce")
         if (turn.isna() != answers["turn"].isna()).any() or (turn.dropna() % 1 != 0).any():
             raise ValueError(f"answers: turn must hold whole numbers, got {answers['turn'].tolist()[:5]}...")
-        columns.append(_key_text(turn.astype("Int64")))
+        columns.append(_key_text(turn.astype("Int64").fillna(1)))
     keys = list(zip(*columns))
     if len(set(keys)) < len(keys):
         seen: set[tuple] = set()

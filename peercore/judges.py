@@ -38,9 +38,9 @@ __all__ = [
 
 VARIANT_MARK = "~"
 # The order in which settings are named in a variant (most telling first).
-IDENTITY_FIELDS = ("role", "method", "template", "criterion", "temperature", "samples", "max_tokens", "base_url",
-                   "seed", "backend", "model", "template_version", "templates", "agents", "max_rounds", "turns",
-                   "criteria")
+IDENTITY_FIELDS = ("role", "method", "template", "criterion", "temperature", "samples", "max_tokens", "max_rounds",
+                   "turns", "layout_seed", "base_url", "seed", "label", "discussion_template", "fallback", "backend",
+                   "model", "template_version", "discussion_template_version", "rubric_version", "agents")
 _BARE = ("role", "method")  # named by their value alone in a variant (``~logprobs``)
 KINDS = ("human", "debate", "adjudicator", "vote")
 

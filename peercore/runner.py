@@ -63,6 +63,7 @@ import json
 import logging
 import math
 import random
+import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -304,6 +305,7 @@ class RunResult(ProgressEvent):
 
     error: str | None = None
     failed_items: tuple[tuple[str, str], ...] = ()
+    accounting: dict = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -492,6 +494,7 @@ class Runner:
         self._providers: dict[str, _Provider] = {}
         self._inflight: dict[str, asyncio.Task] = {}
         self._calls_tasks: set[asyncio.Task] = set()
+        self._holding: set[str] = set()  # cache keys of paid responses being written
 
     # ------------------------------------------------------------------ public API
 
@@ -552,7 +555,8 @@ class Runner:
             return Completion.from_json(hit["response"])
         task = self._inflight.get(key)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._paid_call(backend, request, key, ctx.run_id))
+            task = asyncio.get_running_loop().create_task(
+                self._paid_call(backend, request, key, ctx.run_id, ctx.item))
             self._inflight[key] = task
             self._calls_tasks.add(task)
             task.add_done_callback(lambda t, k=key: (self._inflight.pop(k, None), self._calls_tasks.discard(t)))
@@ -567,7 +571,8 @@ class Runner:
             ctx._charge(completion.prompt_tokens, completion.completion_tokens, cost)
         return completion
 
-    async def _paid_call(self, backend: Backend, request: ChatRequest, key: str, run_id: str) -> Completion:
+    async def _paid_call(self, backend: Backend, request: ChatRequest, key: str, run_id: str,
+                         item: str | None = None) -> Completion:
         state: _RunState = self._state
         provider = self._provider(backend)
         estimate = estimate_tokens(request) + request.max_tokens
@@ -596,17 +601,23 @@ class Runner:
                     last, retry_after, status = exc, None, None
                 except BackendError as exc:
                     state.retries += 1
-                    raise CallFailed(f"{backend.name}: {exc}", attempts=attempt + 1) from exc
+                    raise CallFailed(backend.redact(f"{backend.name}: {exc}"), attempts=attempt + 1) from None
                 else:
                     latency = time.monotonic() - started
                     used = completion.prompt_tokens + completion.completion_tokens
                     if provider.tokens is not None and used:
                         provider.tokens.adjust(used - estimate)
-                    self.store.store_call(
-                        key, backend=backend.backend, model=backend.model, request=_shallow(request),
-                        response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
-                        completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
-                    )
+                    completion = backend.redact_completion(completion)  # a reply may echo the key
+                    self._holding.add(key)  # paid and in hand: a cancel waits for it to be written
+                    try:
+                        await self._keep(lambda: self.store.store_call(
+                            key, backend=backend.backend, model=backend.model, request=_shallow(request),
+                            response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
+                            completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
+                            item_key=item,
+                        ), what="a paid response")
+                    finally:
+                        self._holding.discard(key)
                     state.calls += 1
                     state.prompt_tokens += completion.prompt_tokens
                     state.completion_tokens += completion.completion_tokens
@@ -622,8 +633,64 @@ class Runner:
                 provider.paused_until = max(provider.paused_until, time.monotonic() + min(retry_after, self.retry.max_retry_after_s))
             log.debug("%s: attempt %d failed (%s); retrying in %.3fs", backend.name, attempt + 1, last, delay)
             await state.sleep(delay)
-        raise CallFailed(f"{backend.name}: gave up after {self.retry.max_attempts} attempts: {last}",
-                         attempts=self.retry.max_attempts) from last
+        raise CallFailed(backend.redact(f"{backend.name}: gave up after {self.retry.max_attempts} attempts: {last}"),
+                         attempts=self.retry.max_attempts) from None
+
+    async def _keep(self, write: Callable[[], Any], *, what: str) -> Any:
+        """Run a store write; while another process holds SQLite's write lock, wait and retry.
+
+        The data to write (a paid response, a batch of results) stays in memory until it
+        is written: a long lock delays the run, it never loses what was paid for. Each
+        attempt waits at most 0.25 s inside SQLite so the event loop stays free; between
+        attempts the run sleeps with exponential backoff (up to 2 s) and says why.
+        """
+        delay, waited = 0.05, 0.0
+        while True:
+            try:
+                with self.store.busy_timeout(250):
+                    return write()
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc):
+                    raise
+                state = getattr(self, "_state", None)
+                if state is not None and waited == 0.0:
+                    state.message = f"the database is locked by another process; keeping {what} and retrying"
+                    state.emit()
+                log.info("database locked while writing %s; retrying in %.2fs (%.1fs so far)", what, delay, waited)
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 2.0)
+
+
+def _refuse_other_job(store: "Store", run_id: str, kind: str, config: dict) -> None:
+    """Refuse to resume ``run_id`` with another job's configuration, before touching the run.
+
+    Raises
+    ------
+    RunnerError
+        Naming the options that differ; the stored run (its status, items) is unchanged.
+    """
+    from peercore.store import StoreError
+
+    try:
+        existing = store.run(run_id)
+    except StoreError:
+        return
+    stored = existing["config"].get("job")
+    if existing["kind"] == kind and stored == config:
+        return
+    if existing["kind"] != kind:
+        what = f"it is a {existing['kind']!r} run, this is a {kind!r} job"
+    else:
+        keys = sorted(k for k in set(stored or {}) | set(config) if (stored or {}).get(k) != config.get(k))
+        what = "its options differ in " + ", ".join(keys)
+    raise RunnerError(f"run {run_id!r} was made by another job ({what}); it was left as it was and nothing was "
+                      "spent. Run without --run-id to start (or resume) this job's own run")
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _shallow(obj) -> dict:
@@ -656,6 +723,7 @@ class _RunState:
         self.prompt_tokens = self.completion_tokens = 0
         self.cost_usd: float | None = 0.0
         self.charged: set[str] = set()
+        self.accounting: dict = {}
         self.failed_items: list[tuple[str, str]] = []
         self.commits: list[_Commit] = []
         self.last_commit = time.monotonic()
@@ -711,15 +779,19 @@ class _RunState:
             items = job.prepare(store)
             if len(set(items)) != len(items):
                 raise RunnerError(f"job {job.kind!r} produced duplicate item keys")
-            self.run_id = self.requested_run_id or job.run_id()
+            run_id = self.requested_run_id or job.run_id()
             config = {"job": json.loads(json.dumps(job.config(), default=str))}
-            store.create_run(job.study, job.kind, config, items=items, run_id=self.run_id)
+            _refuse_other_job(store, run_id, job.kind, scrub_secrets(config["job"]))  # the stored run stays as it was
+
+            def start() -> None:  # one transaction: the run, its items, its status and the judges' registration
+                with store.transaction():
+                    store.create_run(job.study, job.kind, config, items=items, run_id=run_id)
+                    store.set_run_status(run_id, "running")
+                    job.on_start(store)
+
+            await runner._keep(start, what="the run's start")
+            self.run_id = run_id
             existing = store.run(self.run_id)
-            if existing["kind"] != job.kind or existing["config"].get("job") != scrub_secrets(config["job"]):
-                raise RunnerError(f"run {self.run_id!r} belongs to a different job (kind {existing['kind']!r}); "
-                                  "start a new run instead")
-            store.set_run_status(self.run_id, "running")
-            job.on_start(store)
             wanted = set(items)
             pending = [key for key in store.pending_items(self.run_id) if key in wanted]
             self.total = int(existing["n_items"])
@@ -745,6 +817,11 @@ class _RunState:
             raise
         finally:
             runner._state = None
+        self.accounting = store.run_accounting(self.run_id)
+        if self.accounting["unaccounted"] and not self.cancel.is_set():
+            self.failed_items.append(("(run)", f"{self.accounting['unaccounted']} item(s) paid for calls whose results "
+                                               "were not stored; run the same job again to store them from the cache"))
+            self.failed += self.accounting["unaccounted"]
         if self.cancel.is_set() and self.done < self.total:
             self.status, self.message = "cancelled", f"cancelled with {self.total - self.done} items left"
             store.set_run_status(self.run_id, "cancelled", error=None)
@@ -757,7 +834,7 @@ class _RunState:
             store.set_run_status(self.run_id, "finished")
         self.emit()
         return self.event(RunResult, error=None if self.status != "failed" else self.message,
-                          failed_items=tuple(self.failed_items))
+                          failed_items=tuple(self.failed_items), accounting=dict(self.accounting))
 
     async def _work(self, pending: Sequence[str]) -> None:
         queue = list(reversed(pending))
@@ -806,7 +883,7 @@ class _RunState:
                     task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             try:
-                self.flush()  # finished items are stored even when the run stops early
+                await self.flush()  # finished items are stored even when the run stops early
             except Exception:
                 if not abort:
                     raise
@@ -819,6 +896,11 @@ class _RunState:
         calls = [t for t in self.runner._calls_tasks if not t.done()]
         if calls:
             await asyncio.wait(calls, timeout=self.runner.cancel_grace_s)
+        # A response already paid for is written whatever the wait (e.g. a locked database).
+        holding = [t for k, t in list(self.runner._inflight.items()) if k in self.runner._holding and not t.done()]
+        if holding:
+            await asyncio.wait(holding)
+        calls = [t for t in calls if not t.done()]
         # Workers may already have finished the items whose calls landed; give them a tick.
         await asyncio.sleep(0)
         for task in workers:
@@ -840,14 +922,37 @@ class _RunState:
             self.commits.append(_Commit(item, outcome.status, outcome.detail, ctx, outcome))
         if (len(self.commits) >= self.runner.commit_batch
                 or time.monotonic() - self.last_commit >= self.runner.commit_interval_s):
-            self.flush()
+            await self.flush()
 
-    def flush(self) -> None:
-        """Commit the finished items waiting: their results and done marks, one transaction."""
+    async def flush(self) -> None:
+        """Commit the finished items waiting: their results and done marks, one transaction.
+
+        While another process holds the write lock the batch waits in memory
+        (:meth:`Runner._keep`). If the batch cannot be stored (e.g. a verdict that
+        conflicts with a stored one), each item is committed alone and the ones that
+        still fail are recorded as failed items with the reason, so every paid call ends
+        as a stored result or a failed item.
+        """
         batch, self.commits = self.commits, []
         self.last_commit = time.monotonic()
         if not batch:
             return
+        try:
+            await self.runner._keep(lambda: self._commit(batch), what=f"the results of {len(batch)} item(s)")
+        except (sqlite3.IntegrityError, ValueError) as exc:
+            log.info("a batch of %d items could not be stored together (%s); storing them one by one", len(batch), exc)
+            for k, commit in enumerate(batch):
+                try:
+                    await self.runner._keep(lambda c=commit: self._commit([c]), what="an item's results")
+                except (sqlite3.IntegrityError, ValueError) as item_exc:
+                    reason = f"its result could not be stored: {item_exc}"[:2000]
+                    failed = _Commit(commit.item, "failed", reason, commit.ctx)
+                    await self.runner._keep(lambda c=failed: self._commit([c]), what="a failed item")
+                    batch[k] = failed
+                    self.failed_items.append((commit.item, reason))
+        self._count(batch)
+
+    def _commit(self, batch: list[_Commit]) -> None:
         store, study, run_id = self.runner.store, self.job.study, self.run_id
         with store.transaction():
             rows = [row for c in batch if c.outcome for row in c.outcome.judgments]
@@ -865,6 +970,8 @@ class _RunState:
                 store.finish_item(run_id, c.item, status=c.status, detail=c.detail,
                                   prompt_tokens=c.ctx.prompt_tokens, completion_tokens=c.ctx.completion_tokens,
                                   cost_usd=c.ctx.cost_usd or 0.0)
+
+    def _count(self, batch: list[_Commit]) -> None:
         for c in batch:
             if c.status == "failed":
                 self.failed += 1

@@ -933,7 +933,8 @@ class Store:
         """
         sid = self.study_id(study)
         print_ = judge_fingerprint(identity)
-        with self.transaction() as tx:
+        # Looking needs no write lock (estimates run while another process writes).
+        with (self.transaction() if register else contextlib.nullcontext(self.connect())) as tx:
             row = tx.execute("SELECT name FROM judges WHERE study_id = ? AND fingerprint = ?", (sid, print_)).fetchone()
             if row is not None:
                 return str(row[0])

@@ -251,7 +251,7 @@ def comparison_template(template: str | None, method: str) -> PromptTemplate:
 
 def comparison_requests(backend, question: str, answer_1: str, answer_2: str, *, template: str | None,
                         method: str, k: int, temperature: float, max_tokens: int, top_logprobs: int = 20,
-                        fields: Mapping | None = None) -> list[tuple[ChatRequest, bool]]:
+                        fields: Mapping | None = None, verdict_temperature: float = 0.0) -> list[tuple[ChatRequest, bool]]:
     """The requests :func:`~peercore.reviewers.judging.compare` makes, as ``(request, optional)``.
 
     For estimates before a run. Mirrors ``compare``'s construction (a test checks that
@@ -270,7 +270,8 @@ def comparison_requests(backend, question: str, answer_1: str, answer_2: str, *,
             out.append((ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens), True))
         return out
     if chosen == "verdict":
-        return [(ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, prefill=prefill), False)]
+        return [(ChatRequest(messages=messages, temperature=verdict_temperature, max_tokens=max_tokens,
+                             prefill=prefill), False)]
     return [(ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, prefill=prefill,
                          sample_index=i), False) for i in range(k)]
 

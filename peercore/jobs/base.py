@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
 
 __all__ = ["Judge", "as_judges", "item_key", "parse_item_key", "seeded_rng", "load_questions", "load_answers",
-           "backend_config"]
+           "backend_config", "judge_identity", "resolve_judge_names"]
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,52 @@ class Judge:
 
     def describe(self) -> dict:
         out = {"name": self.label, **backend_config(self.backend), "temperature": self.temperature}
+        if getattr(self.backend, "api_key_env", None):  # where the key comes from (a variable's name, never the key)
+            out["api_key_env"] = self.backend.api_key_env
         if self.seed is not None:  # only when set: run ids of unseeded judges stay as they were
             out["seed"] = self.seed
         return out
+
+
+def judge_identity(judge: Judge, **fields) -> dict:
+    """A judge's whole configuration, for :mod:`peercore.judges`.
+
+    The backend (``backend``, ``model``, ``base_url``: never credentials), the judge's
+    seed when set, its name when the user chose one (``NAME=spec``: a chosen name is a
+    distinct judge), and the role's ``fields`` (method, template and version,
+    criterion, temperature, samples, max tokens ...: what the requests carry).
+    """
+    out = {**backend_config(judge.backend), **fields}
+    if judge.seed is not None:
+        out["seed"] = judge.seed
+    if judge.name is not None:
+        out["label"] = judge.name
+    return out
+
+
+def resolve_judge_names(store: "Store", study: str, judges: Sequence[Judge], identities: dict[str, dict], *,
+                        contestants: Sequence[str] = (), register: bool, kind: str = "llm",
+                        labels_are_roles: bool = False) -> dict[str, str]:
+    """label -> the judge name its verdicts are stored under (:meth:`Store.resolve_judge`).
+
+    With ``register=False`` nothing is written (estimates); with True the judges are
+    registered (origin ``run``, identity as settings) before the run's first item.
+    ``labels_are_roles``: the ``NAME=`` labels only tell the job's judges apart (debate
+    agents ``a``, ``b``, ``c``), so another configuration under a taken label gets a
+    variant name instead of a refusal (the panel's own name is what a user forces).
+
+    Raises
+    ------
+    peercore.errors.JudgeConflict
+        If a user-chosen name belongs to another configuration (before any call).
+    """
+    names = {}
+    for judge in judges:
+        label = judge.label
+        names[label] = store.resolve_judge(
+            study, label, identities[label], explicit=judge.name is not None and not labels_are_roles, kind=kind,
+            model_alias=label if label in set(contestants) else None, register=register)
+    return names
 
 
 def backend_config(backend: Backend) -> dict:

@@ -42,14 +42,21 @@ def add_commands(subparsers) -> None:
     review.add_argument("--reviewer", action="append", required=True, metavar="SPEC",
                         help="[NAME=]backend:model[?temperature=T] (repeatable)")
     _pairs(review)
-    review.add_argument("--method", choices=("verdict", "logprobs", "logits", "samples", "auto"), default="verdict",
-                        help="verdict line (PRD, default), label probabilities (Liusie et al.), K samples, or auto")
+    review.add_argument("--method", choices=("verdict", "logprobs", "logits", "samples", "auto"), default=None,
+                        help="how a verdict is read. Default per backend: the label-probability classifier "
+                             "(Liusie et al., p_a stored) for local models and OpenAI-compatible servers that "
+                             "return log-probabilities; the verdict prompt with its reasoning (PRD) for the "
+                             "OpenAI and Anthropic APIs. verdict = the reply's verdict line, logprobs / logits = "
+                             "label probabilities, samples = share of K sampled verdicts, auto = the best the "
+                             "backend can do")
     review.add_argument("--template", default=None, help="prompt template (default prd_review for verdict, "
                                                          "liusie_classifier_numeric for probabilities)")
     review.add_argument("--criterion", default=None, help="criterion stored with the judgments (and its rubric)")
     review.add_argument("--samples", type=_positive_int, default=1, metavar="K",
                         help="samples per comparison with --method samples")
-    review.add_argument("--temperature", type=float, default=1.0, help="sampling temperature for --method samples")
+    review.add_argument("--temperature", type=float, default=None,
+                        help="sampling temperature for --method samples (default 1.0); a single verdict is greedy "
+                             "unless the reviewer spec sets ?temperature=")
     review.add_argument("--max-tokens", type=_positive_int, default=512)
     review.set_defaults(handler=_review)
 
@@ -73,7 +80,9 @@ def add_commands(subparsers) -> None:
                         help="criterion rubric (repeatable; default helpfulness)")
     debate.add_argument("--max-rounds", type=_positive_int, default=3, metavar="D",
                         help="rounds including the initial verdicts (default 3)")
-    debate.add_argument("--name", default="scaleeval", help="panel name: consensus judge is debate:<name>")
+    debate.add_argument("--name", default=None,
+                        help="panel name: the consensus judge is debate:<name> (default scaleeval; another "
+                             "configuration of an existing panel gets a variant name unless you force one)")
     debate.add_argument("--temperature", type=float, default=0.0)
     debate.add_argument("--max-tokens", type=_positive_int, default=256)
     debate.add_argument("--initial-template", default="scaleeval_initial", metavar="NAME",
@@ -105,7 +114,9 @@ def _pairs(parser) -> None:
                         help="compare only these contestants' answers (repeatable)")
     parser.add_argument("--question", action="append", default=None, metavar="ID", help="only this question (repeatable)")
     parser.add_argument("--strategy", choices=("all", "random", "no-repeat", "symmetric", "greedy"), default="all",
-                        help="comparison selection (Liusie et al.); default all ordered pairs")
+                        help="comparison selection (Liusie et al. section 3.4); default all ordered pairs (both "
+                             "presentation orders). no-repeat and greedy show each pair in one order only, so "
+                             "they cannot measure position bias")
     parser.add_argument("--comparisons", type=_positive_int, default=None, metavar="K",
                         help="comparisons per question with a selection strategy")
     parser.add_argument("--budget", type=_positive_int, default=None, metavar="CALLS",
@@ -191,6 +202,7 @@ def _limits(values: list[str]) -> dict:
 def _run(job, args) -> int:
     from peercore.jobs.estimate import estimate
     from peercore.jobs.pricing import load_prices
+    from peercore.jobs.review import ONE_ORDER_STRATEGIES
     from peercore.reviewers.base import MissingCredentials
     from peercore.runner import RetryPolicy, run_job_sync
     from peercore.store import Store
@@ -198,6 +210,9 @@ def _run(job, args) -> int:
     store = Store(args.db)
     prices = load_prices(args.prices)
     limits = _limits(args.limit)
+    if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
+        print(f"note: --strategy {job.strategy} shows each pair in one order only, so these verdicts cannot "
+              "measure position bias (use the default, all, or symmetric for that)", file=sys.stderr)
     if args.dry_run:
         est = estimate(job, store, prices=prices, run_id=args.run_id)
         print(json.dumps(est.to_dict(), indent=2, default=str) if args.json else est.to_text())
@@ -214,25 +229,67 @@ def _run(job, args) -> int:
                           limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts))
     if bar is not None:
         bar.close()
+    names = job.judge_names() if hasattr(job, "judge_names") else {}
+    health = _health(store, job.study, names) if job.kind in ("review", "discussion", "debate") and names else None
     if args.json:
-        print(json.dumps({k: getattr(result, k) for k in result.__dataclass_fields__}, indent=2, default=str))
+        payload = {k: getattr(result, k) for k in result.__dataclass_fields__}
+        payload["judges"] = names
+        if health is not None:
+            payload["health"] = json.loads(health.to_json(orient="index"))
+        print(json.dumps(payload, indent=2, default=str))
     else:
-        print(summary(result))
+        print(summary(result, names=names, health=health))
     if result.status == "failed" and result.error and not result.failed_items:
         return fail(result.error)
     return 0 if result.status == "finished" else 1
 
 
-def summary(result) -> str:
-    """One line about a finished (or stopped) run."""
+def _health(store, study: str, names: dict):
+    from peercore.bias import judge_health
+
+    stored = store.judgments(study, judges=sorted(set(names.values())), include_invalid=True)
+    stored = stored[~stored["judge"].str.startswith("debate:")]
+    return judge_health(stored) if len(stored) else None
+
+
+def summary(result, *, names: dict | None = None, health=None) -> str:
+    """What a finished (or stopped) run did: items, calls and where each paid call ended, judges, health."""
     cost = "cost unknown" if result.cost_usd is None else f"${result.cost_usd:,.4f}"
     text = (f"{result.status}: {result.done}/{result.total} items ({result.invalid} invalid, {result.failed} failed); "
             f"{result.calls} calls paid, {result.cached} from cache, {result.retries} retries; "
             f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens, {cost}; "
             f"{result.elapsed_s:.1f} s; run {result.run_id}")
+    if result.accounting:
+        text += "\n" + accounting_line(result.accounting)
+    for label, name in (names or {}).items():
+        if name != label:
+            text += (f"\njudge {label}: stored as {name!r} (this configuration differs from the judge already named "
+                     f"{label!r} in the study; a judge is its whole configuration)")
+    if health is not None and len(health):
+        text += "\njudge health (position bias over decisive verdicts, Wilson 95% interval):"
+        for judge, row in health.iterrows():
+            bias = "n/a" if row["n_decisive"] == 0 else f"{row['p_first']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+            state = f"FLAGGED: carries no information: {row['reasons']}. Try: {row['fix']}" if row["flagged"] else "ok"
+            text += (f"\n  {judge}: {row['n']} replies, P(first) {bias}, identical {row['identical_share']:.0%}, "
+                     f"invalid {row['invalid_share']:.0%}: {state}")
     if result.failed_items:
         key, reason = result.failed_items[0]
         text += f"\nfirst failure: {key}: {reason}\nrun the same command again to retry the failed items"
+    return text
+
+
+def accounting_line(accounting: dict) -> str:
+    """Where every call the run paid for ended up (stored verdicts, debates, answers, failed items)."""
+    stored = [f"{accounting['verdicts']:,} verdicts stored ({accounting['valid']:,} valid + "
+              f"{accounting['invalid']:,} invalid)"]
+    if accounting.get("debates"):
+        stored.append(f"{accounting['debates']:,} debates")
+    if accounting.get("answers"):
+        stored.append(f"{accounting['answers']:,} answers")
+    text = (f"paid calls: {accounting['calls_paid']:,} calls paid by this run -> " + ", ".join(stored)
+            + f", {accounting['items_failed']:,} failed items")
+    if accounting.get("unaccounted"):
+        text += f"; {accounting['unaccounted']:,} items paid but stored nothing (run again: the cache has them)"
     return text
 
 

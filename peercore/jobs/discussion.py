@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 from peercore import discussion as engines
 from peercore.jobs import _judging
 from peercore.prompts import list_rubrics
-from peercore.jobs.base import Judge, as_judges, item_key, parse_item_key, seeded_rng
-from peercore.jobs.review import PairedJob, judgment_row, register_judges
+from peercore.jobs.base import Judge, as_judges, item_key, judge_identity, parse_item_key, resolve_judge_names, seeded_rng
+from peercore.jobs.review import PairedJob, judgment_row
+from peercore.prompts import load_template
 from peercore.runner import ItemContext, ItemOutcome, PlannedCall
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +35,7 @@ __all__ = ["DiscussionJob", "DebateJob"]
 
 _TYPICAL_TURN = 120  # tokens in a typical review or discussion turn (for estimates)
 DEBATE_TEMPLATES = ("scaleeval_initial", "scaleeval_discussion")  # DebateJob's default (initial, discussion)
+DEFAULT_PANEL = "scaleeval"  # DebateJob's default panel name: consensus judge debate:scaleeval
 
 
 def _verdict(winner: str | None, text: str, template: str) -> _judging.Verdict:
@@ -85,6 +87,19 @@ class DiscussionJob(PairedJob):
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self._by_name = {r.label: r for r in reviewers}
+        self._names: dict[str, str] = {}
+
+    def identities(self) -> dict[str, dict]:
+        """label -> the reviewer's identity in this discussion (templates, turns, sampling)."""
+        review, turn = load_template("prd_review"), load_template("prd_discussion")
+        return {r.label: judge_identity(
+            r, role="discussion", method="verdict", template=review.name, template_version=review.version,
+            discussion_template=turn.name, discussion_template_version=turn.version, turns=self.turns,
+            temperature=self.temperature if r.temperature is None else r.temperature, max_tokens=self.max_tokens)
+            for r in self.reviewers}
+
+    def judge_names(self) -> dict[str, str]:
+        return dict(self._names)
 
     def config(self) -> dict:
         return {"reviewers": [r.describe() for r in self.reviewers], "turns": self.turns,
@@ -105,10 +120,13 @@ class DiscussionJob(PairedJob):
         items = super().prepare(store)
         per_item = 2 + self.turns
         self._check_budget(len(items) * per_item)
+        self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
+                                          contestants=self.models, register=False)
         return items
 
     def on_start(self, store: "Store") -> None:
-        register_judges(store, self.study, self.reviewers, self.models, settings={"role": "discussion reviewer"})
+        self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
+                                          contestants=self.models, register=True)
 
     def _roles(self, item: str):
         question, model_a, model_b, leader = parse_item_key(item)
@@ -146,15 +164,16 @@ class DiscussionJob(PairedJob):
         )
         rows = []
         texts = {}
+        named = lambda label: self._names.get(label, label)  # noqa: E731
         for turn in result.turns:
             texts[turn.speaker] = turn.text
             if turn.round == 0:
-                rows.append(judgment_row(question, model_a, model_b, turn.speaker,
+                rows.append(judgment_row(question, model_a, model_b, named(turn.speaker),
                                          _verdict(turn.verdict, turn.text, "prd_review")))
         if self.turns > 0:
             for reviewer in (lead, follow):
                 rows.append(judgment_row(
-                    question, model_a, model_b, reviewer.label,
+                    question, model_a, model_b, named(reviewer.label),
                     _verdict(result.final[reviewer.label], texts[reviewer.label], "prd_discussion"),
                     round=self.turns, vote=0 if reviewer is lead else 1,
                 ))
@@ -164,12 +183,12 @@ class DiscussionJob(PairedJob):
             "model_a": model_a, "model_b": model_b, "scenario": self._categories.get(question, ""),
             "status": "agreed" if result.agreed else "unresolved", "consensus": result.consensus,
             "n_rounds": self.turns,
-            "metadata": {"leader": lead.label, "follower": follow.label, "turns": self.turns, "run_id": ctx.run_id,
-                         "initial": result.initial, "final": result.final},
+            "metadata": {"leader": named(lead.label), "follower": named(follow.label), "turns": self.turns,
+                         "run_id": ctx.run_id, "initial": result.initial, "final": result.final},
         }
         return ItemOutcome(status="invalid" if unreadable else "done",
                            detail=f"{unreadable} unreadable verdict(s)" if unreadable else None,
-                           judgments=tuple(rows), debates=((debate, tuple(t.as_row() for t in result.turns)),))
+                           judgments=tuple(rows), debates=((debate, tuple({**t.as_row(), "speaker": named(t.speaker)} for t in result.turns)),))
 
 
 class DebateJob(PairedJob):
@@ -214,7 +233,7 @@ class DebateJob(PairedJob):
     ordered = False
 
     def __init__(self, study: str, agents: Sequence, *, criteria: Sequence[str] = ("helpfulness",),
-                 max_rounds: int = 3, name: str = "scaleeval", contestants: Sequence[str] | None = None,
+                 max_rounds: int = 3, name: str | None = None, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
                  budget: int | None = None, seed: int = 0, temperature: float = 0.0, max_tokens: int = 256,
                  initial_template: str = DEBATE_TEMPLATES[0], discussion_template: str = DEBATE_TEMPLATES[1]) -> None:
@@ -230,8 +249,10 @@ class DebateJob(PairedJob):
         unknown = [c for c in criteria if c not in known]
         if unknown:
             raise ValueError(f"criteria {unknown} have no rubric; choose from {known}")
-        if not name or ":" in name:
-            raise ValueError(f"name must be non-empty without ':', got {name!r}")
+        self._explicit_name = name is not None
+        name = DEFAULT_PANEL if name is None else name
+        if not isinstance(name, str) or not name.strip() or ":" in name or "~" in name:
+            raise ValueError(f"name must be non-empty without ':' or '~', got {name!r}")
         self.templates = _judging.debate_templates(initial_template, discussion_template)
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
                          comparisons=comparisons, budget=budget, seed=seed)
@@ -242,10 +263,42 @@ class DebateJob(PairedJob):
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self._by_name = {a.label: a for a in agents}
+        self._names: dict[str, str] = {}
+        self._panel: str | None = None
 
     @property
     def consensus_judge(self) -> str:
-        return f"debate:{self.name}"
+        """The panel's judge name (``debate:<name>``, or the variant this configuration resolved to)."""
+        return self._panel or f"debate:{self.name}"
+
+    def identities(self) -> dict[str, dict]:
+        """label -> the agent's identity: templates, sampling, rounds and the layout seed.
+
+        The seed decides each debate's submission order and speaking order, which shape
+        every later round, so two layouts are two panels (and their agents two judges).
+        """
+        initial, discussion = (load_template(t) for t in self.templates)
+        return {a.label: judge_identity(
+            a, role="debate agent", template=initial.name, template_version=initial.version,
+            discussion_template=discussion.name, discussion_template_version=discussion.version,
+            max_rounds=self.max_rounds, layout_seed=self.seed,
+            temperature=self.temperature if a.temperature is None else a.temperature, max_tokens=self.max_tokens)
+            for a in self.agents}
+
+    def panel_identity(self) -> dict:
+        """The panel's identity: its agents' identities (in order of names), rounds, layout."""
+        agents = self.identities()
+        return {"role": "debate panel", "agents": [agents[k] for k in sorted(agents)], "max_rounds": self.max_rounds,
+                "layout_seed": self.seed}
+
+    def judge_names(self) -> dict[str, str]:
+        return {**self._names, f"debate:{self.name}": self.consensus_judge}
+
+    def _resolve(self, store: "Store", *, register: bool) -> None:
+        self._names = resolve_judge_names(store, self.study, self.agents, self.identities(), contestants=self.models,
+                                          register=register, labels_are_roles=True)
+        self._panel = store.resolve_judge(self.study, f"debate:{self.name}", self.panel_identity(),
+                                          explicit=self._explicit_name, kind="debate", register=register)
 
     def config(self) -> dict:
         out = {"agents": [a.describe() for a in self.agents], "criteria": self.criteria,
@@ -267,14 +320,11 @@ class DebateJob(PairedJob):
     def prepare(self, store: "Store") -> list[str]:
         items = super().prepare(store)
         self._check_budget(len(items) * len(self.agents) * self.max_rounds)
+        self._resolve(store, register=False)
         return items
 
     def on_start(self, store: "Store") -> None:
-        register_judges(store, self.study, self.agents, self.models, settings={"role": "debate agent"})
-        store.add_judges(self.study, [{"name": self.consensus_judge, "kind": "debate",
-                                       "settings": {"agents": [a.label for a in self.agents],
-                                                    "max_rounds": self.max_rounds,
-                                                    "templates": list(self.templates)}}])
+        self._resolve(store, register=True)
 
     def layout(self, item: str) -> tuple[str, str, str, str, list[Judge]]:
         """(question, submission 1 model, submission 2 model, criterion, agents in speaking order) of an item.
@@ -315,14 +365,15 @@ class DebateJob(PairedJob):
         )
         rows = []
         last_text: dict[str, str] = {}
+        named = lambda label: self._names.get(label, label)  # noqa: E731
         for turn in result.turns:
             last_text[turn.speaker] = turn.text
             if turn.round == 0:
-                rows.append(judgment_row(question, first, second, turn.speaker,
+                rows.append(judgment_row(question, first, second, named(turn.speaker),
                                          _verdict(turn.verdict, turn.text, self.templates[0]), criterion=criterion))
         if result.n_rounds > 0:
             for agent in order:
-                rows.append(judgment_row(question, first, second, agent.label,
+                rows.append(judgment_row(question, first, second, named(agent.label),
                                          _verdict(result.final[agent.label], last_text[agent.label],
                                                   self.templates[1]),
                                          criterion=criterion, round=result.n_rounds))
@@ -335,10 +386,12 @@ class DebateJob(PairedJob):
             "debate_key": f"{ctx.run_id}:{item}", "kind": "debate", "question_id": question, "model_a": first,
             "model_b": second, "criterion": criterion, "scenario": self._categories.get(question, ""),
             "status": result.status, "consensus": result.consensus, "n_rounds": result.n_rounds,
-            "metadata": {"speakers": list(result.speakers), "max_rounds": self.max_rounds, "name": self.name,
+            "panel": self.consensus_judge,
+            "metadata": {"speakers": [named(k) for k in result.speakers], "max_rounds": self.max_rounds,
+                         "name": self.consensus_judge.split(":", 1)[1],
                          "templates": list(self.templates), "run_id": ctx.run_id, "initial": result.initial,
                          "final": result.final},
         }
         return ItemOutcome(status="invalid" if unreadable else "done",
                            detail=f"{unreadable} unreadable verdict(s)" if unreadable else None,
-                           judgments=tuple(rows), debates=((debate, tuple(t.as_row() for t in result.turns)),))
+                           judgments=tuple(rows), debates=((debate, tuple({**t.as_row(), "speaker": named(t.speaker)} for t in result.turns)),))

@@ -26,7 +26,8 @@ def _judge(entry: dict, *, timeout: float | None, api_keys: Mapping[str, str]) -
     spec = f"{entry['backend']}:{entry['model']}"
     if entry.get("base_url") and entry["backend"] in ("openai-compatible", "compatible"):
         spec += f"@{entry['base_url']}"
-    backend = make_backend(spec, timeout=timeout, api_key=api_keys.get(entry["backend"]))
+    backend = make_backend(spec, timeout=timeout, api_key=api_keys.get(entry["backend"]),
+                           api_key_env=entry.get("api_key_env"))
     if entry.get("base_url") and entry["backend"] in ("openai", "anthropic"):
         backend.base_url = entry["base_url"]
     name = entry.get("name")

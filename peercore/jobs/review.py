@@ -17,15 +17,27 @@ judgments (``valid=0``, raw text kept), never guessed.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from peercore.jobs import _judging
-from peercore.jobs.base import Judge, as_judges, item_key, load_answers, load_questions, parse_item_key, seeded_rng
-from peercore.prompts import load_template
+from peercore.jobs.base import (
+    Judge,
+    as_judges,
+    item_key,
+    judge_identity,
+    load_answers,
+    load_questions,
+    parse_item_key,
+    resolve_judge_names,
+    seeded_rng,
+)
+from peercore.prompts.templates import PromptTemplate
 from peercore.ranking import selection
 from peercore.reviewers import judging
 from peercore.runner import ItemContext, ItemOutcome, Job, PlannedCall
@@ -33,29 +45,44 @@ from peercore.runner import ItemContext, ItemOutcome, Job, PlannedCall
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
 
-__all__ = ["ReviewJob", "PairedJob", "STRATEGIES", "select_pairs", "judgment_row", "register_judges"]
+__all__ = ["ReviewJob", "ReviewSettings", "PairedJob", "STRATEGIES", "ONE_ORDER_STRATEGIES", "select_pairs", "judgment_row", "register_judges"]
 
 STRATEGIES = ("all", "random", "no-repeat", "symmetric", "greedy")
 
 
-def select_pairs(n: int, *, strategy: str = "all", k: int | None = None, rng: np.random.Generator) -> np.ndarray:
+# Most comparisons each strategy can make among N candidates (one order per pair for
+# no-repeat and greedy; both orders for random and symmetric).
+_MAX_PAIRS = {"random": lambda n: n * (n - 1), "no-repeat": lambda n: n * (n - 1) // 2,
+              "symmetric": lambda n: 2 * (n * (n - 1) // 2), "greedy": lambda n: n * (n - 1) // 2}
+# Strategies that show each pair in one order only: position bias cannot be measured.
+ONE_ORDER_STRATEGIES = ("no-repeat", "greedy")
+
+
+def select_pairs(n: int, *, strategy: str = "all", k: int | None = None, rng: np.random.Generator,
+                 cap: bool = False) -> np.ndarray:
     """Ordered pairs ``(i, j)`` of N candidates to compare (candidate i shown first).
 
     Parameters
     ----------
     n : number of candidates.
-    strategy : ``"all"`` (the N(N-1) ordered pairs, PRD), ``"random"`` (with replacement;
-        repeats are dropped, so fewer than K may remain), ``"no-repeat"``, ``"symmetric"``
-        (K // 2 unordered pairs in both orders), ``"greedy"`` (PoE information gain,
-        random orientation) - Liusie et al. 2024.
-    k : comparisons wanted (required unless ``strategy="all"``); capped at what the
-        strategy can give for N candidates.
+    strategy : ``"all"`` (the N(N-1) ordered pairs, PRD; both presentation orders),
+        ``"random"`` (K distinct ordered pairs drawn without replacement),
+        ``"no-repeat"`` (K unordered pairs, each in one random order: "if (x_i, x_j) is
+        selected then (x_j, x_i) will not be"), ``"symmetric"`` (K // 2 unordered pairs
+        in both orders), ``"greedy"`` (PoE information gain, random orientation) -
+        Liusie et al. 2024, section 3.4. No-repeat and greedy show each pair in one
+        order, so they cannot measure position bias.
+    k : comparisons wanted (required unless ``strategy="all"``).
     rng : randomness.
+    cap : when True, a ``k`` larger than the strategy can make for N candidates is cut
+        to that maximum (a budget is an upper bound); when False it is refused.
 
     Raises
     ------
     ValueError
-        If the strategy is unknown or ``k`` is missing/negative (the value is quoted).
+        If the strategy is unknown, ``k`` is missing/negative, or (without ``cap``)
+        larger than the strategy can make: N(N-1) for random and symmetric, N(N-1)/2 for
+        no-repeat and greedy (the value and the maximum are quoted).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
@@ -65,15 +92,20 @@ def select_pairs(n: int, *, strategy: str = "all", k: int | None = None, rng: np
         raise ValueError(f"k (comparisons per question) must be an integer >= 0 for strategy {strategy!r}, got {k!r}")
     if n < 2:
         return np.zeros((0, 2), dtype=np.intp)
+    limit = _MAX_PAIRS[strategy](n)
+    if k > limit:
+        if not cap:
+            raise ValueError(f"comparisons K={k} per question is more than strategy {strategy!r} can make for {n} "
+                             f"candidates ({limit}); give at most {limit}")
+        k = limit
+    k = int(k)
     if strategy == "random":
-        pairs = selection.select_random(n, int(k), rng=rng)
-        _, first = np.unique(pairs, axis=0, return_index=True)
-        return pairs[np.sort(first)]
+        return selection.select_random(n, k, rng=rng)
     if strategy == "no-repeat":
-        return selection.select_no_repeat(n, min(int(k), n * (n - 1)), rng=rng)
+        return selection.select_no_repeat(n, k, rng=rng)
     if strategy == "symmetric":
-        return selection.select_symmetric(n, min(int(k), n * (n - 1)), rng=rng)
-    return selection.select_greedy(n, min(int(k), n * (n - 1) // 2), rng=rng, order="random")
+        return selection.select_symmetric(n, k, rng=rng)
+    return selection.select_greedy(n, k, rng=rng, order="random")
 
 
 class PairedJob(Job):
@@ -140,10 +172,13 @@ class PairedJob(Job):
         items = []
         for question, candidates in per_question.items():
             rng = seeded_rng(self.seed, "pairs", question)
-            if self.ordered:
-                pairs = select_pairs(len(candidates), strategy=self.strategy, k=k, rng=rng)
-            else:
-                pairs = _unordered(select_pairs(len(candidates), strategy=self.strategy, k=k, rng=rng))
+            cap = self.comparisons is None  # K from a budget is an upper bound; a K asked for is checked
+            try:
+                pairs = select_pairs(len(candidates), strategy=self.strategy, k=k, rng=rng, cap=cap)
+            except ValueError as exc:
+                raise ValueError(f"question {question!r}: {exc}") from None
+            if not self.ordered:
+                pairs = _unordered(pairs)
             for i, j in pairs:
                 items.extend(self.items_for_pair(question, candidates[i], candidates[j]))
         return items
@@ -177,6 +212,48 @@ def _unordered(pairs: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.intp).reshape(-1, 2)
 
 
+@dataclass(frozen=True)
+class ReviewSettings:
+    """How one reviewer judges in a review job: what its requests carry.
+
+    Attributes
+    ----------
+    method : the method asked for (``verdict``, ``logprobs``, ``logits``, ``samples``,
+        ``auto``), after the per-backend default (:func:`peercore.reviewers.judging.default_method`).
+    concrete : what the backend does with it (:func:`peercore.reviewers.judging.resolve_method`).
+    template : the prompt template.
+    temperature : temperature of generated verdicts (``verdict``: the judge's own, else 0;
+        ``samples``: the judge's own, else the job's), None when nothing is generated.
+    samples : K (``samples``), else 1.
+    max_tokens : reply budget of generated verdicts, None when nothing is generated.
+    fields : the rubric fields of templates that have them.
+    """
+
+    method: str
+    concrete: str
+    template: PromptTemplate
+    temperature: float | None
+    samples: int
+    max_tokens: int | None
+    fields: dict
+
+    @property
+    def generates(self) -> bool:
+        return self.max_tokens is not None
+
+    def identity(self, judge: Judge, criterion: str | None) -> dict:
+        """The reviewer's identity (:mod:`peercore.judges`): everything that shapes its verdicts."""
+        fields = {"role": "review", "method": self.concrete, "template": self.template.name,
+                  "template_version": self.template.version, "criterion": criterion,
+                  "temperature": self.temperature, "samples": self.samples if self.concrete == "samples" else None,
+                  "max_tokens": self.max_tokens}
+        if self.method == "auto" and self.concrete == "logprobs":
+            fields["fallback"] = "verdict"
+        if "rubric" in self.fields:
+            fields["rubric_version"] = hashlib.sha256(str(self.fields["rubric"]).encode("utf-8")).hexdigest()[:8]
+        return judge_identity(judge, **fields)
+
+
 class ReviewJob(PairedJob):
     """Pairwise reviews of a study's answers by one or more LLM judges.
 
@@ -184,53 +261,67 @@ class ReviewJob(PairedJob):
     one comparison by :func:`peercore.reviewers.judging.compare` (one call, K calls
     with ``method="samples"``) and one stored judgment.
 
+    A reviewer's verdicts are stored under the name its whole configuration resolves to
+    in the study (:meth:`peercore.store.Store.resolve_judge`): ``backend:model`` the
+    first time, a variant such as ``openai:gpt-4o~logprobs`` when another
+    configuration of the same model already holds that name, and a refusal before any
+    call when the user forced a name (``NAME=spec``) that another configuration holds.
+
     Parameters
     ----------
     study : the study; questions and answers are read from the store.
     reviewers : backends, or :class:`~peercore.jobs.base.Judge` for named configurations.
     contestants : models whose answers are compared (default: every model with answers).
     questions : only these question ids (default all).
-    strategy : comparison selection, see :func:`select_pairs` (default ``"all"``).
+    strategy : comparison selection, see :func:`select_pairs` (default ``"all"``: every
+        ordered pair, both presentation orders).
     comparisons : K, comparisons per question (per reviewer) for the non-``all`` strategies.
     budget : total calls allowed; sets K = budget // (questions x reviewers x samples)
         when ``comparisons`` is not given, and is checked when it is.
     seed : seeds the pair selection (per question, stable).
-    method : ``"verdict"`` (default: the reply's verdict line, PRD), ``"logprobs"``,
-        ``"logits"`` (label probabilities, Liusie et al. eq. 3), ``"samples"`` (share of
-        K sampled verdicts) or ``"auto"`` (the best the backend can do).
-    template : a :mod:`peercore.prompts` template; default ``prd_review`` (PRD Table 8,
-        1/2/3=tie) for ``verdict``, the judging module's defaults otherwise
-        (``liusie_classifier_numeric`` for probabilities, ``liusie_generative`` for samples).
+    method : ``"verdict"`` (the reply's verdict line, PRD), ``"logprobs"``, ``"logits"``
+        (label probabilities, Liusie et al. eq. 3), ``"samples"`` (share of K sampled
+        verdicts), ``"auto"`` (the best the backend can do), or None (default): each
+        reviewer's backend default, :func:`peercore.reviewers.judging.default_method`
+        (the classifier for local models and log-probability servers, the verdict
+        prompt for the OpenAI and Anthropic APIs).
+    template : a :mod:`peercore.prompts` template; default per method: ``prd_review``
+        (PRD Table 8, 1/2/3=tie) for ``verdict``, ``liusie_classifier_numeric`` for
+        probabilities, ``liusie_generative`` for samples.
     criterion : e.g. ``"helpfulness"`` (stored with the judgments; fills the rubric of
         templates that have one), or None.
     samples : K for ``method="samples"`` (>= 2).
     temperature : sampling temperature for ``samples`` (default 1.0); a judge's own
-        temperature wins.
+        temperature wins, and is also sent with a single generated verdict.
     max_tokens : reply budget for generated verdicts (default 512).
 
     Raises
     ------
     ValueError
-        On an unknown option value or an inconsistent budget (the values are quoted), or
-        a reviewer with a ``seed`` (reviews do not take per-judge seeds).
+        On an unknown option value, a method the backend cannot do, or an inconsistent
+        budget (the values are quoted), or a reviewer with a ``seed`` (reviews do not
+        take per-judge seeds).
     """
 
     kind = "review"
 
     def __init__(self, study: str, reviewers: Sequence, *, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
-                 budget: int | None = None, seed: int = 0, method: str = "verdict", template: str | None = None,
-                 criterion: str | None = None, samples: int = 1, temperature: float = 1.0,
+                 budget: int | None = None, seed: int = 0, method: str | None = None, template: str | None = None,
+                 criterion: str | None = None, samples: int = 1, temperature: float | None = None,
                  max_tokens: int = 512) -> None:
-        tpl = _judging.comparison_template(template, method)
+        if method is not None and method not in judging.METHODS:
+            raise ValueError(f"method must be one of {judging.METHODS} or None (each backend's default), got {method!r}")
         if not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
         if method == "samples" and samples < 2:
             raise ValueError(f"method='samples' needs samples >= 2, got samples={samples}")
-        if method not in ("samples", "auto") and samples != 1:
+        if method not in ("samples", "auto", None) and samples != 1:
             raise ValueError(f"samples={samples} needs method='samples' or 'auto' (got method={method!r})")
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+        if temperature is not None and not (isinstance(temperature, (int, float)) and 0 <= temperature <= 2):
+            raise ValueError(f"temperature must be a number in [0, 2] or None, got {temperature!r}")
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
                          comparisons=comparisons, budget=budget, seed=seed)
         self.reviewers: list[Judge] = as_judges(reviewers, what="reviewers")
@@ -238,16 +329,44 @@ class ReviewJob(PairedJob):
         if seeded:  # samples are seeded by their index; a fixed seed would make all K identical
             raise ValueError(f"reviewers {seeded} have a seed; a review does not take per-judge seeds "
                              "(K samples are seeded by their sample index)")
-        for reviewer in self.reviewers:  # a method the backend cannot do fails now, not mid-run
-            judging.resolve_method(method, reviewer.backend.capabilities, k=samples)
         self.method = method
-        self.template = tpl.name if tpl is not None else None
-        self._fields = _judging.criterion_fields(tpl, criterion) if tpl is not None else {}
+        self.template = template
         self.criterion = criterion
         self.samples = samples
-        self.temperature = float(temperature)
+        self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
+        # Each reviewer's settings, now: a method the backend cannot do fails before any work.
+        self.settings = {r.label: self._settings(r) for r in self.reviewers}
         self._by_name = {r.label: r for r in self.reviewers}
+        self._names: dict[str, str] = {}
+
+    def _settings(self, reviewer: Judge) -> ReviewSettings:
+        backend = reviewer.backend
+        method = self.method or judging.default_method(backend, template=self.template)
+        concrete = judging.resolve_method(method, backend.capabilities, k=self.samples)
+        try:
+            tpl = _judging.comparison_template(self.template, concrete if method != "auto" else concrete)
+        except ValueError as exc:
+            raise ValueError(f"reviewer {reviewer.label!r}: {exc}") from None
+        if concrete in ("logprobs", "logits") and tpl.kind != "classifier":
+            raise ValueError(f"reviewer {reviewer.label!r}: method {concrete!r} reads label probabilities and needs a "
+                             f"classifier template (e.g. liusie_classifier_numeric), got {tpl.name!r} of kind {tpl.kind!r}")
+        if concrete in ("verdict", "samples") and tpl.kind == "classifier":
+            raise ValueError(f"reviewer {reviewer.label!r}: template {tpl.name!r} is a classifier (it asks for one "
+                             f"label token); method {concrete!r} needs a review or generative template")
+        fallback = method == "auto" and concrete == "logprobs"
+        if concrete == "samples":
+            temperature = reviewer.temperature if reviewer.temperature is not None else (
+                1.0 if self.temperature is None else self.temperature)
+        elif concrete == "verdict":
+            temperature = reviewer.temperature if reviewer.temperature is not None else 0.0
+        else:
+            temperature = 0.0 if fallback else None
+        generates = concrete in ("verdict", "samples") or fallback
+        return ReviewSettings(method=method, concrete=concrete, template=tpl, temperature=temperature,
+                              samples=self.samples if concrete == "samples" else 1,
+                              max_tokens=self.max_tokens if generates else None,
+                              fields=_judging.criterion_fields(tpl, self.criterion))
 
     def config(self) -> dict:
         return {
@@ -259,37 +378,49 @@ class ReviewJob(PairedJob):
     def backends(self) -> list:
         return [r.backend for r in self.reviewers]
 
+    def identities(self) -> dict[str, dict]:
+        """label -> the reviewer's identity (see :class:`ReviewSettings`)."""
+        return {r.label: self.settings[r.label].identity(r, self.criterion) for r in self.reviewers}
+
+    def judge_names(self) -> dict[str, str]:
+        """label -> the judge name the verdicts are stored under (after :meth:`prepare`)."""
+        return dict(self._names)
+
     # ------------------------------------------------------------------ planning
 
     def calls_per_pair(self) -> int:
-        return len(self.reviewers) * self.samples
+        return sum(self.settings[r.label].samples for r in self.reviewers)
 
     def items_for_pair(self, question: str, model_a: str, model_b: str) -> list[str]:
         return [item_key(question, model_a, model_b, r.label) for r in self.reviewers]
 
     def prepare(self, store: "Store") -> list[str]:
         items = super().prepare(store)
-        self._check_budget(len(items) * self.samples)
+        self._check_budget(sum(self.settings[parse_item_key(i)[3]].samples for i in items))
+        self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
+                                          contestants=self.models, register=False)
         return items
 
     def on_start(self, store: "Store") -> None:
-        register_judges(store, self.study, self.reviewers, self.models,
-                        settings={"template": self.template, "method": self.method})
+        self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
+                                          contestants=self.models, register=True)
 
     def _texts_of(self, item: str):
         question, model_a, model_b, name = parse_item_key(item)
         return (self._by_name[name], self._texts[question], self._answers[(question, model_a)],
                 self._answers[(question, model_b)])
 
-    def _temperature(self, reviewer: Judge) -> float:
-        return self.temperature if reviewer.temperature is None else reviewer.temperature
+    def _options(self, reviewer: Judge) -> dict:
+        settings = self.settings[reviewer.label]
+        return dict(template=settings.template.name, method=settings.method, k=settings.samples,
+                    temperature=settings.temperature if settings.concrete == "samples" else 1.0,
+                    verdict_temperature=settings.temperature if settings.concrete == "verdict" else 0.0,
+                    max_tokens=settings.max_tokens or self.max_tokens, fields=settings.fields)
 
     def plan(self, item: str) -> list[PlannedCall]:
         reviewer, question, answer_1, answer_2 = self._texts_of(item)
-        requests = _judging.comparison_requests(
-            reviewer.backend, question, answer_1, answer_2, template=self.template, method=self.method,
-            k=self.samples, temperature=self._temperature(reviewer), max_tokens=self.max_tokens, fields=self._fields,
-        )
+        requests = _judging.comparison_requests(reviewer.backend, question, answer_1, answer_2,
+                                                **self._options(reviewer))
         return [PlannedCall(reviewer.backend, r, optional=optional,
                             typical_output_tokens=1 if r.top_logprobs else min(self.max_tokens, 200))
                 for r, optional in requests]
@@ -297,17 +428,15 @@ class ReviewJob(PairedJob):
     # ----------------------------------------------------------------- execution
 
     async def run_item(self, item: str, ctx: ItemContext) -> ItemOutcome:
-        question_id, model_a, model_b, name = parse_item_key(item)
+        question_id, model_a, model_b, label = parse_item_key(item)
         reviewer, question, answer_1, answer_2 = self._texts_of(item)
         backend = reviewer.backend
         comparison = await judging.compare(
             lambda request: ctx.complete(backend, request), backend, question, answer_1, answer_2,
-            template=self.template, method=self.method, k=self.samples, temperature=self._temperature(reviewer),
-            max_tokens=self.max_tokens, fields=self._fields,
-        )
-        scheme = load_template(self.template).scheme if self.template else "prd"
-        verdict = _judging.verdict_of_comparison(comparison, scheme=scheme)
-        row = judgment_row(question_id, model_a, model_b, name, verdict, criterion=self.criterion)
+            **self._options(reviewer))
+        verdict = _judging.verdict_of_comparison(comparison, scheme=self.settings[label].template.scheme)
+        row = judgment_row(question_id, model_a, model_b, self._names.get(label, label), verdict,
+                           criterion=self.criterion)
         return ItemOutcome(status="done" if verdict.valid else "invalid",
                            detail=None if verdict.valid else "no verdict in the output", judgments=(row,))
 

@@ -79,6 +79,20 @@ class PromptTemplate:
     defaults: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def version(self) -> str:
+        """First 8 hex digits of SHA-256 over everything that shapes the prompt or its reading.
+
+        Part of a judge's identity (:mod:`peercore.judges`): editing a template's wording
+        makes its runs a new judge variant.
+        """
+        import hashlib
+        import json
+
+        blob = json.dumps([self.kind, self.scheme, list(self.labels), self.system, self.user, self.prefill,
+                           dict(sorted(self.defaults.items()))], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
+
+    @property
     def fields(self) -> tuple[str, ...]:
         """Every placeholder, in order of first appearance."""
         seen: dict[str, None] = {}

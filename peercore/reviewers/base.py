@@ -156,5 +156,36 @@ class Backend(ABC):
     def cache_key(self, request: ChatRequest) -> str:
         return request.cache_key(self.backend, self.model, base_url=self.base_url)
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The credentials this backend has sent (to scrub from replies and errors).
+
+        SDK backends keep the key they built their client with in ``_secret`` (a
+        :class:`~peercore.reviewers.credentials.Secret`); placeholders such as ``EMPTY``
+        (keyless local servers) and values shorter than 8 characters are not secrets.
+        """
+        secret = getattr(self, "_secret", None)
+        value = secret.reveal() if secret is not None else ""
+        return (value,) if len(value) >= 8 else ()
+
+    def redact(self, text: str) -> str:
+        """``text`` with every credential of :meth:`secret_values` replaced by ``***``."""
+        for value in self.secret_values():
+            text = text.replace(value, "***")
+        return text
+
+    def redact_completion(self, completion: "Completion") -> "Completion":
+        """The completion with any echoed credential replaced by ``***`` (text, raw reply, logprobs).
+
+        A model (or a proxy) can echo the key it was called with; the reply then goes to
+        the cache, the verdict's raw text and exports. The runner scrubs it first.
+        """
+        values = self.secret_values()
+        if not values:
+            return completion
+        blob = json.dumps(completion.to_json(), ensure_ascii=False)
+        if not any(v in blob for v in values):
+            return completion
+        return Completion.from_json(json.loads(self.redact(blob)))
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients (HTTP pools, model memory)."""

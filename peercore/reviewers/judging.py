@@ -46,6 +46,7 @@ __all__ = [
     "compare",
     "compare_both_orders",
     "debiased_probability",
+    "default_method",
     "label_probability",
     "resolve_method",
 ]
@@ -140,6 +141,31 @@ def label_probability(top_logprobs: Mapping[str, float] | None, labels: tuple[st
     return mass[0] / total
 
 
+def default_method(backend: Backend, *, template: str | PromptTemplate | None = None) -> str:
+    """The method PeerBoard uses when none is given, per backend (the CLI and the dashboard agree).
+
+    * the offline judge and other local models (``local``), and OpenAI-compatible
+      servers that return next-token log-probabilities (llama.cpp server, vLLM):
+      ``"auto"``, i.e. the label-probability classifier (Liusie et al. 2024, eq. 3) with
+      ``p_a`` stored. Small local models answer the verdict prompt with the same
+      label whatever the order (the 1.5B offline judge replied "2" 40 times out of 40),
+      while their label probabilities still rank answers;
+    * the OpenAI and Anthropic APIs: ``"verdict"``, the reviewing prompt with its
+      reasoning, as PRD and MT-Bench use strong models (log-probabilities stay an option
+      with ``method="logprobs"`` where the API offers them).
+
+    With a ``template`` given, its kind decides: a classifier template needs
+    probabilities (``"auto"``), a review or generative template a verdict.
+    """
+    if template is not None:
+        kind = (template if isinstance(template, PromptTemplate) else load_template(template)).kind
+        return "auto" if kind == "classifier" else "verdict"
+    caps = backend.capabilities
+    if backend.backend == "local" or (backend.backend == "openai-compatible" and (caps.logprobs or caps.logits)):
+        return "auto"
+    return "verdict"
+
+
 def resolve_method(method: str, capabilities: Capabilities, *, k: int = 5) -> str:
     """The concrete method for ``method`` on a backend with these capabilities.
 
@@ -167,7 +193,7 @@ def resolve_method(method: str, capabilities: Capabilities, *, k: int = 5) -> st
 async def compare(call: Call | Backend, backend_caps: Capabilities | Backend | None, question: str, answer_1: str,
                   answer_2: str, *, template: str | PromptTemplate | None = None, method: str = "auto",
                   k: int = 5, temperature: float = 1.0, max_tokens: int = 512, top_logprobs: int = 20,
-                  fields: Mapping[str, object] | None = None) -> Comparison:
+                  fields: Mapping[str, object] | None = None, verdict_temperature: float = 0.0) -> Comparison:
     """Compare two answers to one question with one judge.
 
     Parameters
@@ -184,6 +210,8 @@ async def compare(call: Call | Backend, backend_caps: Capabilities | Backend | N
     k : number of samples for ``samples``.
     temperature : sampling temperature for ``samples``.
     max_tokens : reply budget for generated verdicts.
+    verdict_temperature : temperature of the single generated verdict (``verdict``;
+        default 0, greedy); a judge configured with a temperature sends it here.
     top_logprobs : how many first-token alternatives to ask for.
     fields : extra template fields (``aspect``, ``criterion``, ``rubric`` -- a
         :class:`~peercore.prompts.Rubric` is rendered -- ...).
@@ -230,7 +258,8 @@ async def compare(call: Call | Backend, backend_caps: Capabilities | Backend | N
             return Comparison(None, None, None, raw, False, 1, chosen)
         return Comparison(p, _verdict_of(p), None, raw, True, 1, chosen)
     if chosen == "verdict":
-        return await _verdict(call, messages, tmpl, prefill=prefill, max_tokens=max_tokens)
+        return await _verdict(call, messages, tmpl, prefill=prefill, max_tokens=max_tokens,
+                              temperature=verdict_temperature)
     return await _samples(call, messages, tmpl, prefill=prefill, k=k, temperature=temperature, max_tokens=max_tokens)
 
 
@@ -255,8 +284,10 @@ def _verdict_of(p: float) -> str:
     return "model_a" if p > 0.5 else "model_b" if p < 0.5 else "tie"
 
 
-async def _verdict(call: Call, messages, tmpl: PromptTemplate, *, prefill: str | None, max_tokens: int) -> Comparison:
-    completion = await call(ChatRequest(messages=messages, temperature=0.0, max_tokens=max_tokens, prefill=prefill))
+async def _verdict(call: Call, messages, tmpl: PromptTemplate, *, prefill: str | None, max_tokens: int,
+                   temperature: float = 0.0) -> Comparison:
+    completion = await call(ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens,
+                                        prefill=prefill))
     raw = (prefill or "") + completion.text
     parsed = parse_verdict(raw, scheme=tmpl.scheme)
     p = _P_OF[parsed.verdict] if parsed.valid else None

@@ -68,15 +68,35 @@ def test_select_pairs_all_is_every_ordered_pair():
 
 
 @pytest.mark.parametrize("strategy,k,expected", [("no-repeat", 5, 5), ("symmetric", 6, 6), ("greedy", 4, 4),
-                                                 ("no-repeat", 100, 12), ("greedy", 100, 6)])
-def test_select_pairs_strategies_give_k_distinct_pairs_capped(strategy, k, expected):
+                                                 ("random", 12, 12)])
+def test_select_pairs_strategies_give_exactly_k_distinct_pairs(strategy, k, expected):
     pairs = select_pairs(4, strategy=strategy, k=k, rng=np.random.default_rng(1))
     assert len(pairs) == expected and len({tuple(p) for p in pairs}) == expected
 
 
-def test_select_pairs_random_drops_repeats():
-    pairs = select_pairs(3, strategy="random", k=50, rng=np.random.default_rng(2))
-    assert len({tuple(p) for p in pairs}) == len(pairs) <= 6
+@pytest.mark.parametrize("strategy,limit", [("no-repeat", 6), ("greedy", 6), ("random", 12), ("symmetric", 12)])
+def test_select_pairs_more_than_the_strategy_can_make_is_refused_or_capped(strategy, limit):
+    # Liusie et al. 2024 section 3.4: no-repeat makes each of the N(N-1)/2 pairs in one order
+    # only, random draws distinct ordered pairs (at most N(N-1)).
+    with pytest.raises(ValueError, match=f"K=100 per question is more than strategy '{strategy}' can make for 4 "
+                                         f"candidates \\({limit}\\)"):
+        select_pairs(4, strategy=strategy, k=100, rng=np.random.default_rng(1))
+    pairs = select_pairs(4, strategy=strategy, k=100, rng=np.random.default_rng(1), cap=True)
+    assert len(pairs) == len({tuple(p) for p in pairs}) == limit
+
+
+def test_select_pairs_no_repeat_never_shows_a_pair_in_both_orders():
+    # Liusie et al. 2024 section 3.4: "if (x_i, x_j) is selected then (x_j, x_i) will not be selected".
+    for seed in range(20):
+        pairs = select_pairs(5, strategy="no-repeat", k=10, rng=np.random.default_rng(seed))
+        assert len({frozenset(p) for p in pairs.tolist()}) == 10
+
+
+def test_select_pairs_random_draws_k_without_replacement():
+    # select_pairs(5, strategy="random", k=10) gave 7 comparisons on main (drawn with replacement, then deduplicated).
+    for seed in range(20):
+        pairs = select_pairs(5, strategy="random", k=10, rng=np.random.default_rng(seed))
+        assert len(pairs) == len({tuple(p) for p in pairs.tolist()}) == 10
 
 
 def test_select_pairs_errors_name_the_value():
@@ -128,12 +148,24 @@ def test_review_judge_that_is_a_contestant_gets_an_alias(store):
 
 
 def test_review_budget_sets_k_per_question(store, study):
-    job = ReviewJob(study, [FakeBackend("r1"), FakeBackend("r2")], strategy="no-repeat", budget=25)
+    job = ReviewJob(study, [FakeBackend("r1"), FakeBackend("r2")], strategy="random", budget=25)
     items = job.prepare(store)
     # K = 25 // (3 questions x 2 reviewers) = 4 comparisons per question
     assert len(items) == 3 * 4 * 2
     per_question = pd.Series([parse_item_key(i)[0] for i in items]).value_counts()
     assert set(per_question) == {8}
+
+
+def test_review_budget_caps_k_at_what_no_repeat_can_make(store, study):
+    # 3 contestants have N(N-1)/2 = 3 pairs, each shown in one order (Liusie et al. 2024, section 3.4):
+    # a budget allowing K = 4 gets 3; an explicit --comparisons 4 is refused before any call.
+    job = ReviewJob(study, [FakeBackend("r1"), FakeBackend("r2")], strategy="no-repeat", budget=25)
+    items = job.prepare(store)
+    assert len(items) == 3 * 3 * 2
+    pairs = {(q, frozenset((a, b))) for q, a, b, _ in map(parse_item_key, items)}
+    assert len(pairs) == 9  # no pair in both orders
+    with pytest.raises(ValueError, match="K=4 per question is more than strategy 'no-repeat' can make for 3"):
+        ReviewJob(study, [FakeBackend()], strategy="no-repeat", comparisons=4).prepare(store)
 
 
 def test_review_budget_too_small_or_exceeded_is_an_error(store, study):

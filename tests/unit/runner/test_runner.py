@@ -80,10 +80,16 @@ def test_run_id_is_deterministic_and_names_the_kind(demo):
     assert EchoJob(demo, FakeBackend(), 4).run_id() != a.run_id()
 
 
-def test_resuming_a_run_of_another_job_is_refused(store, demo):
+def test_resuming_a_run_of_another_job_is_refused_and_leaves_the_run_as_it_was(store, demo):
+    # Issue 8: a refused resume (--run-id with changed options) flipped the finished run to "failed".
     first = run(EchoJob(demo, FakeBackend(), 2), store)
-    result = run(EchoJob(demo, FakeBackend(), 3), store, run_id=first.run_id)
-    assert result.status == "failed" and "different job" in result.error
+    before = store.run(first.run_id)
+    backend = FakeBackend()
+    with pytest.raises(RunnerError, match="was made by another job .*differ in n.*left as it was and nothing was spent"):
+        run(EchoJob(demo, backend, 3), store, run_id=first.run_id)
+    after = store.run(first.run_id)
+    assert after["status"] == "finished" == before["status"] and after["n_items"] == before["n_items"] == 2
+    assert store.pending_items(first.run_id) == [] and backend.requests == []
 
 
 # ----------------------------------------------------------------------- retries
