@@ -3,9 +3,10 @@
 **Peer discussion** (Li, Patel, Du 2023, "PRD", section 3.2). Two reviewers first
 review a pair of answers independently; then they take turns, the *leader* first, for
 a fixed number of turns, each turn ending with a verdict line (1 or 2). Every turn's
-verdict is kept, so opinion altering / holding per turn and the leader effect can be
-measured (:func:`discussion_outcomes`, :func:`opinion_changes`). A discussion is run in
-both leader orders by :class:`peercore.jobs.DiscussionJob`.
+verdict is kept, so opinion altering / holding and the leader effect (section 5,
+Fig. 6) can be measured (:func:`opinion_altering_holding`, :func:`leader_effect`,
+:func:`discussion_outcomes`). A discussion is run in both leader orders by
+:class:`peercore.jobs.DiscussionJob`.
 
 **Agent debate** (Chern, Chern, Neubig, Liu 2024, "ScaleEval", section 3). m judge
 agents give an initial verdict (1, 2 or 0 = tie) with a justification; while they
@@ -21,9 +22,10 @@ return plain results; the jobs store them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from peercore.jobs import _judging
@@ -38,7 +40,14 @@ __all__ = [
     "run_discussion",
     "run_debate",
     "discussion_outcomes",
+    "opinion_events",
+    "opinion_altering_holding",
+    "leader_effect",
+    "leader_adoption",
+    "verdict_changes",
     "opinion_changes",
+    "discussions_from_prd_examples",
+    "EVENTS",
 ]
 
 Complete = Callable[[Backend, ChatRequest], Awaitable[Completion]]
@@ -281,15 +290,194 @@ def _unanimous(verdicts: dict[str, str | None]) -> bool:
 
 
 # -------------------------------------------------------------------------- outcomes
+#
+# PRD (Li, Patel & Du 2023), section 5 ("peer discussion"): a reviewer *holds* its
+# opinion when, facing a reviewer who disagrees with it, it keeps its verdict, and
+# *alters* it when it takes another verdict; Fig. 6 splits both counts by whether the
+# model led the discussion or followed. A verdict that changes while both reviewers
+# already agreed is neither (counted apart here as a change after agreement), and a
+# verdict that repeats an agreed one is not a hold.
+
+EVENTS: tuple[str, ...] = ("held", "altered", "changed_after_agreement", "kept_agreement", "unreadable")
+_PREFERENCE = {1: "model_a", 2: "model_b", "1": "model_a", "2": "model_b"}
+_EVENT_COLUMNS = ["debate_id", "round", "position", "speaker", "role", "previous", "others", "verdict", "event"]
+_COUNT_COLUMNS = ["discussions", "turns", "held", "altered", "changed_after_agreement", "altering_rate"]
 
 
-def opinion_changes(turns: pd.DataFrame) -> pd.DataFrame:
-    """Opinion altering and holding, one row per verdict that follows an earlier one.
+def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Classify every discussion turn as opinion held, altered, or neither (PRD section 5).
 
-    For every speaker's verdict after its first in the same debate (or discussion), the
-    previous verdict of that speaker, and whether it was *altered* or *held*
-    (Li et al. 2023, section 5.2, "opinion altering"). Unreadable verdicts (None) are
-    skipped: they neither alter nor hold.
+    For each turn after the initial reviews (``round >= 1``) of speaker *s*, let
+    *p* be the last readable verdict *s* gave before (its initial review at first) and
+    *O* the last readable verdicts the other reviewers gave in earlier rounds - what
+    they held "at that point" (in a PRD discussion each turn is its own round, so the
+    other reviewer's latest turn counts; in a ScaleEval debate the agents of one round
+    speak at once and each sees the previous round). Then, with *v* the turn's verdict:
+
+    - some other reviewer disagrees with *p* (an ``o`` in *O* with ``o != p``):
+      ``"held"`` if ``v == p``, ``"altered"`` otherwise (PRD's opinion holding /
+      altering);
+    - every other reviewer agrees with *p*: ``"kept_agreement"`` if ``v == p`` (not a
+      hold: nobody challenged the opinion), ``"changed_after_agreement"`` otherwise
+      (counted apart, as PRD treats it apart);
+    - ``"unreadable"`` when *v* is None or *s* or another reviewer has no readable
+      earlier verdict (such a turn is not counted).
+
+    Roles: ``debates.metadata`` ``leader`` / ``follower`` (as
+    :class:`peercore.jobs.DiscussionJob` stores them); without them the first speaker
+    of round 0 is the leader and every other speaker a follower.
+
+    Parameters
+    ----------
+    debates : :meth:`Store.debates` rows (``id`` and, for roles, ``metadata``).
+    turns : :meth:`Store.debate_turns` of those debates (``debate_id, round, position,
+        speaker, verdict``; other columns are ignored). Turns of debates not in
+        ``debates`` are ignored.
+
+    Returns
+    -------
+    DataFrame
+        ``debate_id, round, position, speaker, role, previous, others`` (the other
+        reviewers' verdicts at that point, a tuple in speaking order), ``verdict``,
+        ``event`` (one of :data:`EVENTS`), in speaking order.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing (the missing ones are named).
+    """
+    _require(debates, ["id"], "debates")
+    _require(turns, ["debate_id", "round", "position", "speaker", "verdict"], "turns")
+    rows = []
+    roles = _roles(debates, turns)
+    wanted = set(debates["id"].tolist())
+    ordered = turns[turns["debate_id"].isin(wanted)].sort_values(["debate_id", "round", "position"], kind="stable")
+    for debate_id, part in ordered.groupby("debate_id", sort=True):
+        role_of = roles.get(debate_id, {})
+        latest: dict[str, str] = {}  # last readable verdict of each speaker, rounds so far
+        speakers = list(dict.fromkeys(part["speaker"]))
+        first_round = part["round"].min()  # the initial reviews (round 0)
+        for rnd, group in part.groupby("round", sort=True):
+            before = dict(latest)  # everyone's position at the start of this round
+            for t in group.itertuples(index=False):
+                verdict = _verdict_or_none(t.verdict)
+                if rnd > first_round:
+                    previous = before.get(t.speaker)
+                    others = tuple(before.get(s) for s in speakers if s != t.speaker)
+                    rows.append((int(debate_id), int(rnd), int(t.position), t.speaker,
+                                 role_of.get(t.speaker), previous, others, verdict,
+                                 _event(previous, others, verdict)))
+                if verdict is not None:
+                    latest[t.speaker] = verdict
+    out = pd.DataFrame(rows, columns=_EVENT_COLUMNS)
+    return out.astype({"debate_id": "int64", "round": "int64", "position": "int64"})
+
+
+def opinion_altering_holding(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Opinion holding and altering per reviewer and role (PRD section 5, Fig. 6).
+
+    Counts the events of :func:`opinion_events`: ``held`` and ``altered`` (turns where
+    the other reviewer disagreed with the speaker's opinion) and, reported apart,
+    ``changed_after_agreement``. Two reviewers agreeing throughout hold nothing and
+    alter nothing. On the 8 released PRD discussions (4 examples, each in both leader
+    orders) the totals are 14 held, 5 altered and 2 changes after agreement.
+
+    Parameters
+    ----------
+    debates, turns : as :func:`opinion_events`.
+
+    Returns
+    -------
+    DataFrame
+        One row per ``speaker, role`` that took part, sorted: ``discussions`` (in that
+        role), ``turns`` (``held + altered``), ``held``, ``altered``,
+        ``changed_after_agreement``, ``altering_rate`` (``altered / turns``, NaN when
+        the reviewer was never challenged).
+    """
+    events = opinion_events(debates, turns)
+    columns = ["speaker", "role", *_COUNT_COLUMNS]
+    if len(events) == 0:
+        return pd.DataFrame(columns=columns)
+    events = events.assign(role=events["role"].fillna(""))
+    counts = pd.crosstab([events["speaker"], events["role"]], events["event"]).reindex(columns=list(EVENTS), fill_value=0)
+    out = pd.DataFrame({
+        "discussions": events.groupby(["speaker", "role"])["debate_id"].nunique(),
+        "held": counts["held"], "altered": counts["altered"],
+        "changed_after_agreement": counts["changed_after_agreement"],
+    })
+    out["turns"] = out["held"] + out["altered"]
+    out["altering_rate"] = _rate(out["altered"], out["turns"])
+    out = out.reset_index()
+    out["role"] = out["role"].replace("", None)
+    return out[columns].astype({c: "int64" for c in ("discussions", "turns", "held", "altered", "changed_after_agreement")})
+
+
+def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Opinion holding and altering of each model as leader and as follower (PRD Fig. 6).
+
+    :func:`opinion_altering_holding` laid out per model: PRD Fig. 6 compares how often
+    a model holds and alters its opinion when it leads the discussion (speaks first)
+    with when it follows.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by model (``speaker``), with ``leader_held, leader_altered,
+        leader_changed_after_agreement, leader_altering_rate`` and the same four for
+        ``follower_``; 0 (rates NaN) for a role the model never had.
+    """
+    counts = opinion_altering_holding(debates, turns)
+    measures = ["held", "altered", "changed_after_agreement"]
+    columns = [f"{role}_{m}" for role in ("leader", "follower") for m in (*measures, "altering_rate")]
+    if len(counts) == 0:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="speaker"))
+    counts = counts[counts["role"].isin(["leader", "follower"])]
+    wide = counts.pivot(index="speaker", columns="role", values=measures).fillna(0).astype("int64")
+    out = pd.DataFrame(index=wide.index)
+    for role in ("leader", "follower"):
+        for m in measures:
+            out[f"{role}_{m}"] = wide[(m, role)] if (m, role) in wide.columns else 0
+        out[f"{role}_altering_rate"] = _rate(out[f"{role}_altered"], out[f"{role}_held"] + out[f"{role}_altered"])
+    out.index.name = "speaker"
+    return out[columns]
+
+
+def leader_adoption(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """How often a split discussion ends on the leader's initial verdict, per leader.
+
+    Not PRD's leader effect (that is :func:`leader_effect`): among the discussions or
+    debates whose speakers disagreed in their initial reviews and agreed at the end,
+    the share that agreed on the leader's (first speaker's) initial verdict. This is
+    what PeerBoard reported as the leader effect before; it is kept under this name.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by ``leader``: ``debates`` (initially split, finally agreed),
+        ``ended_on_leader_verdict``, ``share``.
+    """
+    columns = ["debates", "ended_on_leader_verdict", "share"]
+    if len(debates) == 0 or len(turns) == 0:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="leader"))
+    outcomes = discussion_outcomes(debates, turns)
+    decided = outcomes[outcomes["followed_leader"].notna()]
+    grouped = decided.groupby("leader")
+    out = pd.DataFrame({"debates": grouped.size(),
+                        "ended_on_leader_verdict": grouped["followed_leader"].sum()}).astype("int64")
+    out.index.name = "leader"
+    out["share"] = out["ended_on_leader_verdict"] / out["debates"]
+    return out[columns]
+
+
+def verdict_changes(turns: pd.DataFrame) -> pd.DataFrame:
+    """Every verdict a speaker gives after an earlier one, and whether it changed.
+
+    For every speaker's readable verdict after its first in the same debate (or
+    discussion): the speaker's previous readable verdict and ``altered`` (they differ).
+    This counts every repeated verdict as kept, whatever the other reviewers said, so
+    it is *not* PRD's opinion holding / altering (see :func:`opinion_events` and
+    :func:`opinion_altering_holding`); it answers "did this speaker ever change its
+    verdict?". Unreadable verdicts (None) are skipped.
 
     Parameters
     ----------
@@ -311,8 +499,18 @@ def opinion_changes(turns: pd.DataFrame) -> pd.DataFrame:
     return out[columns].reset_index(drop=True)
 
 
+def opinion_changes(turns: pd.DataFrame) -> pd.DataFrame:
+    """Old name of :func:`verdict_changes` (every later verdict, kept or changed).
+
+    Not PRD's opinion altering / holding, which counts a verdict only when the other
+    reviewer disagrees (:func:`opinion_altering_holding`). Kept so existing callers
+    work; new code should call :func:`verdict_changes`.
+    """
+    return verdict_changes(turns)
+
+
 def discussion_outcomes(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """One row per stored discussion or debate: initial and final verdicts, agreement, leader effect.
+    """One row per stored discussion or debate: initial and final verdicts, agreement, opinion counts.
 
     Parameters
     ----------
@@ -324,14 +522,14 @@ def discussion_outcomes(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFr
     DataFrame indexed like ``debates`` with columns ``debate_id``, ``leader`` (first
     speaker of round 0), ``initially_agreed``, ``finally_agreed`` (all speakers' last
     readable verdicts equal), ``final_verdict`` (the agreed verdict or None),
-    ``altered`` / ``held`` (counts over later verdicts, see :func:`opinion_changes`),
-    ``followed_leader`` (for debates initially split and finally agreed: whether the
-    agreement is the leader's initial verdict; None otherwise) - the quantities of
-    PRD section 5 (opinion altering, the leader effect).
+    ``held`` / ``altered`` / ``changed_after_agreement`` (PRD section 5 opinion holding
+    and altering, see :func:`opinion_events`), ``followed_leader`` (for debates
+    initially split and finally agreed: whether the agreement is the leader's initial
+    verdict, see :func:`leader_adoption`; None otherwise).
     """
     rows = []
-    changes = opinion_changes(turns)
-    change_counts = changes.groupby("debate_id")["altered"].agg(["sum", "count"]) if len(changes) else None
+    events = opinion_events(debates, turns) if len(turns) else pd.DataFrame(columns=_EVENT_COLUMNS)
+    event_counts = pd.crosstab(events["debate_id"], events["event"]) if len(events) else pd.DataFrame()
     for debate_id in debates["id"]:
         part = turns[turns["debate_id"] == debate_id].sort_values(["round", "position"], kind="stable")
         first = part[part["round"] == part["round"].min()] if len(part) else part
@@ -346,14 +544,149 @@ def discussion_outcomes(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFr
         followed = None
         if finally_ and not initially and leader is not None and isinstance(initial.get(leader), str):
             followed = bool(final_verdict == initial[leader])
-        altered = held = 0
-        if change_counts is not None and debate_id in change_counts.index:
-            altered = int(change_counts.loc[debate_id, "sum"])
-            held = int(change_counts.loc[debate_id, "count"]) - altered
+        counted = {e: 0 for e in ("held", "altered", "changed_after_agreement")}
+        if debate_id in event_counts.index:
+            for e in counted:
+                counted[e] = int(event_counts.loc[debate_id, e]) if e in event_counts.columns else 0
         rows.append({"debate_id": int(debate_id), "leader": leader, "initially_agreed": initially,
-                     "finally_agreed": finally_, "final_verdict": final_verdict, "altered": altered,
-                     "held": held, "followed_leader": followed})
+                     "finally_agreed": finally_, "final_verdict": final_verdict, **counted,
+                     "followed_leader": followed})
     out = pd.DataFrame(rows, columns=["debate_id", "leader", "initially_agreed", "finally_agreed", "final_verdict",
-                                      "altered", "held", "followed_leader"])
+                                      "held", "altered", "changed_after_agreement", "followed_leader"])
     out.index = debates.index[: len(out)]
     return out
+
+
+def discussions_from_prd_examples(records: Sequence[Mapping]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Debate and turn tables, in the store's shapes, from PRD's released discussion examples.
+
+    ``records`` is the parsed JSON list of PRD's ``discussions_frame/data/data.json``
+    (bcdnlp/PR_LLM_EVAL; see the README beside ``prd_discussion_examples``). Each record
+    holds two reviewers' initial reviews (``initial_justification_<model>``, with
+    ``preference`` 1 = answer 1 better, 2 = answer 2 better) and the same discussion
+    in both leader orders (``<leader>_<follower>_discussion``: a system and a background
+    entry, then one ``{<model>: {content, preference}}`` entry per turn).
+
+    One discussion per record and leader order: round 0 holds the leader's (position 0)
+    and the follower's (position 1) initial reviews, round t >= 1 the t-th turn, one
+    speaker per turn. Preference 1 / 2 becomes ``model_a`` / ``model_b`` (answer 1 /
+    answer 2); any other value is an unparsed verdict (None) with ``raw`` kept.
+
+    Parameters
+    ----------
+    records : the parsed JSON records.
+
+    Returns
+    -------
+    (debates, turns)
+        ``debates``: ``id`` (1, 2, ... in file order), ``debate_key``
+        (``prd_example:<record>:<leader>``), ``kind`` ``"discussion"``,
+        ``question_id`` (``prd_example:<record>``), ``model_a`` ``"answer_1"``,
+        ``model_b`` ``"answer_2"``, ``criterion``, ``scenario``, ``status``
+        (agreed / unresolved on the last verdicts), ``consensus``, ``n_rounds`` (turns),
+        ``metadata`` (``leader``, ``follower``, ``turns``, ``question``, the answers'
+        types). ``turns``: ``debate_id, round, position, speaker, verdict, rationale,
+        raw``.
+
+    Raises
+    ------
+    ValueError
+        If a record lacks a reviewer, its initial review or a discussion (the record
+        number and key are named).
+    """
+    debates, turn_rows = [], []
+    for number, record in enumerate(records):
+        models = [record.get("reviewer_1_model"), record.get("reviewer_2_model")]
+        if not all(isinstance(m, str) and m for m in models):
+            raise ValueError(f"records[{number}] lacks reviewer_1_model / reviewer_2_model, got {models!r}")
+        for lead, follow in (models, models[::-1]):
+            key = f"{lead}_{follow}_discussion"
+            entries = record.get(key)
+            if not isinstance(entries, list):
+                raise ValueError(f"records[{number}] has no list {key!r}")
+            debate_id = len(debates) + 1
+            rows = []
+            for position, model in enumerate((lead, follow)):
+                initial = record.get(f"initial_justification_{model}")
+                if not isinstance(initial, Mapping):
+                    raise ValueError(f"records[{number}] has no 'initial_justification_{model}'")
+                rows.append(_prd_turn(debate_id, 0, position, model, initial))
+            for entry in entries:
+                spoken = [(name, value) for name, value in entry.items() if isinstance(value, Mapping)]
+                if len(spoken) != 1:
+                    continue  # the system and background entries
+                name, value = spoken[0]
+                rows.append(_prd_turn(debate_id, len(rows) - 1, 0, name, value))
+            final = {}
+            for row in rows:
+                final[row["speaker"]] = row["verdict"]
+            verdicts = list(final.values())
+            agreed = all(v is not None for v in verdicts) and len(set(verdicts)) == 1
+            debates.append({
+                "id": debate_id, "debate_key": f"prd_example:{number}:{lead}", "kind": "discussion",
+                "question_id": f"prd_example:{number}", "model_a": "answer_1", "model_b": "answer_2",
+                "criterion": "", "scenario": "", "status": "agreed" if agreed else "unresolved",
+                "consensus": verdicts[0] if agreed else None, "n_rounds": len(rows) - 2,
+                "metadata": {"leader": lead, "follower": follow, "turns": len(rows) - 2,
+                             "question": record.get("question"), "answer_a_type": record.get("answer_a_type"),
+                             "answer_b_type": record.get("answer_b_type")},
+            })
+            turn_rows.extend(rows)
+    debate_frame = pd.DataFrame(debates, columns=["id", "debate_key", "kind", "question_id", "model_a", "model_b",
+                                                  "criterion", "scenario", "status", "consensus", "n_rounds", "metadata"])
+    turn_frame = pd.DataFrame(turn_rows, columns=["debate_id", "round", "position", "speaker", "verdict", "rationale",
+                                                  "raw"])
+    return debate_frame, turn_frame
+
+
+def _prd_turn(debate_id: int, rnd: int, position: int, speaker: str, entry: Mapping) -> dict:
+    preference = entry.get("preference")
+    text = entry.get("justification", entry.get("content", ""))
+    return {"debate_id": debate_id, "round": rnd, "position": position, "speaker": speaker,
+            "verdict": _PREFERENCE.get(preference), "rationale": text if isinstance(text, str) else "",
+            "raw": None if preference is None else str(preference)}
+
+
+def _rate(altered: pd.Series, challenged: pd.Series) -> np.ndarray:
+    """altered / challenged, NaN where the reviewer was never challenged."""
+    return np.where(challenged > 0, altered / challenged.where(challenged > 0, 1), np.nan)
+
+
+def _event(previous: str | None, others: tuple, verdict: str | None) -> str:
+    if verdict is None or previous is None or not others or any(o is None for o in others):
+        return "unreadable"
+    if any(o != previous for o in others):
+        return "held" if verdict == previous else "altered"
+    return "kept_agreement" if verdict == previous else "changed_after_agreement"
+
+
+def _verdict_or_none(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _roles(debates: pd.DataFrame, turns: pd.DataFrame) -> dict[int, dict[str, str]]:
+    """debate id -> speaker -> "leader" / "follower" (metadata first, else round-0 order)."""
+    out: dict[int, dict[str, str]] = {}
+    metadata = debates["metadata"] if "metadata" in debates.columns else pd.Series([None] * len(debates), index=debates.index)
+    for debate_id, meta in zip(debates["id"], metadata):
+        meta = meta if isinstance(meta, Mapping) else {}
+        part = turns[turns["debate_id"] == debate_id]
+        if isinstance(meta.get("leader"), str):
+            roles = {s: "follower" for s in part["speaker"]}
+            roles[meta["leader"]] = "leader"
+            if isinstance(meta.get("follower"), str):
+                roles[meta["follower"]] = "follower"
+        else:
+            ordered = part.sort_values(["round", "position"], kind="stable")["speaker"]
+            speakers = list(dict.fromkeys(ordered))
+            roles = {s: ("leader" if k == 0 else "follower") for k, s in enumerate(speakers)}
+        out[int(debate_id)] = roles
+    return out
+
+
+def _require(frame: pd.DataFrame, columns: list[str], name: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} is missing column(s) {missing}")
