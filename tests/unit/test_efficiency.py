@@ -101,6 +101,15 @@ def test_greedy_takes_each_pair_once_and_its_curve_ends_there():
     assert sorted(set(curve.loc[curve["strategy"] == "random", "k"])) == [5, 10, 20]
 
 
+def test_random_order_takes_each_comparison_once():
+    # Random selection (Liusie et al. 2024, section 3.4): the first k of a random order
+    # are k distinct comparisons drawn without replacement, for every k.
+    (problem, *_) = problems_from_judgments(study_judgments())
+    for seed in range(5):
+        order = _orders(problem, "random", np.random.default_rng(seed))
+        assert sorted(order.tolist()) == list(range(len(problem.p)))
+
+
 def test_greedy_first_picks_connect_the_candidates():
     (problem, *_) = problems_from_judgments(study_judgments())
     order = _orders(problem, "greedy", np.random.default_rng(5))[:4]
