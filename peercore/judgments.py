@@ -24,8 +24,6 @@ in the returned frame, filled with missing values when the input lacks them.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.errors import JudgmentError
+from peercore.io.rules import INTEGER_BOUNDS, column_list, is_scalar, kind_of, quote
 
 __all__ = [
     "COLUMNS",
@@ -92,6 +91,9 @@ def judgments_from_frame(frame: pd.DataFrame, *, source: str | None = None) -> p
 def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.DataFrame:
     """Read a canonical judgment table from a CSV, JSONL or Parquet file.
 
+    The file is read by the importers' careful reader (:mod:`peercore.io._common`), so
+    it is held to the same rules as ``peercore import`` (:mod:`peercore.io.rules`).
+
     Parameters
     ----------
     path : the file.
@@ -110,6 +112,8 @@ def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.
         JSON, and an explicit ``NaN`` in ``p_a`` (an empty CSV cell or a JSON ``null``
         means "not given").
     """
+    from peercore.io._common import table_records
+
     path = Path(path)
     fmt = _detect_format(path, format)
     name = path.name
@@ -119,12 +123,8 @@ def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.
         raise JudgmentError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
     if size == 0:
         raise JudgmentError("the file is empty (0 bytes); expected judgments", source=name)
-    if fmt == "csv":
-        frame, line_of = _read_csv(path, name)
-    elif fmt == "jsonl":
-        frame, line_of = _read_jsonl(path, name)
-    else:
-        frame, line_of = _read_parquet(path, name)
+    kind = {"csv": "csv", "jsonl": "json", "parquet": "parquet"}[fmt]
+    frame, line_of = table_records(path, format=kind, allow_empty=True)
     if len(frame) == 0:
         raise JudgmentError("the file holds no judgments (no data rows)", source=name)
     return _validate(frame, source=name, line_of=line_of)
@@ -160,110 +160,10 @@ def _detect_format(path: Path, format: str) -> str:
     if suffix in (".parquet", ".pq"):
         return "parquet"
     raise JudgmentError(
-        f"cannot tell the format from the extension {suffix!r}; "
+        f"cannot tell the format from the extension {quote(suffix)}; "
         "use .csv, .jsonl or .parquet (or pass format=)",
         source=path.name,
     )
-
-
-def _read_text(path: Path, name: str) -> str:
-    """The file as UTF-8 text (a BOM is dropped); an error names the line of a bad byte."""
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise JudgmentError(
-            f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-            source=name,
-            line=raw[: exc.start].count(b"\n") + 1,
-        ) from None
-
-
-def _read_csv(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
-    text = _read_text(path, name)
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise JudgmentError("the file holds a NUL byte; is it binary?", source=name, line=line)
-    try:
-        frame = pd.read_csv(
-            io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""], skip_blank_lines=True
-        )
-    except pd.errors.EmptyDataError:
-        raise JudgmentError("the file holds no header and no judgments", source=name) from None
-    except pd.errors.ParserError as exc:
-        raise JudgmentError(f"not valid CSV ({exc})", source=name) from None
-    # Row i of the frame came from physical line i + 2 unless quoted fields span lines;
-    # recover exact line numbers only when an error needs one.
-    return frame, lambda row: _csv_line_of(text, row)
-
-
-def _csv_line_of(text: str, row: int) -> int:
-    import csv
-
-    reader = csv.reader(io.StringIO(text))
-    next(reader, None)
-    for index, _ in enumerate(reader):
-        if index == row:
-            return reader.line_num
-    return row + 2
-
-
-def _read_jsonl(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
-    text = _read_text(path, name)
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        return _read_json_array(stripped, name)
-    records: list[dict] = []
-    lines: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise JudgmentError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=number) from None
-        if not isinstance(record, dict):
-            raise JudgmentError(
-                f"expected a JSON object per line, got {type(record).__name__}", source=name, line=number
-            )
-        records.append(record)
-        lines.append(number)
-    frame = pd.DataFrame.from_records(records)
-    _reject_explicit_nan(records, lines, name)
-    return frame, lambda row: lines[row]
-
-
-def _read_json_array(text: str, name: str) -> tuple[pd.DataFrame, callable]:
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise JudgmentError(f"not valid JSON ({exc.msg})", source=name, line=exc.lineno) from None
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise JudgmentError("expected a JSON array of objects", source=name)
-    _reject_explicit_nan(records, None, name)
-    return pd.DataFrame.from_records(records), lambda row: None
-
-
-def _reject_explicit_nan(records: list[dict], lines: list[int] | None, name: str) -> None:
-    for index, record in enumerate(records):
-        value = record.get("p_a")
-        if isinstance(value, float) and not np.isfinite(value):
-            raise JudgmentError(
-                f"p_a is {value!r}; give a probability in [0, 1] or null",
-                source=name,
-                line=None if lines is None else lines[index],
-                row=index,
-                column="p_a",
-                value=value,
-            )
-
-
-def _read_parquet(path: Path, name: str) -> tuple[pd.DataFrame, callable]:
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise JudgmentError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", source=name) from None
-    return frame, lambda row: None
 
 
 # -------------------------------------------------------------------------- validation
@@ -275,7 +175,7 @@ def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFra
     frame = frame.reset_index(drop=True)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        found = ", ".join(map(str, frame.columns)) or "none"
+        found = column_list(frame.columns) or "none"
         raise JudgmentError(
             f"missing required column(s) {', '.join(missing)} (found: {found})",
             source=source,
@@ -300,21 +200,26 @@ def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFra
             value=value,
         )
 
+    for column in COLUMNS:  # one value per field: a list or an object is not a name or a number
+        if column in frame.columns:
+            fail(_non_scalar(frame[column]), column,
+                 lambda v, c=column: f"{c} is {kind_of(v)} ({quote(v)}); one value is expected")
+
     out = pd.DataFrame(index=frame.index)
     for column in ("question_id", "model_a", "model_b", "judge"):
         values = _as_text(frame[column])
         fail(values.isna().to_numpy() | (values.str.strip() == "").fillna(False).to_numpy(), column,
-             lambda v: f"{column} is empty ({v!r}); every judgment needs one")
+             lambda v: f"{column} is empty ({quote(v)}); every judgment needs one")
         out[column] = values.str.strip()
 
     winner = _as_text(frame["winner"]).str.strip().str.lower()
     canonical = winner.map(_WINNER_ALIASES)
     fail(canonical.isna().to_numpy(), "winner",
-         lambda v: f"winner {v!r} is not one of model_a, model_b, tie (or 'tie (bothbad)')")
+         lambda v: f"winner {quote(v)} is not one of model_a, model_b, tie (or 'tie (bothbad)')")
     out["winner"] = canonical
 
     fail((out["model_a"] == out["model_b"]).to_numpy(), "model_b",
-         lambda v: f"model_a and model_b are both {v!r}; a judgment compares two different models")
+         lambda v: f"model_a and model_b are both {quote(v)}; a judgment compares two different models")
 
     if "p_a" in frame.columns:
         out["p_a"] = _as_probability(frame["p_a"], fail)
@@ -326,6 +231,13 @@ def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFra
         out[column] = (_as_whole_number(frame[column], column, fail) if column in frame.columns
                        else pd.array([pd.NA] * len(out), dtype="Int64"))
     return _cast(out[list(COLUMNS)])
+
+
+def _non_scalar(series: pd.Series) -> np.ndarray:
+    """Rows holding a list, an object or an array (only object columns can)."""
+    if series.dtype != object:
+        return np.zeros(len(series), dtype=bool)
+    return np.fromiter((not is_scalar(v) for v in series.tolist()), dtype=bool, count=len(series))
 
 
 def _as_text(series: pd.Series) -> pd.Series:
@@ -349,30 +261,63 @@ def _to_text(value: object) -> object:
     return str(value)
 
 
+def _booleans(series: pd.Series) -> np.ndarray:
+    """Rows holding true / false (a boolean is not a number here)."""
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return series.notna().to_numpy(dtype=bool)
+    if series.dtype != object:
+        return np.zeros(len(series), dtype=bool)
+    return np.fromiter((isinstance(v, (bool, np.bool_)) for v in series.tolist()), dtype=bool, count=len(series))
+
+
 def _as_probability(series: pd.Series, fail) -> pd.Series:
+    fail(_booleans(series), "p_a", lambda v: f"p_a {quote(v)} is not a number; give a probability in [0, 1] or leave "
+                                             "it empty")
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
         numbers = series.astype(float)
-        not_number = np.zeros(len(series), dtype=bool)
     else:
         given = series.notna()
         text = series.where(given).astype(object)
         numbers = pd.to_numeric(text, errors="coerce").astype(float)
         literal_nan = given.to_numpy() & text.map(lambda v: isinstance(v, str) and v.strip().lower() in ("nan", "-nan", "+nan")).to_numpy(dtype=bool)
         not_number = given.to_numpy() & (numbers.isna().to_numpy() | literal_nan)
-        fail(not_number, "p_a", lambda v: f"p_a {v!r} is not a number; give a probability in [0, 1] or leave it empty")
+        fail(not_number, "p_a", lambda v: f"p_a {quote(v)} is not a number; give a probability in [0, 1] or leave it empty")
     values = numbers.to_numpy()
     with np.errstate(invalid="ignore"):
         out_of_range = ~np.isnan(values) & ~((values >= 0.0) & (values <= 1.0))
-    fail(out_of_range, "p_a", lambda v: f"p_a {v!r} is outside [0, 1]")
+    fail(out_of_range, "p_a", lambda v: f"p_a {quote(v)} is outside [0, 1]")
     return numbers
 
 
-def _as_whole_number(series: pd.Series, column: str, fail) -> pd.Series:
-    numbers = pd.to_numeric(series.astype(object).where(series.notna()), errors="coerce")
-    given = series.notna().to_numpy()
+def whole_number_problems(series: pd.Series, column: str) -> tuple[pd.Series, list]:
+    """(numbers as float, [(mask, problem), ...]) for a column of whole numbers.
+
+    In order: a boolean, something that is not a finite whole number, a number outside
+    :data:`peercore.io.rules.INTEGER_BOUNDS` (when the column has bounds). Missing values
+    are fine. Shared by every reader, so each refuses the same values the same way.
+    """
+    booleans = _booleans(series)
+    numbers = pd.to_numeric(series.astype(object).where(series.notna() & ~booleans), errors="coerce")
+    given = series.notna().to_numpy() & ~booleans
+    values = numbers.to_numpy(dtype=float, na_value=np.nan)
     with np.errstate(invalid="ignore"):
-        bad = given & (numbers.isna().to_numpy() | (numbers.to_numpy(dtype=float, na_value=np.nan) % 1 != 0))
-    fail(bad, column, lambda v: f"{column} {v!r} is not a whole number")
+        not_whole = given & (np.isnan(values) | ~np.isfinite(values) | (values % 1 != 0))
+    problems = [(booleans, lambda v: f"{column} {quote(v)} is not a whole number"),
+                (not_whole, lambda v: f"{column} {quote(v)} is not a whole number")]
+    bounds = INTEGER_BOUNDS.get(column)
+    if bounds is not None:
+        low, high = bounds
+        with np.errstate(invalid="ignore"):
+            outside = given & ~not_whole & ((values < low) | (values > high))
+        problems.append((outside, lambda v: f"{column} {quote(v)} is out of range (a whole number from {low:,} to "
+                                            f"{high:,})"))
+    return numbers, problems
+
+
+def _as_whole_number(series: pd.Series, column: str, fail) -> pd.Series:
+    numbers, problems = whole_number_problems(series, column)
+    for mask, problem in problems:
+        fail(mask, column, problem)
     return numbers.astype("Int64")
 
 

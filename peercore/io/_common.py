@@ -2,18 +2,21 @@
 
 Every reader parses and validates a whole input into a :class:`Bundle` *before* anything
 touches the database, and every problem raises :class:`~peercore.errors.JudgmentError`
-naming the file, the line (or record) and the field, and quoting the bad value.
+naming the file, the line (or record) and the field, and quoting the bad value (escaped,
+at most 80 characters). The rules and budgets themselves live in
+:mod:`peercore.io.rules`, so every read path applies the same ones.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,30 +24,43 @@ import numpy as np
 import pandas as pd
 
 from peercore.errors import JudgmentError
+from peercore.io.rules import (
+    MAX_IDENTIFIER,
+    MAX_LINE_BYTES,
+    MAX_ROWS,
+    check_record_depth,
+    column_list,
+    is_scalar,
+    kind_of,
+    line_too_long,
+    longest_line,
+    parquet_table,
+    parse_json,
+    quote,
+)
 from peercore.judgments import COLUMNS, concat, empty_judgments
 
 __all__ = [
     "Bundle",
     "fail",
     "read_text",
+    "validated_bytes",
     "json_records",
     "table_records",
     "check_identifiers",
     "plain",
+    "quote",
     "sha256_of",
     "MAX_IDENTIFIER",
     "MAX_LINE_BYTES",
 ]
 
-# Identifiers (question ids, model, judge, annotator and criterion names) longer than
-# this are refused: they are keys, shown in tables and charts, not free text.
-MAX_IDENTIFIER = 1000
-# A line longer than this is refused before JSON parsing (a JSONL record is one verdict,
-# review or answer; 16 MiB is far above any real one, and a corrupt file with no line
-# breaks fails with a clear message instead of exhausting memory).
-MAX_LINE_BYTES = 16 * 1024 * 1024
 # Cells that a spreadsheet would execute as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# What str.strip() removes (str.isspace), for the same test on Arrow columns.
+_PY_SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}" \
+            "\\x{202f}\\x{205f}\\x{3000}"
+_FORMULA_START = f"^[{_PY_SPACE}]*[=+\\-@\\t\\r]"
 
 LineOf = Callable[[int], "int | None"]
 
@@ -80,6 +96,8 @@ class Bundle:
     notes : facts worth reporting (e.g. ``unresolved_debates``), JSON-safe.
     files : the files read, for the checksum and the report.
     answer_lines : row -> line of the answers, to name the line in referential errors.
+    judgment_lines : row -> line of the judgments (or ``(file, line)`` for a bundle of
+        several files), to name the line of a verdict the store refuses.
     parts : for a folder, the bundle of each file (errors then name the file).
     """
 
@@ -94,9 +112,23 @@ class Bundle:
     files: list[Path] = field(default_factory=list)
     answer_lines: LineOf | None = None  # where answer row i came from (for referential errors)
     parts: list["Bundle"] = field(default_factory=list)  # the files of a folder import, each as read
+    judgment_lines: Callable[[int], object] | None = None  # where judgment row i came from
 
     def is_empty(self) -> bool:
         return not (len(self.questions) or len(self.answers) or len(self.judgments) or self.debates)
+
+    def judgment_origin(self, row: int) -> tuple[str, int | None]:
+        """(file name, line) that judgment row ``row`` came from (line None when unknown)."""
+        name = Path(self.source).name or self.source
+        if self.judgment_lines is None or row is None:
+            return name, None
+        try:
+            where = self.judgment_lines(int(row))
+        except (IndexError, KeyError, ValueError):
+            return name, None
+        if isinstance(where, tuple):
+            return where
+        return name, where
 
 
 def empty_questions() -> pd.DataFrame:
@@ -135,6 +167,12 @@ def merge(bundles: Sequence[Bundle], *, source: str, format: str) -> Bundle:
         canonical["valid"] = np.concatenate([j["valid"].to_numpy() for j in judgments])
         canonical["raw"] = pd.concat([j["raw"] for j in judgments], ignore_index=True).astype(object)
         out.judgments = canonical
+    spans, offset = [], 0
+    for bundle in bundles:
+        if len(bundle.judgments):
+            spans.append((offset, bundle))
+            offset += len(bundle.judgments)
+    out.judgment_lines = lambda row: _origin_in(spans, row)
     seen = set()
     for bundle in bundles:
         for judge in bundle.judges:
@@ -151,6 +189,13 @@ def merge(bundles: Sequence[Bundle], *, source: str, format: str) -> Bundle:
     return out
 
 
+def _origin_in(spans: list[tuple[int, Bundle]], row: int) -> tuple[str, int | None]:
+    for start, bundle in reversed(spans):
+        if row >= start:
+            return bundle.judgment_origin(row - start)
+    return "", None
+
+
 def dedupe_questions(questions: pd.DataFrame, *, source: str, line_of: LineOf | None = None) -> pd.DataFrame:
     """One row per question id; the same id with two different texts is an error."""
     if len(questions) == 0:
@@ -159,8 +204,8 @@ def dedupe_questions(questions: pd.DataFrame, *, source: str, line_of: LineOf | 
     text_of = dict(zip(first["question_id"], first["text"]))
     for row, (qid, text) in enumerate(zip(questions["question_id"], questions["text"])):
         if text_of[qid] != text:
-            fail(f"question_id {qid!r} appears twice with different text ({_short(text_of[qid])!r} and "
-                 f"{_short(text)!r}); question ids must be unique", source=source,
+            fail(f"question_id {quote(qid)} appears twice with different text ({quote(_short(text_of[qid]))} and "
+                 f"{quote(_short(text))}); question ids must be unique", source=source,
                  line=line_of(row) if line_of else None, row=None if line_of else row, column="question_id", value=qid)
     return first.reset_index(drop=True)
 
@@ -196,99 +241,133 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
-def read_text(path: Path) -> str:
-    """The file as UTF-8 text (a BOM is dropped); errors name the line of a bad byte."""
+def validated_bytes(path: Path) -> bytes:
+    """The file's bytes once known to be UTF-8 text without NUL (a leading BOM removed).
+
+    Checked in 16 MiB steps, so no second copy of the text is made; errors name the
+    line of the first bad byte.
+    """
     raw = read_bytes(path)
     name = _name(path)
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
         fail("the file is UTF-16 text; save it as UTF-8", source=name, line=1)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        fail(f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-             "save it as UTF-8", source=name, line=line)
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        fail("the file holds a NUL byte; is it binary?", source=name, line=line)
-    return text
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(raw)
+    step = 16 << 20
+    for start in range(0, len(raw), step):
+        pending = len(decoder.getstate()[0])
+        try:
+            decoder.decode(view[start:start + step], final=start + step >= len(raw))
+        except UnicodeDecodeError as exc:
+            offset = start - pending + exc.start
+            line = raw.count(b"\n", 0, offset) + 1
+            fail(f"the file is not UTF-8 text (byte 0x{raw[offset]:02x} at offset {offset}); save it as UTF-8",
+                 source=name, line=line)
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        fail("the file holds a NUL byte; is it binary?", source=name, line=raw.count(b"\n", 0, nul) + 1)
+    return raw[3:] if raw.startswith(codecs.BOM_UTF8) else raw
 
 
-def _no_duplicate_keys(line: int | None, name: str):
-    def hook(pairs: list[tuple[str, object]]) -> dict:
-        out: dict = {}
-        for key, value in pairs:
-            if key in out:
-                fail(f"field {key!r} appears twice in one record", source=name, line=line, column=key)
-            out[key] = value
-        return out
-
-    return hook
+def read_text(path: Path) -> str:
+    """The file as UTF-8 text (a BOM is dropped); errors name the line of a bad byte."""
+    return validated_bytes(path).decode("utf-8")
 
 
-def _reject_constant(token: str):
-    raise ValueError(f"{token} is not valid JSON (use null or a number)")
+def check_line_lengths(raw: bytes, name: str) -> None:
+    """Refuse a physical line longer than :data:`MAX_LINE_BYTES` bytes (CSV, JSONL)."""
+    length, line = longest_line(raw)
+    if length > MAX_LINE_BYTES:
+        fail(line_too_long(length), source=name, line=line)
 
 
-def _loads(text: str, *, name: str, line: int | None):
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys(line, name), parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        where = line if line is not None else exc.lineno
-        fail(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=where)
-    except ValueError as exc:
-        if isinstance(exc, JudgmentError):
-            raise
-        fail(f"not valid JSON ({exc})", source=name, line=line)
-    except RecursionError:
-        fail("not valid JSON (nested too deeply)", source=name, line=line)
+def _json_items(path: Path, *, keys: dict | None = None) -> Iterator[tuple[int | None, dict]]:
+    """(line, record) of a JSONL file or a JSON array, every rule of :func:`parse_json` applied."""
+    name = _name(path)
+    raw = validated_bytes(path)
+    start = len(raw) - len(raw.lstrip())
+    head = raw[start:start + 1]
+    if not head or not raw.decode("utf-8").strip():
+        fail("the file holds only blank lines; expected records", source=name)
+    if head == b"[":
+        yield from _json_array(raw.decode("utf-8"), name)
+        return
+    count = 0
+    number = 0
+    position, size = 0, len(raw)
+    while position <= size:
+        end = raw.find(b"\n", position)
+        if end < 0:
+            end = size
+        number += 1
+        if end - position > MAX_LINE_BYTES:
+            fail(line_too_long(end - position), source=name, line=number)
+        text = raw[position:end].decode("utf-8")
+        position = end + 1
+        if not text.strip():
+            continue
+        record = parse_json(text, name=name, line=number)
+        if not isinstance(record, dict):
+            fail(f"expected a JSON object per line, got {type(record).__name__} ({quote(text.strip())})",
+                 source=name, line=number)
+        count += 1
+        if count > MAX_ROWS:
+            fail(f"holds more than {MAX_ROWS:,} records (limit per file)", source=name, line=number)
+        yield number, (record if keys is None else {keys.setdefault(k, k): v for k, v in record.items()})
+    if count == 0:
+        fail("the file holds no records", source=name)
 
 
-def json_records(path: Path, *, text: str | None = None) -> tuple[list[dict], list[int]]:
+def json_records(path: Path) -> tuple[list[dict], Sequence[int]]:
     """Records of a JSONL file or of a JSON array (even one named ``.jsonl``), with their lines.
 
-    Every record must be a JSON object without repeated fields; NaN / Infinity are
-    refused. A line longer than :data:`MAX_LINE_BYTES` is refused before parsing.
+    Every record must be a JSON object without repeated fields; NaN / Infinity, nesting
+    deeper than 64 levels, lone surrogates and lines longer than :data:`MAX_LINE_BYTES`
+    are refused (:mod:`peercore.io.rules`).
     """
-    name = _name(path)
-    text = read_text(path) if text is None else text
-    stripped = text.lstrip()
-    if not stripped:
-        fail("the file holds only blank lines; expected records", source=name)
-    if stripped.startswith("["):
-        return _json_array(text, name)
     records, lines = [], []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if len(line) > MAX_LINE_BYTES:
-            fail(f"line is {len(line):,} characters long (limit {MAX_LINE_BYTES:,}); is this a JSONL file?",
-                 source=name, line=number)
-        if not line.strip():
-            continue
-        record = _loads(line, name=name, line=number)
-        if not isinstance(record, dict):
-            fail(f"expected a JSON object per line, got {type(record).__name__} ({_short(line)!r})",
-                 source=name, line=number)
+    keys: dict = {}
+    for line, record in _json_items(Path(path), keys=keys):
         records.append(record)
-        lines.append(number)
-    if not records:
-        fail("the file holds no records", source=name)
+        lines.append(line)
+    if lines and lines[0] is None:  # a JSON array: lines found by one scan when an error needs them
+        return records, _ArrayLines(Path(path), len(records))
     return records, lines
 
 
-def _json_array(text: str, name: str) -> tuple[list[dict], list[int]]:
-    """Elements of a top-level JSON array with the line each starts on."""
-    start = text.index("[")
-    data = _loads(text, name=name, line=None)  # full validation (duplicates, NaN) with line numbers
+def _json_array(text: str, name: str) -> Iterator[tuple[None, dict]]:
+    """Elements of a top-level JSON array (each must be an object)."""
+    data = parse_json(text, name=name, line=None, records=True)
     if not isinstance(data, list):
         fail("expected a JSON array of records", source=name)
-    lines = _LazyLines(text, start, len(data))
+    if not data:
+        fail("the JSON array is empty; expected records", source=name)
+    if len(data) > MAX_ROWS:
+        fail(f"holds more than {MAX_ROWS:,} records (limit per file)", source=name)
+    lines = _LazyLines(text, text.index("["), len(data))
     for index, record in enumerate(data):
         if not isinstance(record, dict):
             fail(f"expected a JSON object for record {index + 1}, got {type(record).__name__}",
                  source=name, line=lines[index])
-    if not data:
-        fail("the JSON array is empty; expected records", source=name)
-    return data, lines
+        check_record_depth(record, name=name, line=None)
+    for record in data:
+        yield None, record
+
+
+class _ArrayLines(Sequence):
+    """Line of each element of a JSON array file, found by one scan on first use (errors only)."""
+
+    def __init__(self, path: Path, count: int) -> None:
+        self._path, self._count, self._lines = path, count, None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        if self._lines is None:
+            text = read_text(self._path)
+            self._lines = _array_element_lines(text, text.index("["), self._count)
+        return self._lines[index]
 
 
 class _LazyLines(Sequence):
@@ -341,28 +420,78 @@ def _array_element_lines(text: str, start: int, count: int) -> list[int]:
     return lines if len(lines) == count else [None] * count
 
 
-def table_records(path: Path, *, format: str | None = None) -> tuple[pd.DataFrame, LineOf]:
+def _json_frame(path: Path) -> tuple[pd.DataFrame, Sequence[int]]:
+    """A JSON file as columns (no dict per record is kept), with each row's line."""
+    columns: dict[str, list] = {}
+    lines: list = []
+    n = 0
+    for line, record in _json_items(path):
+        grew = False
+        for key, value in record.items():
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = [None] * n
+                grew = True
+            column.append(value)
+        n += 1
+        lines.append(line)
+        if grew or len(record) != len(columns):
+            for column in columns.values():
+                if len(column) < n:
+                    column.append(None)
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
+    if lines and lines[0] is None:
+        return frame, _ArrayLines(path, n)
+    return frame, lines
+
+
+def table_records(path: Path, *, format: str | None = None, columns: Sequence[str] | None = None,
+                  allow_empty: bool = False) -> tuple[pd.DataFrame, LineOf]:
     """A CSV / JSONL / JSON / Parquet file as a DataFrame of raw values, and row -> line.
 
     CSV cells are strings (empty cell = missing); a repeated header name is refused.
+    Parquet is read within the budget of :func:`peercore.io.rules.parquet_table` (only
+    ``columns`` when given), and a NaN / Infinity in a float column arrives as the text
+    ``'NaN'`` / ``'inf'`` so the checks refuse it like the same text in a CSV cell (a
+    missing value is ``null``).
     """
     name = _name(path)
     kind = format or file_kind(path)
     if kind == "csv":
-        return _csv_frame(path, name)
+        return _csv_frame(path, name, allow_empty=allow_empty)
     if kind == "parquet":
         read_bytes(path)  # 0-byte check
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            fail(f"not a readable Parquet file ({type(exc).__name__}: {exc})", source=name)
-        if len(set(frame.columns)) != len(frame.columns):
-            fail("repeated column names", source=name)
-        if len(frame) == 0:
+        frame = parquet_frame(path, name=name, columns=columns)
+        if len(frame) == 0 and not allow_empty:
             fail("the file holds no rows", source=name)
         return frame, lambda row: None
-    records, lines = json_records(path)
-    return pd.DataFrame.from_records(records), lambda row: lines[row] if row < len(lines) else None
+    frame, lines = _json_frame(path)
+    return frame, lambda row: lines[row] if row < len(lines) else None
+
+
+def parquet_frame(path: Path, *, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A Parquet file (within budget) as a DataFrame; non-finite floats become their text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table, names = parquet_table(path, name=name, columns=columns)
+    out = {}
+    for column in table.column_names:
+        array = table.column(column)
+        if pa.types.is_floating(array.type) and len(array) and not pc.all(
+                pc.fill_null(pc.is_finite(array), True)).as_py():
+            values = array.to_numpy(zero_copy_only=False)
+            nulls = array.is_null().to_numpy(zero_copy_only=False)
+            texts = np.where(np.isnan(values), "NaN", np.where(values > 0, "inf", "-inf"))
+            out[column] = pd.Series([None if null else (text if not np.isfinite(v) else float(v))
+                                     for v, null, text in zip(values, nulls, texts)], dtype=object)
+        elif pa.types.is_large_string(array.type) or pa.types.is_string(array.type):
+            out[column] = pd.Series(pd.array(array, dtype="str"))
+        else:
+            out[column] = array.to_pandas()
+    frame = pd.DataFrame(out) if out else pd.DataFrame(index=range(table.num_rows))
+    frame.attrs["all_columns"] = names
+    return frame
 
 
 def file_kind(path: Path) -> str:
@@ -373,15 +502,24 @@ def file_kind(path: Path) -> str:
         return "parquet"
     if suffix in (".jsonl", ".json", ".ndjson"):
         return "json"
-    fail(f"cannot tell the file type from the extension {suffix!r}; use .csv, .jsonl, .json or .parquet",
+    fail(f"cannot tell the file type from the extension {quote(suffix)}; use .csv, .jsonl, .json or .parquet",
          source=_name(path))
 
 
-def _csv_frame(path: Path, name: str) -> tuple[pd.DataFrame, LineOf]:
-    text = read_text(path)
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+def _physical_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (with their newline), without splitting it all."""
+    position = 0
+    while position < len(text):
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end + 1
+        yield text[position:end]
+        position = end
+
+
+def csv_header(text: str, *, name: str, delimiter: str) -> list[str]:
+    """The CSV header, stripped; a repeated column name is refused."""
     try:
-        header = next(csv.reader(io.StringIO(text), delimiter=delimiter))
+        header = next(csv.reader(_physical_lines(text), delimiter=delimiter))
     except StopIteration:
         fail("the file holds no header", source=name)
     except csv.Error as exc:
@@ -390,15 +528,21 @@ def _csv_frame(path: Path, name: str) -> tuple[pd.DataFrame, LineOf]:
     seen: dict[str, int] = {}
     for position, column in enumerate(header):
         if column in seen:
-            fail(f"column {column!r} appears twice in the header (positions {seen[column] + 1} and {position + 1})",
+            fail(f"column {quote(column)} appears twice in the header (positions {seen[column] + 1} and {position + 1})",
                  source=name, line=1, column=column)
         seen[column] = position
-    if any(len(line) > MAX_LINE_BYTES for line in text.split("\n")):
-        number = next(i for i, line in enumerate(text.split("\n"), start=1) if len(line) > MAX_LINE_BYTES)
-        fail(f"line is longer than {MAX_LINE_BYTES:,} characters; is this a CSV file?", source=name, line=number)
+    return header
+
+
+def _csv_frame(path: Path, name: str, *, allow_empty: bool = False) -> tuple[pd.DataFrame, LineOf]:
+    raw = validated_bytes(path)
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    csv_header(raw[: raw.find(b"\n") + 1 or len(raw)].decode("utf-8") if b'"' not in raw[: raw.find(b"\n") + 1]
+               else raw.decode("utf-8"), name=name, delimiter=delimiter)
+    check_line_lengths(raw, name)
     try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""],
-                            skip_blank_lines=True, sep=delimiter)
+        frame = pd.read_csv(io.BytesIO(raw), dtype=str, keep_default_na=False, na_values=[""],
+                            skip_blank_lines=True, sep=delimiter, encoding="utf-8")
     except pd.errors.EmptyDataError:
         fail("the file holds no header and no rows", source=name)
     except pd.errors.ParserError as exc:
@@ -406,14 +550,20 @@ def _csv_frame(path: Path, name: str) -> tuple[pd.DataFrame, LineOf]:
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
         if found:
             fail(f"not valid CSV: {found[3]} fields where the header has {found[1]}", source=name, line=int(found[2]))
-        fail(f"not valid CSV ({message})", source=name)
+        fail(f"not valid CSV ({quote(message, 200)})", source=name)
     frame.columns = [str(c).strip() for c in frame.columns]
-    if len(frame) == 0:
+    if len(frame) == 0 and not allow_empty:
         fail("the file holds a header but no rows", source=name, line=1)
-    return frame, lambda row: _csv_line_of(text, row, delimiter)
+    return frame, lambda row: csv_line_of(path, row, delimiter)
+
+
+def csv_line_of(path: Path, row: int, delimiter: str = ",") -> int:
+    """Physical line of data row ``row`` of a CSV file (quoted cells may span lines)."""
+    return _csv_line_of(read_text(path), row, delimiter)
 
 
 def _csv_line_of(text: str, row: int, delimiter: str) -> int:
+    csv.field_size_limit(sys.maxsize)  # a long cell (a rationale) is fine; lines are limited elsewhere
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     next(reader, None)
     index = 0
@@ -429,50 +579,92 @@ def _csv_line_of(text: str, row: int, delimiter: str) -> int:
 # ------------------------------------------------------------------------ checks
 
 
+def first_non_scalar(values: pd.Series) -> int | None:
+    """Row of the first list / object / array in an object column, else None."""
+    if values.dtype != object:
+        return None
+    for row, value in enumerate(values.tolist()):
+        if not is_scalar(value):
+            return row
+    return None
+
+
+def _where(line_of: LineOf | None, row: int) -> dict:
+    line = line_of(row) if line_of else None
+    return {"line": line, "row": None if line else row}
+
+
 def check_identifiers(frame: pd.DataFrame, columns: Sequence[str], *, source: str, line_of: LineOf | None) -> None:
-    """Refuse keys that are too long, hold line breaks, or start like a spreadsheet formula.
+    """Refuse keys that are lists, too long, hold line breaks, or start like a spreadsheet formula.
 
     Identifiers (question ids, model, judge, annotator, criterion names) end up in CSV
     exports and dashboards; one starting with ``=``, ``+``, ``-``, ``@``, tab or CR is
     what a formula-injection payload looks like, so it is rejected at the door rather
     than carried around (exports also neutralise cells, see :mod:`peercore.io.export`).
+    The tests run on whole Arrow columns; only a row they flag is looked at in Python.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from peercore.judgments import _as_text
+
     for column in columns:
         if column not in frame.columns:
             continue
         values = frame[column]
-        text = values.astype(object).where(values.notna(), None)
-        for row, value in enumerate(text.tolist()):
-            if value is None:
-                continue
-            value = str(value)
+        row = first_non_scalar(values)
+        if row is not None:
+            value = values.iloc[row]
+            fail(f"{column} is {kind_of(value)} ({quote(value)}); one name is expected", source=source,
+                 **_where(line_of, row), column=column, value=quote(value))
+        text = _as_text(values)
+        arrow = pa.array(text)
+        if isinstance(arrow, pa.ChunkedArray):
+            arrow = arrow.combine_chunks()
+        if arrow.type != pa.large_string():
+            arrow = arrow.cast(pa.large_string())
+        suspect = pc.or_(pc.or_(pc.match_substring_regex(arrow, _FORMULA_START),
+                                pc.greater(pc.utf8_length(arrow), MAX_IDENTIFIER)),
+                         pc.match_substring_regex(arrow, "[\\n\\r\\x00]"))
+        suspect = pc.fill_null(suspect, False)
+        if not pc.any(suspect).as_py():
+            continue
+        for row in np.flatnonzero(suspect.to_numpy(zero_copy_only=False)):
+            row = int(row)
+            value = str(text.iloc[row])
             problem = None
             stripped = value.strip()
             if stripped.startswith(FORMULA_PREFIXES) or value.startswith(FORMULA_PREFIXES):
-                problem = (f"{column} {_short(value)!r} starts with {stripped[:1] or value[:1]!r} like a spreadsheet "
+                problem = (f"{column} {quote(value)} starts with {quote(stripped[:1] or value[:1])} like a spreadsheet "
                            "formula (CSV injection); rename it")
             elif len(value) > MAX_IDENTIFIER:
                 problem = f"{column} is {len(value):,} characters long (limit {MAX_IDENTIFIER:,}); is it in the right column?"
             elif "\n" in value or "\r" in value or "\x00" in value:
-                problem = f"{column} {_short(value)!r} holds a line break; identifiers are one line"
+                problem = f"{column} {quote(value)} holds a line break; identifiers are one line"
             if problem:
-                fail(problem, source=source, line=line_of(row) if line_of else None,
-                     row=None if line_of and line_of(row) else row, column=column, value=_short(value, 80))
+                fail(problem, source=source, **_where(line_of, row), column=column, value=quote(value))
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], *, source: str, what: str,
                     line: int | None = 1) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        found = ", ".join(map(str, frame.columns)) or "none"
+        everything = frame.attrs.get("all_columns") or list(frame.columns)
+        found = column_list(everything) or "none"
         fail(f"missing required column(s) {', '.join(missing)} for {what} (found: {found})", source=source, line=line)
 
 
 def text_column(frame: pd.DataFrame, column: str, *, source: str, line_of: LineOf | None,
                 required: bool = True) -> pd.Series:
-    """A column as stripped text ("str" dtype); empty required values are named."""
+    """A column as stripped text ("str" dtype); empty required values are named, lists refused."""
     from peercore.judgments import _as_text
 
+    if column in frame.columns:
+        row = first_non_scalar(frame[column])
+        if row is not None:
+            value = frame[column].iloc[row]
+            fail(f"{column} is {kind_of(value)} ({quote(value)}); one value is expected", source=source,
+                 line=line_of(row) if line_of else None, row=row, column=column, value=quote(value))
     values = _as_text(frame[column]) if column in frame.columns else pd.Series(np.nan, index=frame.index, dtype="str")
     if required:
         empty = (values.isna() | (values.str.strip() == "")).to_numpy(dtype=bool)
@@ -485,22 +677,68 @@ def text_column(frame: pd.DataFrame, column: str, *, source: str, line_of: LineO
 
 def whole_numbers(frame: pd.DataFrame, column: str, *, source: str, line_of: LineOf | None,
                   default: int | None = None) -> pd.Series:
-    """A column of whole numbers (Int64); a non-number is named with its line."""
+    """A column of whole numbers (Int64) within :data:`peercore.io.rules.INTEGER_BOUNDS`.
+
+    A list, a boolean, a non-number, a non-finite number or one out of bounds is named
+    with its line.
+    """
+    from peercore.judgments import whole_number_problems
+
     if column not in frame.columns:
         return pd.Series(pd.array([default] * len(frame), dtype="Int64"), index=frame.index)
     raw = frame[column]
-    numbers = pd.to_numeric(raw.astype(object).where(raw.notna()), errors="coerce")
-    given = raw.notna().to_numpy()
-    with np.errstate(invalid="ignore"):
-        bad = given & (numbers.isna().to_numpy() | (numbers.to_numpy(dtype=float, na_value=np.nan) % 1 != 0))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        fail(f"{column} {raw.iloc[row]!r} is not a whole number", source=source,
-             line=line_of(row) if line_of else None, row=row, column=column, value=raw.iloc[row])
+    row = first_non_scalar(raw)
+    if row is not None:
+        fail(f"{column} is {kind_of(raw.iloc[row])} ({quote(raw.iloc[row])}); one whole number is expected",
+             source=source, line=line_of(row) if line_of else None, row=row, column=column, value=quote(raw.iloc[row]))
+    numbers, problems = whole_number_problems(raw, column)
+    for mask, problem in problems:
+        if mask.any():
+            row = int(np.flatnonzero(mask)[0])
+            fail(problem(plain(raw.iloc[row])), source=source, line=line_of(row) if line_of else None, row=row,
+                 column=column, value=raw.iloc[row])
     out = numbers.astype("Int64")
     if default is not None:
         out = out.fillna(default)
     return out
+
+
+def record_text(record: dict, field: str, *, source: str, line: int | None, required: bool = True) -> str | None:
+    """A record's field as one piece of text (numbers become text); a list or object is refused."""
+    value = record.get(field)
+    if value is None:
+        if required:
+            fail(f"missing field {quote(field)}", source=source, line=line, column=field)
+        return None
+    if not is_scalar(value):
+        fail(f"{field} is {kind_of(value)} ({quote(value)}); one value is expected", source=source, line=line,
+             column=field, value=quote(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            fail(f"{field} {quote(value)} is not a finite number", source=source, line=line, column=field)
+        if value.is_integer():
+            return str(int(value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def record_whole_number(record: dict, field: str, *, source: str, line: int | None) -> int:
+    """A record's field as a whole number within bounds (booleans and lists refused)."""
+    from peercore.judgments import whole_number_problems
+
+    value = record.get(field)
+    if not is_scalar(value):
+        fail(f"{field} is {kind_of(value)} ({quote(value)}); one whole number is expected", source=source, line=line,
+             column=field, value=quote(value))
+    series = pd.Series([value], dtype=object)
+    if value is None:
+        fail(f"{field} {quote(value)} is not a whole number", source=source, line=line, column=field)
+    numbers, problems = whole_number_problems(series, field)
+    for mask, problem in problems:
+        if mask.any():
+            fail(problem(value), source=source, line=line, column=field, value=value)
+    return int(numbers.iloc[0])
 
 
 def is_missing(value: object) -> bool:

@@ -32,14 +32,27 @@ from peercore.io._common import (
     MAX_IDENTIFIER,
     Bundle,
     check_identifiers,
+    csv_line_of,
     dedupe_questions,
     fail,
     file_kind,
+    parquet_frame,
+    quote,
     require_columns,
     table_records,
     text_column,
     whole_numbers,
     with_validity,
+)
+from peercore.io.rules import (
+    INTEGER_BOUNDS,
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
+    MAX_ROWS,
+    json_depth_problem,
+    non_finite_row,
+    scan_file,
+    type_depth,
 )
 from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, _validate
 
@@ -55,6 +68,11 @@ __all__ = [
 IDENTIFIER_COLUMNS = ("question_id", "model_a", "model_b", "judge", "criterion")
 _WINNER_ALIASES = {"model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie"}
 _FAST_PATH_BYTES = 1 << 20  # files smaller than 1 MiB are simply read row by row
+# The columns a judgment file may use (others are not kept; Parquet does not even decode them).
+READ_COLUMNS = (*COLUMNS, "valid", "raw", "vote")
+# Python's str.strip() whitespace beyond what Arrow's utf8_trim_whitespace removes.
+_PY_WHITESPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006" \
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 QUESTION_TEXT_COLUMNS = ("question", "text", "prompt", "turns", "instruction")
 
 
@@ -76,34 +94,41 @@ def read_canonical_judgments(path: str | Path, *, judge_prefix: str | None = Non
     ------
     JudgmentError
         Naming the file, line and column: a missing column, an empty key, an unknown
-        winner, ``model_a == model_b``, a bad ``p_a`` / ``turn``, an identifier that
-        looks like a spreadsheet formula, a repeated field, bad encoding, ...
+        winner, ``model_a == model_b``, a bad ``p_a`` / ``turn``, a list where one value
+        belongs, an identifier that looks like a spreadsheet formula, a repeated field,
+        bad encoding, anything over the budgets of :mod:`peercore.io.rules`, ...
     """
     path = Path(path)
-    frame = judgments_frame(path, judge_prefix=judge_prefix, default_judge=default_judge)
-    return Bundle(source=str(path), format=format, judgments=frame, judges=_judges_of(frame), files=[path])
+    frame, line_of = _judgments_and_lines(path, judge_prefix=judge_prefix, default_judge=default_judge)
+    return Bundle(source=str(path), format=format, judgments=frame, judges=_judges_of(frame), files=[path],
+                  judgment_lines=line_of)
 
 
 def judgments_frame(path: Path, *, judge_prefix: str | None = None, default_judge: str | None = None) -> pd.DataFrame:
     """Canonical judgments (+ ``valid``, ``raw``, optional ``vote``) of one file."""
+    return _judgments_and_lines(Path(path), judge_prefix=judge_prefix, default_judge=default_judge)[0]
+
+
+def _judgments_and_lines(path: Path, *, judge_prefix: str | None, default_judge: str | None):
+    """(canonical judgments, row -> line): the fast path when it is sure, else the careful one."""
     name = path.name
     kind = file_kind(path)
-    fast = None
-    if path.stat().st_size >= _FAST_PATH_BYTES:
-        try:
-            raw = _fast_raw_frame(path, kind)
-        except Exception:  # any parse trouble: the careful path below explains it
-            raw = None
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size >= _FAST_PATH_BYTES:
+        raw = _fast_raw_frame(path, kind)
         if raw is not None:
             if default_judge is not None and "judge" not in raw.columns:
                 raw["judge"] = pd.array(np.full(len(raw), default_judge, dtype=object), dtype="str")
             fast = fast_canonical(raw, judge_prefix=judge_prefix)
-    if fast is not None:
-        return fast
-    frame, line_of = table_records(path, format=kind)
+            if fast is not None:
+                return fast, _fast_lines(path, kind)
+    frame, line_of = table_records(path, format=kind, columns=READ_COLUMNS)
     if default_judge is not None and "judge" not in frame.columns:
         frame["judge"] = default_judge
-    return _careful_canonical(frame, name=name, line_of=line_of, judge_prefix=judge_prefix)
+    return _careful_canonical(frame, name=name, line_of=line_of, judge_prefix=judge_prefix), line_of
 
 
 def _careful_canonical(frame: pd.DataFrame, *, name: str, line_of, judge_prefix: str | None) -> pd.DataFrame:
@@ -155,22 +180,105 @@ def _judges_of(judgments: pd.DataFrame) -> list[dict]:
 
 
 def _fast_raw_frame(path: Path, kind: str) -> pd.DataFrame | None:
-    """Raw columns with Arrow-backed strings, parsed in C; None when not applicable."""
-    if kind == "json":
-        head = path.open("rb").read(4096).lstrip()
-        if head.startswith(b"\xef\xbb\xbf") or head.startswith(b"["):
-            return None
-        import pyarrow.json as pj
+    """Raw columns with Arrow-backed strings, parsed in C; None whenever the careful path must decide.
 
-        table = pj.read_json(path)
-        return pd.DataFrame({name: _column(table.column(name)) for name in table.column_names})
-    if kind == "csv" and path.suffix.lower() == ".csv":
-        frame = pd.read_csv(path, dtype="str", keep_default_na=False, na_values=[""], encoding="utf-8",
-                            skip_blank_lines=True)
-        if len(set(frame.columns)) != len(frame.columns) or any(str(c) != str(c).strip() for c in frame.columns):
-            return None
-        return frame
+    Before Arrow or pandas see a text file, one pass over its bytes checks what they
+    would let through: a NUL byte, a line over the limit, and (JSON) a line with
+    enough brackets to nest too deep (Arrow's JSON reader crashes on very deep
+    input). After parsing: as many rows as non-blank lines (Arrow reads two objects
+    on one line as two rows), no NaN / Infinity in any column (Arrow accepts them),
+    no nesting over the limit. A Parquet file goes through the same budgeted reader
+    as the careful path, so a refusal there is final.
+    """
+    if kind == "parquet":
+        return parquet_frame(path, name=path.name, columns=READ_COLUMNS)
+    try:
+        if kind == "json":
+            return _fast_json(path)
+        if kind == "csv" and path.suffix.lower() == ".csv":
+            return _fast_csv(path)
+    except Exception:  # any parse trouble: the careful path explains it
+        return None
     return None
+
+
+def _fast_json(path: Path) -> pd.DataFrame | None:
+    import pyarrow.json as pj
+
+    with path.open("rb") as handle:
+        head = handle.read(4096).lstrip()
+    if head.startswith(b"\xef\xbb\xbf") or head.startswith(b"["):
+        return None
+    scan = scan_file(path, json_mode=True)
+    if scan.nul or scan.longest > MAX_LINE_BYTES or scan.content_lines > MAX_ROWS:
+        return None
+    if scan.bracket_lines and not _lines_shallow(path, scan.bracket_lines):
+        return None
+    table = pj.read_json(path)
+    if table.num_rows != scan.content_lines:
+        return None
+    for column in table.column_names:
+        array = table.column(column)
+        if type_depth(array.type) + 1 > MAX_JSON_DEPTH or non_finite_row(array) is not None:
+            return None
+    return pd.DataFrame({name: _column(table.column(name)) for name in table.column_names if name in READ_COLUMNS})
+
+
+def _lines_shallow(path: Path, lines: list[int], *, most: int = 1000) -> bool:
+    """True when each of these 0-based lines (bracket-heavy) nests at most MAX_JSON_DEPTH levels."""
+    if len(lines) > most:
+        return False
+    wanted = set(lines)
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle):
+            if number in wanted:
+                text = line.decode("utf-8", errors="replace")
+                if json_depth_problem(text) is not None:
+                    return False
+    return True
+
+
+def _fast_csv(path: Path) -> pd.DataFrame | None:
+    scan = scan_file(path, json_mode=False)
+    if scan.nul or scan.longest > MAX_LINE_BYTES or scan.lines > MAX_ROWS:
+        return None
+    with path.open("rb") as handle:
+        first = handle.readline()
+    if first.startswith(b"\xef\xbb\xbf") or b'"' in first:
+        return None
+    header = [h.strip() for h in first.decode("utf-8").rstrip("\r\n").split(",")]
+    if len(set(header)) != len(header):
+        return None
+    frame = pd.read_csv(path, dtype="str", keep_default_na=False, na_values=[""], encoding="utf-8",
+                        skip_blank_lines=True)
+    if len(set(frame.columns)) != len(frame.columns) or any(str(c) != str(c).strip() for c in frame.columns):
+        return None
+    return frame
+
+
+def _fast_lines(path: Path, kind: str):
+    """row -> line for a file read by the fast path (found on first use: errors only)."""
+    if kind == "parquet":
+        return lambda row: None
+    if kind == "csv":
+        return lambda row: csv_line_of(path, row)
+    found: list = []
+
+    def line_of(row: int):
+        if not found:
+            found.append(_content_line_numbers(path))
+        numbers = found[0]
+        return int(numbers[row]) if 0 <= row < len(numbers) else None
+
+    return line_of
+
+
+def _content_line_numbers(path: Path) -> np.ndarray:
+    """1-based numbers of the lines holding something besides space, tab and CR."""
+    data = np.fromfile(path, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    solid = np.flatnonzero((data != 32) & (data != 9) & (data != 13) & (data != 10))
+    return np.unique(np.searchsorted(newlines, solid)) + 1
 
 
 def _column(chunked: pa.ChunkedArray):
@@ -203,8 +311,10 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
         if arrow.null_count:
             return None
         stripped = pc.utf8_trim_whitespace(arrow)
-        if not _identifiers_ok(arrow, stripped) or pc.any(pc.equal(stripped, "")).as_py():
+        if not _identifiers_ok(arrow) or pc.any(pc.equal(stripped, "")).as_py():
             return None
+        if not pc.all(pc.equal(pc.utf8_trim(arrow, _PY_WHITESPACE), stripped)).as_py():
+            return None  # whitespace that Python and Arrow strip differently: let the careful path strip it
         arrays[column] = stripped
     if pc.any(pc.equal(arrays["model_a"], arrays["model_b"])).as_py():
         return None
@@ -245,7 +355,7 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
                 return None
             if column == "criterion":
                 arrow = _large(values)
-                if not _identifiers_ok(arrow, pc.utf8_trim_whitespace(arrow)):
+                if not _identifiers_ok(arrow):
                     return None
             out[column] = values
         else:
@@ -255,21 +365,24 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
             values = raw[column]
             if values.dtype == object and values.isna().all():
                 out[column] = _null_int(n)
-            elif pd.api.types.is_integer_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
-                out[column] = values.astype("Int64").array
+                continue
+            if pd.api.types.is_integer_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+                numbers = values.to_numpy(dtype=float, na_value=np.nan)
             elif pd.api.types.is_float_dtype(values.dtype):
-                numbers = values.to_numpy(dtype=float)
-                with np.errstate(invalid="ignore"):
-                    if (~np.isnan(numbers) & (numbers % 1 != 0)).any():
-                        return None
-                out[column] = values.astype("Int64").array
+                numbers = values.to_numpy(dtype=float, na_value=np.nan)
             elif values.dtype == "str":
-                numbers = pd.to_numeric(values, errors="coerce")
-                if (numbers.isna() & values.notna()).any() or (numbers.dropna() % 1 != 0).any():
+                parsed = pd.to_numeric(values, errors="coerce")
+                if (parsed.isna() & values.notna()).any():
                     return None
-                out[column] = numbers.astype("Int64").array
+                numbers = parsed.to_numpy(dtype=float, na_value=np.nan)
             else:
                 return None
+            low, high = INTEGER_BOUNDS[column]
+            given = ~np.isnan(numbers)
+            with np.errstate(invalid="ignore"):
+                if (given & (~np.isfinite(numbers) | (numbers % 1 != 0) | (numbers < low) | (numbers > high))).any():
+                    return None
+            out[column] = pd.arrays.IntegerArray(np.where(given, numbers, 0).astype(np.int64), ~given)
         else:
             out[column] = _null_int(n)
     return with_validity(pd.DataFrame({column: out[column] for column in COLUMNS}))
@@ -301,8 +414,9 @@ def _fast_text(series: pd.Series, *, allow_missing: bool = False):
     return None
 
 
-def _identifiers_ok(arrow: pa.Array, stripped: pa.Array) -> bool:
-    """No formula-like start, no line break, not too long (nulls are fine)."""
+def _identifiers_ok(arrow: pa.Array) -> bool:
+    """No formula-like start (after Python's whitespace), no line break, not too long (nulls are fine)."""
+    stripped = pc.utf8_trim(arrow, _PY_WHITESPACE)
     for prefix in FORMULA_PREFIXES:
         if pc.any(pc.starts_with(arrow, prefix)).as_py() or pc.any(pc.starts_with(stripped, prefix)).as_py():
             return False

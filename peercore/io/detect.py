@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from peercore.io._common import fail, file_kind, read_bytes
+from peercore.io.rules import MAX_JSON_DEPTH, column_list, json_depth_problem, parse_json
 from peercore.io.scaleeval import is_scaleeval_folder
 
 __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMATS", "DATA_SUFFIXES"]
@@ -95,7 +96,7 @@ def detect_format(path: str | Path) -> str:
         return "questions"
     if {"model_a", "model_b"} <= found:
         return "canonical"  # judgments missing a column: the reader names it
-    shown = ", ".join(fields[:12]) + (", ..." if len(fields) > 12 else "")
+    shown = column_list(fields, most=12)
     fail(f"cannot tell the format from the fields ({shown}); expected judgments (question_id, model_a, model_b, "
          "judge, winner), questions, answers or a peer tool's layout, or pass --format", source=path.name, line=1)
 
@@ -128,11 +129,11 @@ def first_record_fields(path: Path) -> list[str]:
             fail("the JSON array is empty; expected records", source=name)
         text = body
         try:
-            record, _ = decoder.raw_decode(text)
+            record, _ = _raw_decode(decoder, text)
         except json.JSONDecodeError:
             text = path.read_text(encoding="utf-8-sig", errors="replace").lstrip()[1:].lstrip()
             try:
-                record, _ = decoder.raw_decode(text)
+                record, _ = _raw_decode(decoder, text)
             except json.JSONDecodeError as exc:
                 fail(f"not valid JSON ({exc.msg})", source=name, line=head[: head.find("[")].count("\n") + exc.lineno)
     else:
@@ -141,16 +142,25 @@ def first_record_fields(path: Path) -> list[str]:
             fail("the file holds only blank lines; expected records", source=name)
         if len(head.split("\n")) == 1 and len(head) >= _HEAD_BYTES:
             fail(f"the first line is longer than {_HEAD_BYTES:,} bytes; is this a JSONL file?", source=name, line=1)
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            fail(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=number)
+        record = parse_json(line, name=name, line=number)
     if not isinstance(record, dict):
         fail(f"expected JSON objects (records), got {type(record).__name__}", source=name, line=1)
     return [str(k) for k in record]
 
 
 _HEAD_BYTES = 16 * 1024 * 1024
+
+
+def _raw_decode(decoder: json.JSONDecoder, text: str):
+    """The first JSON value of ``text``, refusing nesting deeper than the importers accept."""
+    end = len(text)
+    deep = json_depth_problem(text[: min(end, 1 << 20)])
+    if deep is not None:
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, deep[0])
+    try:
+        return decoder.raw_decode(text)
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, 0) from None
 
 
 def _head(path: Path) -> str:

@@ -37,7 +37,7 @@ EXPECTED = {
     "truncated.jsonl": r"^truncated\.jsonl, line 3: not valid JSON \(Unterminated string",
     "truncated_array.json": r"^truncated_array\.json, line 4: not valid JSON",
     "not_an_object.jsonl": r"^not_an_object\.jsonl, line 2: expected a JSON object per line, got list",
-    "p_a_nan.jsonl": r"^p_a_nan\.jsonl, line 2: not valid JSON \(NaN is not valid JSON",
+    "p_a_nan.jsonl": r"^p_a_nan\.jsonl, line 2, column 'p_a': p_a is nan: NaN is not valid JSON",
     "mixed_formats.jsonl": r"^mixed_formats\.jsonl, line 2: not valid JSON",
     "duplicate_key.jsonl": r"^duplicate_key\.jsonl, line 2, column 'winner': field 'winner' appears twice in one record",
     "missing_winner_column.csv": r"^missing_winner_column\.csv, line 1: missing required column\(s\) winner",
