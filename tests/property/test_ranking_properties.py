@@ -97,3 +97,19 @@ def test_weighted_elo_sum_normalisation_is_mean_normalisation_with_k_over_j(tabl
     by_mean = elo_ratings(table, k=k / n_judges, weights=weights, weight_normalisation="mean")
     pd.testing.assert_series_equal(by_sum, by_mean, atol=1e-9, rtol=0)
     assert by_sum.sum() == pytest.approx(1000.0 * len(by_sum))
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(2, 12), fraction=st.floats(0, 1), seed=st.integers(0, 2**16))
+def test_selections_give_exactly_k_comparisons_without_repeats(n, fraction, seed):
+    # Liusie et al. 2024, section 3.4: random = K distinct ordered pairs (K <= N(N-1));
+    # no-repeat = at most one order of each unordered pair (K <= N(N-1)/2).
+    from peercore.ranking.selection import select_no_repeat, select_random
+
+    k_random = int(round(fraction * n * (n - 1)))
+    pairs = select_random(n, k_random, rng=np.random.default_rng(seed))
+    assert len(pairs) == k_random == len({tuple(p) for p in pairs.tolist()})
+    k_no_repeat = int(round(fraction * n * (n - 1) // 2))
+    pairs = select_no_repeat(n, k_no_repeat, rng=np.random.default_rng(seed))
+    assert len(pairs) == k_no_repeat == len({frozenset(p) for p in pairs.tolist()})
+    assert (pairs[:, 0] != pairs[:, 1]).all()
