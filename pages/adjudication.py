@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from peercore.ui import data, state, views
+from peercore.ui import data, safe, state, views
 
 state.ensure_frame()
 st.title("Adjudication")
@@ -48,30 +48,32 @@ else:
     debate_id = int(item["id"])
     skipped_col.caption(f"{len(pending)} left in your queue" + (f" ({len(queue) - len(pending)} skipped)" if len(queue) > len(pending) else ""))
     db, _, rev = data.key(study)
-    st.subheader(f"Debate #{debate_id} · question {item['question_id']}")
-    st.markdown(" ".join(filter(None, [f"`{item['criterion']}`" if item["criterion"] else "",
-                                       f"`{item['scenario']}`" if item["scenario"] else "",
+    # Stored text (question, answers, rationales, names, criterion, scenario) is untrusted: peercore.ui.safe.
+    st.subheader(f"Debate #{debate_id} · question {safe.md(item['question_id'])}")
+    st.markdown(" ".join(filter(None, [safe.code(item["criterion"]), safe.code(item["scenario"]),
                                        f"{int(item['n_rounds'])} round(s)"])))
-    st.markdown(f"> {data.question_text(db, study, rev, item['question_id'])}")
+    with st.container(border=True):
+        safe.text(data.question_text(db, study, rev, item["question_id"]), empty="(question text not stored)")
     reveal = st.toggle("Show which model wrote each submission", key="adj_reveal")
     first, second = st.columns(2, border=True)
     with first:
         st.markdown("**Submission 1**" + (f" — {data.name_md(item['model_a'])}" if reveal else ""))
-        st.write(data.answer_text(db, study, rev, item["question_id"], item["model_a"]))
+        safe.text(data.answer_text(db, study, rev, item["question_id"], item["model_a"]), empty="(answer not stored)")
     with second:
         st.markdown("**Submission 2**" + (f" — {data.name_md(item['model_b'])}" if reveal else ""))
-        st.write(data.answer_text(db, study, rev, item["question_id"], item["model_b"]))
+        safe.text(data.answer_text(db, study, rev, item["question_id"], item["model_b"]), empty="(answer not stored)")
 
     st.markdown("**Where each agent ended**")
     finals = views.final_turns(data.turns(db, study, rev), debate_id)
     for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):
         column.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
-        column.markdown(data.text_md(turn.rationale))
+        safe.text(turn.rationale, empty="(no reasoning recorded)", container=column)
     with st.expander("The whole debate"):
         for round_number, round_turns in data.rounds(data.turns(db, study, rev), debate_id):
             st.markdown(f"**{data.round_title(round_number)}**")
             for turn in round_turns.itertuples(index=False):
-                st.markdown(f"- {data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)} — {data.text_md(turn.rationale)}")
+                st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
+                safe.text(turn.rationale, empty="(no reasoning recorded)")
 
     note_key = f"adj_note_{st.session_state[state.ADJ_NOTE_VERSION]}"
     st.text_input("Note (optional)", key=note_key, placeholder="why you decided so")

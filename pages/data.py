@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from peercore.ui import data, imports, state
+from peercore.ui import data, imports, safe, state
 
 state.ensure_frame()
 st.title("Data")
@@ -20,31 +20,31 @@ uploaded = st.file_uploader("File (CSV, TSV, JSONL, JSON, Parquet) or folder (.z
                             key=imports.upload_key())
 
 if st.session_state.get("data_report") is not None:
-    st.success(f"Imported into **{st.session_state['data_report']['study'].iloc[0]}**.", icon=":material/task_alt:")
+    st.success(f"Imported into **{safe.md(st.session_state['data_report']['study'].iloc[0])}**.", icon=":material/task_alt:")
     st.dataframe(st.session_state["data_report"].drop(columns="study"), hide_index=True, key="data_report_table")
 if st.session_state.get("data_error"):
-    st.error(st.session_state["data_error"])
+    st.error(safe.md_lines(st.session_state["data_error"]))
 
 if uploaded is not None:
     parsed = imports.parse_upload(uploaded, fmt)
     if parsed.error:
-        st.error(f"**{parsed.name}** cannot be imported: {parsed.error}", icon=":material/error:")
+        st.error(f"**{safe.md(parsed.name)}** cannot be imported: {safe.md_lines(parsed.error)}", icon=":material/error:")
         if parsed.context is not None:
             st.markdown("The offending row:")
             st.dataframe(parsed.context, hide_index=True, width="stretch", key="data_context")
         st.caption("Fix the file and upload it again; nothing was written.")
     else:
-        st.subheader(f"Preview of {parsed.name}")
+        st.subheader(f"Preview of {safe.md(parsed.name)}")
         cells = st.columns(len(parsed.counts))
         for cell, (label, count) in zip(cells, parsed.counts.items()):
             cell.metric(label, f"{count:,}")
         if parsed.bundle.notes:
-            st.caption("Notes: " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in parsed.bundle.notes.items()
-                                             if k != "files"))
+            st.caption("Notes: " + "; ".join(f"{safe.md(k.replace('_', ' '))}: {safe.md(v)}"
+                                             for k, v in parsed.bundle.notes.items() if k != "files"))
         tables = imports.preview_tables(parsed.bundle)
-        for tab, (name, frame) in zip(st.tabs(list(tables)), tables.items()):
+        for tab, (name, frame) in zip(st.tabs([safe.md(name) for name in tables]), tables.items()):
             tab.dataframe(frame, hide_index=True, width="stretch")
-        st.button(f"Import into “{target.strip() or '?'}”", type="primary", icon=":material/download_done:",
+        st.button(f"Import into “{safe.md(target.strip()) or '?'}”", type="primary", icon=":material/download_done:",
                   key="data_import", disabled=not target.strip(), on_click=imports.do_import, args=(target,))
 
 if not study:
@@ -54,7 +54,7 @@ if not study:
 db, _, rev = data.key(study)
 
 # ------------------------------------------------------------------------- history
-st.header(f"What {study} holds")
+st.header(f"What {safe.md(study)} holds")
 counts = data.summary(db, study, rev)
 cells = st.columns(4)
 for cell, label, key_ in zip(cells, ["Questions", "Answers", "Judgments", "Debates"],

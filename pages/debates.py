@@ -3,7 +3,7 @@
 import streamlit as st
 
 from peercore import charts
-from peercore.ui import data, state, views
+from peercore.ui import data, safe, state, views
 
 state.ensure_frame()
 st.title("Discussions & debates")
@@ -56,19 +56,23 @@ debate_id = st.selectbox("Open the transcript of", shown["id"].tolist(), key=sta
                          format_func=data.debate_label(shown))
 debate = shown.set_index("id").loc[debate_id]
 
-st.markdown(f"**Question {debate['question_id']}** — {data.question_text(db, study, rev, debate['question_id'])}")
+# Stored text (question, answers, rationales, names, criterion, scenario) is untrusted: peercore.ui.safe.
+st.markdown(f"**Question {safe.md(debate['question_id'])}**")
+safe.text(data.question_text(db, study, rev, debate["question_id"]), empty="(question text not stored)")
 st.markdown(" ".join(filter(None, [data.status_badge(debate["status"]), data.verdict_badge(debate["consensus"], prefix="consensus"),
-                      f"`{debate['criterion'] or 'no criterion'}`", f"`{debate['scenario'] or 'no scenario'}`"])))
+                      safe.code(debate["criterion"] or "no criterion"), safe.code(debate["scenario"] or "no scenario")])))
 with st.expander("The two submissions", expanded=False):
     first, second = st.columns(2)
     first.markdown(f"**Submission 1** — {data.name_md(debate['model_a'])}")
-    first.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_a"]))
+    safe.text(data.answer_text(db, study, rev, debate["question_id"], debate["model_a"]), empty="(answer not stored)",
+              container=first)
     second.markdown(f"**Submission 2** — {data.name_md(debate['model_b'])}")
-    second.write(data.answer_text(db, study, rev, debate["question_id"], debate["model_b"]))
+    safe.text(data.answer_text(db, study, rev, debate["question_id"], debate["model_b"]), empty="(answer not stored)",
+              container=second)
 
 for round_number, round_turns in data.rounds(turns, debate_id):
     st.markdown(f"##### {data.round_title(round_number)}")
     for turn in round_turns.itertuples(index=False):
         with st.chat_message("assistant", avatar=":material/smart_toy:"):
             st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
-            st.markdown(data.text_md(turn.rationale))
+            safe.text(turn.rationale, empty="(no reasoning recorded)")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from peercore import charts
-from peercore.ui import data, state, views
+from peercore.ui import data, safe, state, views
 
 state.ensure_frame()
 st.title("Leaderboard")
@@ -41,7 +41,7 @@ if not chosen:
 chosen, left_out = data.peer_rank_judges(db, study, rev, chosen) if method == "Peer Rank weighted" else (chosen, [])
 if left_out:
     st.warning(f"Peer Rank weighs reviewers by their own score as contestants, so judges that are not contestants "
-               f"are left out: {', '.join(left_out)}. Mark which contestant a judge is on **Studies**.")
+               f"are left out: {', '.join(safe.md(j) for j in left_out)}. Mark which contestant a judge is on **Studies**.")
 if method == "Peer Rank weighted" and len(chosen) < 2:
     st.error("Peer Rank needs at least two reviewers that are also contestants.")
     st.stop()
@@ -50,7 +50,7 @@ try:
     with st.spinner("Ranking…"):
         result = data.ranked(db, study, rev, method, tuple(chosen), peer, base, bootstrap)
 except ValueError as error:  # e.g. a fixed point that does not converge: say so, do not crash
-    st.error(f"Cannot rank with these settings: {error}")
+    st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
 
 tab_names = ["Table", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
@@ -69,7 +69,7 @@ with tabs[0]:
         st.plotly_chart(charts.leaderboard_chart(table, score_label=result["score_label"]), key="lb_chart")
         if result["weights"] is not None:
             st.caption(f"Peer Rank weights after {result['iterations']} iteration(s): "
-                       + ", ".join(f"{j} {w:.3f}" for j, w in result["weights"].sort_values(ascending=False).items()))
+                       + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result["weights"].sort_values(ascending=False).items()))
         st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{study}-leaderboard.csv",
                            mime="text/csv", icon=":material/download:")
 
@@ -126,7 +126,7 @@ with tabs[4]:
         st.caption("Untick a judge to see how the ranking changes without it.")
         boxes = st.columns(min(4, len(chosen)))
         kept = [judge for k, judge in enumerate(chosen)
-                if boxes[k % len(boxes)].checkbox(judge, value=True, key=f"{state.LB_WHATIF_PREFIX}{judge}")]
+                if boxes[k % len(boxes)].checkbox(safe.md(judge), value=True, key=f"{state.LB_WHATIF_PREFIX}{judge}")]
         if not kept:
             st.warning("Keep at least one judge ticked.")
         elif len(kept) == len(chosen):

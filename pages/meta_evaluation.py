@@ -3,7 +3,7 @@
 import streamlit as st
 
 from peercore import charts
-from peercore.ui import data, state
+from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Meta-evaluation")
@@ -39,7 +39,7 @@ else:
     criteria = ["All criteria", *meta["criteria"]]
     if st.session_state[state.META_CRITERION] not in criteria:
         st.session_state[state.META_CRITERION] = criteria[0]
-    criterion = st.segmented_control("Criterion", criteria, key=state.META_CRITERION)
+    criterion = st.segmented_control("Criterion", criteria, key=state.META_CRITERION, format_func=safe.md)
     example, system = data.scaleeval_pivots(meta["scaleeval"], criterion or "All criteria")
     left, right = st.columns(2)
     with left:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from peercore.ui import data, runs, state
+from peercore.ui import data, runs, safe, state
 
 state.ensure_frame()
 st.title("Reviewers & runs")
@@ -22,7 +22,7 @@ if reviewers:
     st.dataframe(runs.reviewers_table(reviewers), hide_index=True, width="stretch", key="rv_table")
     remove_cols = st.columns(min(6, len(reviewers)))
     for index, reviewer in enumerate(reviewers):
-        remove_cols[index % len(remove_cols)].button(f"Remove {runs.label(reviewer)}", key=f"rv_remove_{index}",
+        remove_cols[index % len(remove_cols)].button(f"Remove {safe.md(runs.label(reviewer))}", key=f"rv_remove_{index}",
                                                      on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:")
 else:
     st.info("No reviewer yet. Add one below — or the offline local judge, which needs no key and no network.")
@@ -40,7 +40,7 @@ with st.expander("Add a reviewer", expanded=not reviewers):
         st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary")
     st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset)
 if st.session_state.get("rv_error"):
-    st.error(st.session_state["rv_error"])
+    st.error(safe.md_lines(st.session_state["rv_error"]))
 
 # ----------------------------------------------------------------------------- job
 st.subheader("Job")
@@ -96,7 +96,7 @@ else:
     try:
         planned = runs.estimate(db, study, rev, kind, frozen_reviewers, frozen_options)
     except ValueError as error:
-        st.error(f"This job cannot run as set: {error}")
+        st.error(f"This job cannot run as set: {safe.md_lines(error)}")
         planned = None
     if planned is not None:
         est = planned["estimate"]
@@ -111,7 +111,7 @@ else:
                   disabled=live is not None and not live.handle.done() or est.pending_items == 0,
                   on_click=runs.launch, args=(study, kind, reviewers, options))
 if st.session_state.get("run_error"):
-    st.error(st.session_state["run_error"])
+    st.error(safe.md_lines(st.session_state["run_error"]))
 
 
 # ------------------------------------------------------------------------ live run
@@ -123,7 +123,7 @@ def live_progress() -> None:
         st.rerun(scope="app")
     progress = live.handle.progress
     st.progress(0.0 if progress is None else progress.fraction,
-                text="starting…" if progress is None else f"{progress.done:,} of {progress.total:,} items — {progress.status}")
+                text="starting…" if progress is None else f"{progress.done:,} of {progress.total:,} items — {safe.md(progress.status)}")
     if progress is not None:
         cells = st.columns(4)
         cells[0].metric("Paid calls", f"{progress.calls:,}")
@@ -141,9 +141,9 @@ if live is not None:
     else:
         result, error = runs.result_of(live)
         if error:
-            st.error(f"The run stopped: {error}")
+            st.error(f"The run stopped: {safe.md_lines(error)}")
         elif result.error:
-            st.warning(f"Run {result.status}: {result.error}")
+            st.warning(f"Run {safe.md(result.status)}: {safe.md_lines(result.error)}")
         else:
             st.success(f"Run {result.status}: {result.done:,} of {result.total:,} items done.")
         st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from peercore.ui import data, state, views
+from peercore.ui import data, safe, state, views
 
 PICK = "studies_pick"
 NEW_NAME, NEW_DESCRIPTION = "studies_new_name", "studies_new_description"
@@ -19,7 +19,7 @@ def create_study() -> None:
         st.session_state["studies_error"] = "Give the study a name."
         return
     if name in set(data.studies()["name"]):
-        st.session_state["studies_error"] = f"A study named {name!r} already exists."
+        st.session_state["studies_error"] = f"A study named {safe.code(name)} already exists."
         return
     data.store().create_study(name, description=st.session_state[NEW_DESCRIPTION].strip(),
                               source={"kind": "created in the dashboard"})
@@ -47,7 +47,8 @@ with left:
     if len(all_studies):
         st.dataframe(data.studies_overview(all_studies), hide_index=True, width="stretch")
         st.session_state[PICK] = st.session_state[state.STUDY]
-        st.radio("Open study", all_studies["name"].tolist(), key=PICK, on_change=open_picked, horizontal=True)
+        st.radio("Open study", all_studies["name"].tolist(), key=PICK, on_change=open_picked, horizontal=True,
+                 format_func=safe.md)
     else:
         st.info("This database holds no study. Create one here, then import judgments on **Data**.")
 
@@ -65,10 +66,11 @@ db, _, rev = data.key(study)
 summary = data.summary(db, study, rev)
 
 st.divider()
-st.header(study)
+# Study names, descriptions and provenance are untrusted text (peercore.ui.safe).
+st.header(safe.md(study))
 description = all_studies.set_index("name").loc[study, "description"]
 if description:
-    st.write(description)
+    safe.text(description)
 
 cells = st.columns(7)
 for cell, (label, value) in zip(cells, data.summary_metrics(summary)):
@@ -110,7 +112,7 @@ with judges_col:
         st.caption("No judge yet: import judgments on **Data** or run reviewers on **Reviewers & runs**.")
 
 with st.expander("Delete this study"):
-    st.write(f"Deleting **{study}** removes its questions, answers, judgments, debates, adjudications and runs.")
+    st.markdown(f"Deleting **{safe.md(study)}** removes its questions, answers, judgments, debates, adjudications and runs.")
     st.text_input("Type the study's name to confirm", key=DELETE_CONFIRM)
     st.button("Delete study", type="secondary", disabled=st.session_state.get(DELETE_CONFIRM) != study,
               on_click=delete_study, args=(study,))

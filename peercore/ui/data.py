@@ -25,7 +25,7 @@ import streamlit as st
 from peercore import bias
 from peercore.ranking import battle_counts, leaderboard, pairwise_win_fraction
 from peercore.store import Store, default_db_path
-from peercore.ui import views
+from peercore.ui import safe, views
 
 SAMPLE_STUDY = "sample"
 
@@ -323,7 +323,7 @@ def sidebar_study_picker() -> None:
             st.selectbox("Study", names, key=state.STUDY, help="Every page shows this study.")
         else:
             st.caption("No study yet.")
-        st.caption(f"Database: `{Path(db_path()).name}`", help=db_path())
+        st.caption(f"Database: {safe.code(Path(db_path()).name)}", help=safe.md(db_path()))
 
 
 def current_study() -> str:
@@ -497,25 +497,28 @@ _STATUS_BADGES = {"agreed": ":green-badge[agreed]", "unresolved": ":red-badge[un
 
 
 def verdict_badge(verdict, *, prefix: str | None = None) -> str:
-    """A coloured Markdown badge for a verdict (1 / 2 / tie / none)."""
+    """A coloured Markdown badge for a verdict (1 / 2 / tie / none); any other stored value is escaped inside a gray one.
+
+    ``prefix`` is PeerBoard's own word (e.g. "consensus"), written as Markdown.
+    """
     if verdict is None or (isinstance(verdict, float) and pd.isna(verdict)):
         return "" if prefix else ":red-badge[no verdict]"
-    badge = _BADGES.get(str(verdict), f":gray-badge[{verdict}]")
+    badge = _BADGES.get(str(verdict)) or f":gray-badge[{safe.md(verdict)}]"
     return badge.replace("[", f"[{prefix}: ", 1) if prefix else badge
 
 
 def name_md(name: str) -> str:
-    """A judge or model name as inline code: Markdown would link ``x.5-coder-1.5b@agent-t0.7a`` as an e-mail."""
-    return "`" + str(name).replace("`", "'") + "`"
+    """A judge, model or speaker name as inline code inside PeerBoard's Markdown (:func:`safe.code`).
 
-
-def text_md(text: str | None, *, empty: str = "_(no reasoning recorded)_") -> str:
-    """A model's reply for ``st.markdown``, its line breaks kept (``Verdict: 1`` / ``Reason: ...``)."""
-    return str(text).replace("\n", "  \n") if text else empty
+    Nothing in it is Markdown: no e-mail autolink (``x.5-coder-1.5b@agent-t0.7a``), no
+    badge, image or link, whatever the name holds.
+    """
+    return safe.code(name)
 
 
 def status_badge(status: str) -> str:
-    return _STATUS_BADGES.get(status, f":gray-badge[{status}]")
+    """A coloured badge for a debate status; any other stored value is escaped inside a gray one."""
+    return _STATUS_BADGES.get(status) or f":gray-badge[{safe.md(status)}]"
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -585,17 +588,19 @@ def round_title(round_number: int) -> str:
     return "Initial verdicts" if round_number == 0 else f"Round {round_number}"
 
 
-def question_text(db: str, study: str, rev: int, question_id: str) -> str:
+def question_text(db: str, study: str, rev: int, question_id: str) -> str | None:
+    """The question's stored text (untrusted: show it with :func:`safe.text`), None when not stored."""
     frame = questions(db, study, rev)
     match = frame.loc[frame["question_id"] == str(question_id), "text"]
-    return match.iloc[0] if len(match) else "_(question text not stored)_"
+    return match.iloc[0] if len(match) else None
 
 
-def answer_text(db: str, study: str, rev: int, question_id: str, model: str) -> str:
+def answer_text(db: str, study: str, rev: int, question_id: str, model: str) -> str | None:
+    """The model's answer, turns separated by a blank line (untrusted: :func:`safe.text`), None when not stored."""
     frame = answers(db, study, rev)
     match = frame[(frame["question_id"] == str(question_id)) & (frame["model"] == model)]
     if len(match) == 0:
-        return "_(answer not stored)_"
+        return None
     return "\n\n".join(match.sort_values("turn")["answer"])
 
 

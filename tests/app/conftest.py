@@ -66,3 +66,14 @@ def _navigation_not_pages_folder(monkeypatch):
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def hostile(db_file) -> dict:
+    """The hostile study (Markdown and HTML in every text field), alone in a fresh database."""
+    from app_studies import build_hostile_study
+
+    store = Store(db_file)
+    info = build_hostile_study(store)
+    info["db"] = db_file
+    return info

@@ -156,10 +156,10 @@ def test_agent_names_are_code_and_replies_keep_their_lines(db_file):
     at = open_page(app_test(), "adjudication")
     at.text_input(key="annotator").input("sam").run()
     shown = [m.value for m in at.markdown]
-    agents = [s.removeprefix("- ") for s in shown if "@agent-t0" in s]  # the final columns and the transcript list
+    agents = [s for s in shown if "@agent-t0" in s]  # the final columns and the transcript
     assert agents and all(s.startswith("`local:qwen2.5-coder-1.5b@agent-t0") for s in agents), agents
-    replies = [s for s in shown if s.startswith("Verdict:")]
-    assert replies and all("  \nReason:" in s for s in replies), replies
+    replies = [t.value for t in at.text if t.value.startswith("Verdict:")]  # plain text, not Markdown
+    assert replies and all("\nReason:" in s for s in replies), replies
 
 
 # ----------------------------------------------------------------------- reviewers & runs
