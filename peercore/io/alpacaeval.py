@@ -29,7 +29,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from peercore.io._common import Bundle, dedupe_questions, fail, is_missing, plain, require_columns, table_records
+from peercore.io._common import (
+    Bundle,
+    dedupe_questions,
+    fail,
+    first_non_scalar,
+    is_missing,
+    plain,
+    quote,
+    require_columns,
+    table_records,
+)
+from peercore.io.rules import kind_of
 from peercore.io.canonical import _careful_canonical, _judges_of
 
 __all__ = ["read_alpacaeval", "alpaca_question_id"]
@@ -55,13 +66,25 @@ def read_alpacaeval(path: str | Path) -> Bundle:
     name = path.name
     frame, line_of = table_records(path)
     require_columns(frame, REQUIRED, source=name, what="AlpacaEval annotations")
+    for column in ("question_id", "instruction_id", "annotator", "dataset", "generator_1", "generator_2", "preference"):
+        row = first_non_scalar(frame[column]) if column in frame.columns else None
+        if row is not None:
+            value = frame[column].iloc[row]
+            fail(f"{column} is {kind_of(value)} ({quote(value)}); one value is expected", source=name,
+                 line=line_of(row), row=row, column=column, value=quote(value))
+    for column in ("output_1", "output_2"):
+        texts = frame[column].tolist()
+        bad = next((row for row, value in enumerate(texts) if not isinstance(value, str)), None)
+        if bad is not None:
+            fail(f"{column} {quote(plain(texts[bad]))} is not a text", source=name, line=line_of(bad), row=bad,
+                 column=column, value=quote(plain(texts[bad])))
     n = len(frame)
     qids, winners, p_a, valid, raws = [], [], [], [], []
     for row in range(n):
         instruction = plain(frame["instruction"].iloc[row])
         if not isinstance(instruction, str) or not instruction.strip():
-            fail(f"instruction {instruction!r} is not a text", source=name, line=line_of(row), column="instruction",
-                 value=instruction)
+            fail(f"instruction {quote(instruction)} is not a text", source=name, line=line_of(row),
+                 column="instruction", value=quote(instruction))
         given_id = next((frame[c].iloc[row] for c in ("question_id", "instruction_id") if c in frame.columns
                          and not is_missing(frame[c].iloc[row])), None)
         qids.append(str(given_id) if given_id is not None else alpaca_question_id(instruction))
@@ -71,7 +94,7 @@ def read_alpacaeval(path: str | Path) -> Bundle:
             continue
         number = _number(preference)
         if number is None or not (number == 0 or 1 <= number <= 2):
-            fail(f"preference {preference!r} is not 1 (output_1), 2 (output_2), 1.5 / 0 (tie) or a number in [1, 2]",
+            fail(f"preference {quote(preference)} is not 1 (output_1), 2 (output_2), 1.5 / 0 (tie) or a number in [1, 2]",
                  source=name, line=line_of(row), column="preference", value=preference)
         if number == 0:
             number = 1.5
@@ -98,11 +121,11 @@ def read_alpacaeval(path: str | Path) -> Bundle:
                       "answer": frame["output_2"].astype(str).to_numpy()}),
     ], ignore_index=True).drop_duplicates(["question_id", "model", "turn"]).reset_index(drop=True)
     return Bundle(source=str(path), format="alpacaeval", questions=questions, answers=answers,
-                  judgments=judgments, judges=_judges_of(judgments), files=[path])
+                  judgments=judgments, judges=_judges_of(judgments), files=[path], judgment_lines=line_of)
 
 
 def _number(value) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
         number = float(value)

@@ -155,7 +155,7 @@ def _validity(frame: pd.DataFrame, *, name: str, line_of) -> np.ndarray:
     bad = ~values.isin([0, 1]).to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        fail(f"valid {frame['valid'].iloc[row]!r} is not 0 or 1", source=name, line=line_of(row), column="valid",
+        fail(f"valid {quote(frame['valid'].iloc[row])} is not 0 or 1", source=name, line=line_of(row), column="valid",
              value=frame["valid"].iloc[row])
     return values.to_numpy(dtype=np.int64)
 
@@ -456,7 +456,7 @@ def questions_frame(frame: pd.DataFrame, *, name: str, line_of) -> pd.DataFrame:
                 turns = [turns]
             if not isinstance(turns, (list, tuple, np.ndarray)) or not len(turns) or not all(
                     isinstance(t, str) and t.strip() for t in turns):
-                fail(f"turns must be a non-empty list of texts, got {turns!r}", source=name, line=line_of(row),
+                fail(f"turns must be a non-empty list of texts, got {quote(turns)}", source=name, line=line_of(row),
                      column="turns", value=turns)
             texts.append(turns[0])
             if len(turns) > 1:
@@ -504,7 +504,7 @@ def answers_frame(frame: pd.DataFrame, *, name: str, line_of) -> pd.DataFrame:
     if duplicated.any():
         row = int(np.flatnonzero(duplicated)[0])
         first = int(np.flatnonzero((key == key.iloc[row]).all(axis=1).to_numpy())[0])
-        fail(f"a second answer of model {answers['model'].iloc[row]!r} to question {answers['question_id'].iloc[row]!r} "
+        fail(f"a second answer of model {quote(answers['model'].iloc[row])} to question {quote(answers['question_id'].iloc[row])} "
              f"(turn {answers['turn'].iloc[row]}); the first is on line {line_of(first)}", source=name,
              line=line_of(row), column="question_id", value=answers["question_id"].iloc[row])
     return answers
@@ -515,7 +515,7 @@ def _answer_text(frame: pd.DataFrame, *, name: str, line_of) -> pd.Series:
     bad = values.isna().to_numpy() | np.array([not isinstance(v, (str, int, float)) for v in values.tolist()])
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        fail(f"answer {values.iloc[row]!r} is not a text", source=name, line=line_of(row), column="answer",
+        fail(f"answer {quote(values.iloc[row])} is not a text", source=name, line=line_of(row), column="answer",
              value=values.iloc[row])
     return values.astype(str)
 

@@ -8,7 +8,9 @@
 
 The database is ``--db``, else ``$PEERBOARD_DB``, else the per-user default
 (:func:`peercore.store.default_db_path`). A rejected import exits with status 2 and
-one line naming the file, line and field, and leaves the database untouched.
+one line naming the file, line and field, and leaves the database untouched. Once an
+import has committed, a closed standard output (``peercore import F | head -1``) is not
+an error: the exit status is 0.
 """
 
 from __future__ import annotations
@@ -66,9 +68,26 @@ def _import(args) -> int:
         return fail(str(exc))
     except (ValueError, OSError) as exc:
         return fail(f"{args.path}: {exc}")
-    print("\n".join(report.lines()))
-    print(f"  database: {store.path}")
+    _report("\n".join([*report.lines(), f"  database: {store.path}"]))
     return 0
+
+
+def _report(text: str) -> None:
+    """Print the summary of a committed import; a reader that went away (``| head -1``) is no error.
+
+    The import has committed by now, so a closed standard output changes nothing: the
+    rest of the summary is dropped and the exit status stays 0, with nothing on stderr
+    (standard output is pointed at /dev/null so the interpreter's final flush is quiet).
+    """
+    import os
+
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _export(args) -> int:

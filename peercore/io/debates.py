@@ -29,6 +29,8 @@ from peercore.io._common import (
     plain,
     check_identifiers,
     fail,
+    first_non_scalar,
+    quote,
     require_columns,
     table_records,
     text_column,
@@ -70,8 +72,12 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
     table["round"] = whole_numbers(frame, "round", source=name, line_of=line_of)
     if table["round"].isna().any() or (table["round"] < 0).any():
         row = int(np.flatnonzero((table["round"].isna() | (table["round"] < 0)).to_numpy())[0])
-        fail(f"round {frame['round'].iloc[row]!r} must be 0 (initial verdict) or a positive discussion round",
+        fail(f"round {quote(frame['round'].iloc[row])} must be 0 (initial verdict) or a positive discussion round",
              source=name, line=line_of(row), column="round", value=frame["round"].iloc[row])
+    row = first_non_scalar(frame["verdict"])
+    if row is not None:
+        fail(f"verdict {quote(frame['verdict'].iloc[row])} is not one of model_a, model_b, tie (or empty for an "
+             "unparsed verdict)", source=name, line=line_of(row), column="verdict", value=quote(frame["verdict"].iloc[row]))
     verdicts = []
     for row, value in enumerate(frame["verdict"].tolist()):
         if value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == "":
@@ -79,8 +85,8 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
             continue
         verdict = _VERDICTS.get(str(value).strip().lower())
         if verdict is None:
-            fail(f"verdict {value!r} is not one of model_a, model_b, tie (or empty for an unparsed verdict)",
-                 source=name, line=line_of(row), column="verdict", value=value)
+            fail(f"verdict {quote(value)} is not one of model_a, model_b, tie (or empty for an unparsed verdict)",
+                 source=name, line=line_of(row), column="verdict", value=quote(value))
         verdicts.append(verdict)
     table["verdict"] = pd.Series(verdicts, index=table.index, dtype=object)
     if "position" in frame.columns:
@@ -93,27 +99,27 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
             changed = group[column] != group[column].iloc[0]
             if changed.any():
                 row = int(group.index[np.flatnonzero(changed.to_numpy())[0]])
-                fail(f"{column} of debate {debate_id!r} changes from {group[column].iloc[0]!r} to "
-                     f"{table[column].iloc[row]!r} (first row on line {line_of(int(first))})", source=name,
+                fail(f"{column} of debate {quote(debate_id)} changes from {quote(group[column].iloc[0])} to "
+                     f"{quote(table[column].iloc[row])} (first row on line {line_of(int(first))})", source=name,
                      line=line_of(row), column=column, value=table[column].iloc[row])
         if group["model_a"].iloc[0] == group["model_b"].iloc[0]:
-            fail(f"model_a and model_b of debate {debate_id!r} are both {group['model_a'].iloc[0]!r}", source=name,
+            fail(f"model_a and model_b of debate {quote(debate_id)} are both {quote(group['model_a'].iloc[0])}", source=name,
                  line=line_of(int(first)), column="model_b", value=group["model_b"].iloc[0])
         repeated = group.duplicated(["round", "speaker"]).to_numpy()
         if repeated.any():
             row = int(group.index[np.flatnonzero(repeated)[0]])
-            fail(f"speaker {table['speaker'].iloc[row]!r} speaks twice in round {table['round'].iloc[row]} of debate "
-                 f"{debate_id!r}", source=name, line=line_of(row), column="speaker", value=table["speaker"].iloc[row])
+            fail(f"speaker {quote(table['speaker'].iloc[row])} speaks twice in round {table['round'].iloc[row]} of debate "
+                 f"{quote(debate_id)}", source=name, line=line_of(row), column="speaker", value=table["speaker"].iloc[row])
         rounds = sorted(int(r) for r in group["round"].unique())
         if rounds != list(range(len(rounds))):
-            fail(f"debate {debate_id!r} has rounds {rounds}; they must run 0, 1, 2, ... without gaps", source=name,
+            fail(f"debate {quote(debate_id)} has rounds {rounds}; they must run 0, 1, 2, ... without gaps", source=name,
                  line=line_of(int(first)), column="round")
         speakers = list(dict.fromkeys(group.loc[group["round"] == 0, "speaker"]))
         for r in rounds[1:]:
             here = set(group.loc[group["round"] == r, "speaker"])
             if here != set(speakers):
                 row = int(group.index[(group["round"] == r).to_numpy()][0])
-                fail(f"round {r} of debate {debate_id!r} has speakers {sorted(here)}, round 0 had {sorted(speakers)}",
+                fail(f"round {r} of debate {quote(debate_id)} has speakers {sorted(here)}, round 0 had {sorted(speakers)}",
                      source=name, line=line_of(row), column="speaker")
         turns = []
         for r in rounds:
@@ -149,6 +155,7 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
     if rows:
         bundle.judgments = _careful_canonical(pd.DataFrame(rows), name=name, line_of=lambda r: row_lines[r],
                                               judge_prefix=None)
+        bundle.judgment_lines = lambda r: row_lines[r]
         bundle.judges.append({"name": judge, "kind": "debate"})
     unresolved = sum(d["status"] == "unresolved" for d, _ in debates)
     bundle.notes = {"debates": len(debates), "agreed_debates": len(debates) - unresolved,

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from peercore.io._common import Bundle, check_identifiers, fail, json_records, merge
+from peercore.io._common import Bundle, check_identifiers, fail, json_records, merge, quote, record_text
+from peercore.io.rules import column_list
 from peercore.io.canonical import _careful_canonical, _judges_of, questions_frame
 
 __all__ = ["read_fastchat_folder", "read_fastchat_pairs", "read_fastchat_answers", "read_fastchat_questions"]
@@ -100,7 +101,7 @@ def read_fastchat_answers(path: str | Path) -> Bundle:
     duplicated = answers.duplicated(["question_id", "model", "turn"]).to_numpy()
     if duplicated.any():
         row = int(np.flatnonzero(duplicated)[0])
-        fail(f"a second answer to question {answers['question_id'].iloc[row]!r} by {answers['model'].iloc[row]!r}",
+        fail(f"a second answer to question {quote(answers['question_id'].iloc[row])} by {quote(answers['model'].iloc[row])}",
              source=path.name, line=line_of_row[row], column="question_id", value=answers["question_id"].iloc[row])
     return Bundle(source=str(path), format="fastchat-answers", answers=answers, files=[path],
                   answer_lines=lambda row: line_of_row[row])
@@ -109,19 +110,20 @@ def read_fastchat_answers(path: str | Path) -> Bundle:
 def _answer_turns_of(record: dict, line: int, path: Path) -> dict:
     for field in ("question_id", "choices"):
         if field not in record:
-            fail(f"missing field {field!r} of a FastChat model answer", source=path.name, line=line, column=field)
-    model = record.get("model_id") or path.stem
+            fail(f"missing field {quote(field)} of a FastChat model answer", source=path.name, line=line, column=field)
+    question_id = record_text(record, "question_id", source=path.name, line=line)
+    model = record_text(record, "model_id", source=path.name, line=line, required=False) or path.stem
     choices = record["choices"]
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) \
             or not isinstance(choices[0].get("turns"), list) or not choices[0]["turns"]:
-        fail(f"choices must be a list of {{'index', 'turns': [...]}}, got {str(choices)[:80]!r}",
+        fail(f"choices must be a list of {{'index', 'turns': [...]}}, got {quote(choices)}",
              source=path.name, line=line, column="choices")
     out = {}
     for turn, text in enumerate(choices[0]["turns"], start=1):
         if not isinstance(text, str):
             fail(f"turn {turn} of the answer is {type(text).__name__}, not text", source=path.name, line=line,
                  column="choices")
-        out[(str(record["question_id"]), str(model), turn)] = text
+        out[(question_id, model, turn)] = text
     return out
 
 
@@ -135,7 +137,7 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
     for record, line in zip(records, lines):
         for field in ("question_id", "model_1", "model_2", "g1_winner", "g2_winner", "judge"):
             if field not in record:
-                fail(f"missing field {field!r} of a FastChat pairwise judgment (found: {', '.join(record)})",
+                fail(f"missing field {quote(field)} of a FastChat pairwise judgment (found: {column_list(record)})",
                      source=name, line=line, column=field)
         judge = record["judge"]
         if isinstance(judge, list) and judge and all(isinstance(j, str) for j in judge):
@@ -143,20 +145,23 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
         elif isinstance(judge, str):
             judge_name, template = judge, None
         else:
-            fail(f"judge must be [model, prompt] or a name, got {judge!r}", source=name, line=line, column="judge",
-                 value=judge)
+            fail(f"judge must be [model, prompt] or a name, got {quote(judge)}", source=name, line=line,
+                 column="judge", value=quote(judge))
         if template:
             templates.setdefault(judge_name, set()).add(template)
         for game, (first, second) in ((1, ("model_1", "model_2")), (2, ("model_2", "model_1"))):
             verdict = record[f"g{game}_winner"]
             text = record.get(f"g{game}_judgment")
+            if not isinstance(verdict, str):
+                fail(f"g{game}_winner {quote(verdict)} is not one of model_1, model_2, tie, error", source=name,
+                     line=line, column=f"g{game}_winner", value=quote(verdict))
             if verdict == "error":
                 winner, ok = None, 0
             elif verdict in _GAME_WINNERS[game]:
                 winner, ok = _GAME_WINNERS[game][verdict], 1
             else:
-                fail(f"g{game}_winner {verdict!r} is not one of model_1, model_2, tie, error", source=name, line=line,
-                     column=f"g{game}_winner", value=verdict)
+                fail(f"g{game}_winner {quote(verdict)} is not one of model_1, model_2, tie, error", source=name,
+                     line=line, column=f"g{game}_winner", value=quote(verdict))
             rows.append({"question_id": record["question_id"], "model_a": record[first], "model_b": record[second],
                          "judge": judge_name, "winner": winner, "turn": record.get("turn", 1),
                          "rationale": text if isinstance(text, str) else None})
@@ -168,4 +173,5 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
     frame["raw"] = raws
     judgments = _careful_canonical(frame, name=name, line_of=lambda row: row_lines[row], judge_prefix=None)
     judges = [{**j, "settings": {"prompt": sorted(templates.get(j["name"], []))}} for j in _judges_of(judgments)]
-    return Bundle(source=str(path), format="fastchat-pair", judgments=judgments, judges=judges, files=[path])
+    return Bundle(source=str(path), format="fastchat-pair", judgments=judgments, judges=judges, files=[path],
+                  judgment_lines=lambda row: row_lines[row])

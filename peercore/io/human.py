@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from peercore.io._common import Bundle, check_identifiers, fail, require_columns, table_records
+from peercore.io._common import Bundle, check_identifiers, fail, quote, require_columns, table_records
 from peercore.io.canonical import _careful_canonical, _judges_of
 
 __all__ = ["read_human_annotations", "majority_labels", "annotator_agreement", "AnnotatorAgreement",
@@ -62,12 +62,12 @@ def read_human_annotations(path: str | Path) -> Bundle:
     if repeated.any():
         row = int(np.flatnonzero(repeated)[0])
         first = int(np.flatnonzero((key == key.iloc[row]).all(axis=1).to_numpy())[0])
-        fail(f"annotator {frame['annotator'].iloc[row]!r} voted twice on question {votes['question_id'].iloc[row]!r}, "
+        fail(f"annotator {quote(frame['annotator'].iloc[row])} voted twice on question {quote(votes['question_id'].iloc[row])}, "
              f"{votes['model_a'].iloc[row]} vs {votes['model_b'].iloc[row]} (first vote on line {line_of(first)})",
              source=name, line=line_of(row), column="annotator", value=frame["annotator"].iloc[row])
     judges = [{**j, "kind": "human"} for j in _judges_of(votes)]
     return Bundle(source=str(path), format="human", judgments=votes, judges=judges, files=[path],
-                  notes={"human_votes": len(votes), "annotators": len(judges)})
+                  notes={"human_votes": len(votes), "annotators": len(judges)}, judgment_lines=line_of)
 
 
 def _human_rows(judgments: pd.DataFrame, judges: str) -> pd.DataFrame:

@@ -3,14 +3,18 @@
 The order is what makes a rejected import leave the database byte-for-byte unchanged:
 
 1. **parse and validate** the whole input into a :class:`~peercore.io._common.Bundle`
-   (no database involved; the first problem raises naming file, line and field);
-2. **referential checks** against the bundle and the stored study (read only): every
-   answer's question exists, and no question or answer id is already stored with a
-   different text;
-3. **one write transaction** creating the study if needed and adding questions,
-   answers, judges, judgments and debates, plus the import's provenance record. The
-   transaction is the safety net: an exception or a killed process inside it leaves
-   nothing behind.
+   (no database involved; the first problem raises naming file, line and field). A
+   folder is first checked for symbolic links that leave it
+   (:func:`peercore.io.rules.check_folder`), so nothing outside it is ever read;
+2. **one write transaction** (``BEGIN IMMEDIATE``, so no other import can write in
+   between) that first makes the **referential checks** against the stored study:
+   every answer's question exists, no question or answer id is already stored with a
+   different text; then creates the study if needed and adds questions, answers,
+   judges, judgments and debates, plus the import's provenance record. A verdict whose
+   natural key is stored with a different winner / p_a / validity is refused by the
+   store (:class:`peercore.errors.VerdictConflict`) and reported against the file and
+   line it came from. The transaction is the safety net: an exception or a killed
+   process inside it leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from peercore.io._common import Bundle, fail, merge, sha256_of
+from peercore.errors import JudgmentError
+from peercore.io._common import Bundle, fail, merge, quote, sha256_of
+from peercore.io.rules import check_folder
 from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, detect_format
 
 __all__ = ["read_path", "import_path", "import_bundle", "ImportReport", "FORMATS", "default_study_name"]
@@ -73,14 +79,16 @@ def read_path(path: str | Path, *, format: str = "auto") -> Bundle:
     """
     path = Path(path)
     if format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {quote(format)}")
     if not path.exists():
         fail("no such file or folder", source=str(path))
+    if path.is_dir():
+        check_folder(path)  # before anything inside is read
     chosen = detect_format(path) if format == "auto" else format
     if chosen in FOLDER_FORMATS and not path.is_dir() and chosen != "scaleeval":
-        fail(f"format {chosen!r} expects a folder", source=str(path))
+        fail(f"format {quote(chosen)} expects a folder", source=str(path))
     if chosen not in FOLDER_FORMATS and chosen != "prd-file" and path.is_dir():
-        fail(f"format {chosen!r} expects a file, got a folder", source=str(path))
+        fail(f"format {quote(chosen)} expects a file, got a folder", source=str(path))
     bundle = _reader(chosen)(path)
     check_internal_references(bundle)
     return bundle
@@ -117,14 +125,21 @@ def check_internal_references(bundle: Bundle, *, stored_questions: set[str] | No
             row = int(missing.nonzero()[0][0])
             qid = part.answers["question_id"].iloc[row]
             line = part.answer_lines(row) if part.answer_lines else None
-            fail(f"answer to question {qid!r}, which is neither in this import nor in the study; "
+            fail(f"answer to question {quote(qid)}, which is neither in this import nor in the study; "
                  "import its question first", source=Path(part.source).name, line=line,
                  row=None if line else row, column="question_id", value=qid)
 
 
 @dataclass
 class ImportReport:
-    """What an import added and skipped (already present), per table, and what it noted."""
+    """What an import added and skipped (already stored, identical), per table, and what it noted.
+
+    Attributes
+    ----------
+    counts : table -> :class:`~peercore.store.WriteCounts` (added, skipped).
+    invalid_judgments : how many of the judgments added are unparsed verdicts, stored
+        with ``valid = 0`` and their raw text (the Studies page counts them apart).
+    """
 
     study: str
     source: str
@@ -132,11 +147,15 @@ class ImportReport:
     import_id: int
     counts: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
+    invalid_judgments: int = 0
 
     def lines(self) -> list[str]:
-        out = [f"imported {self.source} ({self.format}) into study {self.study!r}"]
+        out = [f"imported {self.source} ({self.format}) into study {quote(self.study)}"]
         for table, counts in self.counts.items():
-            out.append(f"  {table:<10} {counts.added:>9,} added  {counts.skipped:>9,} skipped as duplicates")
+            invalid = (f" ({self.invalid_judgments:,} of them unparsed, kept as invalid)"
+                       if table == "judgments" and self.invalid_judgments else "")
+            out.append(f"  {table:<10} {counts.added:>9,} added{invalid}, {counts.skipped:,} skipped as already "
+                       "stored (identical)")
         for key, value in self.notes.items():
             if key != "files":
                 out.append(f"  {key.replace('_', ' ')}: {value}")
@@ -163,34 +182,86 @@ def import_path(path: str | Path, *, store, study: str | None = None, format: st
 
 
 def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
-    """Write a parsed bundle into ``study`` (created if needed), all or nothing."""
+    """Write a parsed bundle into ``study`` (created if needed), all or nothing.
+
+    Every check against the stored study runs inside the write transaction, so a
+    concurrent import cannot slip a different question text (or verdict) in between
+    the check and the write.
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file and line of an answer to an unknown question, a question or
+        answer stored with another text, or a verdict stored with another outcome.
+    """
     if not study or not study.strip():
         raise ValueError(f"study name is empty ({study!r})")
-    exists = store.has_study(study)
-    stored_questions = set(store.questions(study)["question_id"]) if exists else set()
-    check_internal_references(bundle, stored_questions=stored_questions)
-    if exists:
-        _check_conflicts(bundle, store, study)
-    registered = store.registered_judges(study) if exists else set()
     checksum = sha256_of(bundle.files) if bundle.files else None
     counts: dict = {}
+    bundle_invalid = int((bundle.judgments["valid"] == 0).sum()) if "valid" in bundle.judgments.columns else 0
     with store.transaction():
+        exists = store.has_study(study)
+        stored_questions = set(store.questions(study)["question_id"]) if exists else set()
+        check_internal_references(bundle, stored_questions=stored_questions)
+        if exists:
+            _check_conflicts(bundle, store, study)
+        registered = store.registered_judges(study) if exists else set()
         store.create_study(study, exist_ok=True)
+        invalid_before = store.summary(study)["invalid_judgments"] if exists and bundle_invalid else 0
         import_id = store.record_import(study, source=bundle.source, format=bundle.format, sha256=checksum)
         counts["questions"] = store.add_questions(study, bundle.questions)
         counts["answers"] = store.add_answers(study, bundle.answers)
         new_judges = [j for j in bundle.judges if j["name"] not in registered]
         if new_judges:
             store.add_judges(study, new_judges)
-        counts["judgments"] = store.add_judgments(study, bundle.judgments, import_id=import_id)
+        try:
+            counts["judgments"] = store.add_judgments(study, bundle.judgments, import_id=import_id)
+        except JudgmentError as exc:
+            if _is_conflict(exc):
+                _refuse_conflict(bundle, exc, study)
+            raise
         counts["debates"] = store.add_debates(study, bundle.debates)
+        added = counts["judgments"].added
+        if not bundle_invalid or not added:
+            invalid = 0
+        elif not counts["judgments"].skipped:
+            invalid = bundle_invalid
+        else:
+            invalid = store.summary(study)["invalid_judgments"] - invalid_before
         notes = dict(bundle.notes)
-        invalid = int((bundle.judgments["valid"] == 0).sum()) if "valid" in bundle.judgments.columns else 0
-        if invalid:
-            notes.setdefault("invalid_verdicts_kept", invalid)
-        store.set_import_counts(import_id, {**{k: v for k, v in counts.items()}, "notes": notes})
+        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes})
     return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
-                        counts=counts, notes=notes)
+                        counts=counts, notes=notes, invalid_judgments=invalid)
+
+
+def _is_conflict(exc: Exception) -> bool:
+    """The store's VerdictConflict (``peercore.errors.VerdictConflict``: a JudgmentError with ``row`` and ``key``)."""
+    from peercore import errors
+
+    conflict = getattr(errors, "VerdictConflict", None)
+    return conflict is not None and isinstance(exc, conflict)
+
+
+def _refuse_conflict(bundle: Bundle, exc, study: str) -> None:
+    """Re-raise a verdict conflict against the file and line of the offending row."""
+    row = getattr(exc, "row", None)
+    key = getattr(exc, "key", None) or {}
+    file, line = bundle.judgment_origin(row) if row is not None else (Path(bundle.source).name, None)
+    shown = ", ".join(f"{name} {quote(value, 60)}" for name, value in key.items()
+                      if name != "study" and value not in (None, ""))
+    stored, incoming = getattr(exc, "stored", None) or {}, getattr(exc, "incoming", None) or {}
+    differs = [name for name in ("winner", "p_a", "valid") if name in incoming and not _same(stored.get(name),
+                                                                                          incoming.get(name))]
+    what = f" (another {' / '.join(differs)})" if differs else ""
+    problem = (f"a different verdict{what} for {shown or 'this key'} is already stored in study {quote(study)}; "
+               "a re-import must repeat stored verdicts exactly (repeated votes need distinct 'vote' numbers or "
+               "question ids; another day's results belong in another study)")
+    fail(problem, source=file, line=line, row=None if line else row, column="winner")
+
+
+def _same(a, b) -> bool:
+    missing = lambda v: v is None or (isinstance(v, float) and v != v)  # noqa: E731
+    return (missing(a) and missing(b)) or a == b
 
 
 def _check_conflicts(bundle: Bundle, store, study: str) -> None:
@@ -201,15 +272,14 @@ def _check_conflicts(bundle: Bundle, store, study: str) -> None:
             if len(clash):
                 qid = clash["question_id"].iloc[0]
                 line = clash["_line"].iloc[0] if "_line" in clash.columns else None
-                fail(f"question {qid!r} is already in study {study!r} with a different text "
-                     f"({str(clash['stored_text'].iloc[0])[:60]!r}); import into another study (--study)",
+                fail(f"question {quote(qid)} is already in study {quote(study)} with a different text (this file "
+                     f"says {quote(str(clash['text'].iloc[0]), 60)}); import into another study (--study)",
                      source=name, line=None if pd.isna(line) else int(line), column="question_id", value=qid)
         if len(part.answers):
             clash = store.answer_conflicts(study, part.answers)
             if len(clash):
                 row = clash.index[0]
                 line = part.answer_lines(int(row)) if part.answer_lines else None
-                fail(f"the answer of {clash['model'].iloc[0]!r} to question {clash['question_id'].iloc[0]!r} is already "
-                     f"in study {study!r} with a different text; import into another study (--study)",
+                fail(f"the answer of {quote(clash['model'].iloc[0])} to question {quote(clash['question_id'].iloc[0])} "
+                     f"is already in study {quote(study)} with a different text; import into another study (--study)",
                      source=name, line=line, column="answer")
-

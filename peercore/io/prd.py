@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from peercore.errors import JudgmentError
-from peercore.io._common import Bundle, check_identifiers, fail, json_records
+from peercore.io._common import Bundle, check_identifiers, fail, json_records, quote, record_text
 from peercore.io.canonical import questions_frame
 from peercore.judgments import judgments_from_frame
 
@@ -114,8 +114,10 @@ def read_prd_folder(folder: str | Path) -> Bundle:
     judgments = judgments_from_frame(pd.concat(frames, ignore_index=True), source=str(folder))
     judgments["valid"] = 1
     judgments["raw"] = None
+    origins = [origin for frame in frames for origin in frame.attrs["origin"]]
     files = sorted(p for p in folder.glob("ratings-*/answer_*.jsonl"))
-    bundle = Bundle(source=str(folder), format="prd", judgments=judgments, files=files)
+    bundle = Bundle(source=str(folder), format="prd", judgments=judgments, files=files,
+                    judgment_lines=lambda row: origins[row])
     questions_file = folder / "prompts" / "vicuna_questions.jsonl"
     if questions_file.is_file():
         records, lines = json_records(questions_file)
@@ -152,11 +154,14 @@ def read_prd_file(path: str | Path) -> Bundle:
         fail("a PRD rating file is named answer_<A>-vs-answer_<B>-<reviewer>-reviewer....jsonl and sits in its "
              "ratings-<reviewer>/ folder", source=path.name)
     judge = PRD_HUMAN_JUDGE if reviewer == "human" else reviewer
-    judgments = judgments_from_frame(_read_file(path, match["a"], match["b"], judge), source=path.name)
+    frame = _read_file(path, match["a"], match["b"], judge)
+    judgments = judgments_from_frame(frame, source=path.name)
     judgments["valid"] = 1
     judgments["raw"] = None
+    origins = frame.attrs["origin"]
     return Bundle(source=str(path), format="prd-file", judgments=judgments, files=[path],
-                  judges=[{"name": judge, "kind": "human" if reviewer == "human" else "llm"}])
+                  judges=[{"name": judge, "kind": "human" if reviewer == "human" else "llm"}],
+                  judgment_lines=lambda row: origins[row])
 
 
 def _answers(path: Path, model: str, field: str) -> pd.DataFrame:
@@ -165,10 +170,11 @@ def _answers(path: Path, model: str, field: str) -> pd.DataFrame:
     for record, line in zip(records, lines):
         for name in ("question_id", field):
             if name not in record:
-                fail(f"missing field {name!r} of a PRD answer", source=path.name, line=line, column=name)
+                fail(f"missing field {quote(name)} of a PRD answer", source=path.name, line=line, column=name)
         if not isinstance(record[field], str):
             fail(f"{field} is {type(record[field]).__name__}, not text", source=path.name, line=line, column=field)
-        rows.append({"question_id": str(record["question_id"]), "model": model, "turn": 1, "answer": record[field]})
+        question_id = record_text(record, "question_id", source=path.name, line=line)
+        rows.append({"question_id": question_id, "model": model, "turn": 1, "answer": record[field]})
     frame = pd.DataFrame(rows)
     check_identifiers(frame, ("question_id",), source=path.name, line_of=lambda row: lines[row])
     return frame
@@ -183,15 +189,23 @@ def _read_file(path: Path, model_a: str, model_b: str, judge: str) -> pd.DataFra
         score = record.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or score not in PRD_SCORE_TO_WINNER:
             raise JudgmentError(
-                f"score {score!r} is not one of 1 (A better), 2 (B better), 3 (tie), -1 (unparsed)",
-                source=path.name, line=number, column="score", value=score,
+                f"score {quote(score)} is not one of 1 (A better), 2 (B better), 3 (tie), -1 (unparsed)",
+                source=path.name, line=number, column="score", value=quote(score),
             )
+        text = record.get("text")
+        if text is not None and not isinstance(text, str):
+            fail(f"text {quote(text)} is not a text (the review)", source=path.name, line=number, column="text",
+                 value=quote(text))
         rows.append({
-            "question_id": str(record["question_id"]),
+            "question_id": record_text(record, "question_id", source=path.name, line=number),
             "model_a": model_a,
             "model_b": model_b,
             "judge": judge,
             "winner": PRD_SCORE_TO_WINNER[score],
-            "rationale": record.get("text") if judge != PRD_HUMAN_JUDGE else None,
+            "rationale": text if judge != PRD_HUMAN_JUDGE else None,
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    check_identifiers(frame, ("question_id", "model_a", "model_b", "judge"), source=path.name,
+                      line_of=lambda row: lines[row])
+    frame.attrs["origin"] = [(path.name, line) for line in lines]
+    return frame

@@ -845,11 +845,11 @@ def extract_zip(path: Path, members: list, root: Path, *, name: str) -> None:
 
 
 def check_folder(folder: Path) -> None:
-    """Refuse a folder holding a symbolic link that points outside it, or a special file.
+    """Refuse a folder holding a symbolic link that points outside it, or to a folder, or a special file.
 
     Checked before anything in the folder is read, so no error can quote a file from
-    elsewhere (``/etc/passwd`` behind a link named ``votes.csv``). Links that stay
-    inside the folder are fine.
+    elsewhere (``/etc/passwd`` behind a link named ``votes.csv``). Links to files that
+    stay inside the folder are fine.
     """
     root = Path(os.path.realpath(folder))
     for current, dirs, files in os.walk(folder, followlinks=False):
@@ -865,6 +865,9 @@ def check_folder(folder: Path) -> None:
                 if not target.is_relative_to(root):
                     fail(f"{quote(str(relative))} is a symbolic link to a place outside the folder; copy the file "
                          "into the folder instead", source=folder.name or str(folder))
+                if target.is_dir():
+                    fail(f"{quote(str(relative))} is a symbolic link to a folder; links to folders are not followed "
+                         "(they can loop); copy the folder instead", source=folder.name or str(folder))
             elif not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
                 fail(f"{quote(str(relative))} is not a regular file (a pipe, socket or device)",
                      source=folder.name or str(folder))

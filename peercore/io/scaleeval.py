@@ -50,7 +50,8 @@ from pathlib import Path
 import pandas as pd
 
 from peercore.errors import JudgmentError
-from peercore.io._common import Bundle, check_identifiers, fail, json_records
+from peercore.io._common import Bundle, check_identifiers, fail, json_records, quote, record_text
+from peercore.io.rules import INTEGER_BOUNDS, column_list
 from peercore.io.canonical import _careful_canonical
 
 __all__ = ["read_scaleeval", "read_scaleeval_file", "read_scaleeval_path", "parse_score", "SCALEEVAL_DEBATE_JUDGE", "is_scaleeval_folder"]
@@ -164,8 +165,8 @@ class _Reader:
                 for index, (record, line) in enumerate(zip(records, lines), start=1):
                     for field in ("prompt", "response"):
                         if not isinstance(record.get(field), str):
-                            fail(f"missing or non-text field {field!r} of a ScaleEval response", source=path.name,
-                                 line=line, column=field, value=record.get(field))
+                            fail(f"missing or non-text field {quote(field)} of a ScaleEval response",
+                                 source=path.name, line=line, column=field, value=quote(record.get(field)))
                     qid = f"{scenario}:{index}"
                     question = self.question_rows.setdefault(qid, {
                         "question_id": qid, "text": record["prompt"], "category": scenario, "reference": None,
@@ -224,11 +225,13 @@ class _Reader:
         for record, line in zip(records, lines):
             for field in ("ID", "Score", "Reasoning"):
                 if field not in record:
-                    fail(f"missing field {field!r} of a ScaleEval single-judge verdict (found: {', '.join(record)})",
+                    fail(f"missing field {quote(field)} of a ScaleEval single-judge verdict (found: {column_list(record)})",
                          source=path.name, line=line, column=field)
             ident = record["ID"]
             if isinstance(ident, bool) or not isinstance(ident, int):
-                fail(f"ID {ident!r} is not a whole number", source=path.name, line=line, column="ID", value=ident)
+                fail(f"ID {quote(ident)} is not a whole number", source=path.name, line=line, column="ID",
+                     value=quote(ident))
+            _check_id(ident, "ID", name=path.name, line=line)
             if ident in by_id:
                 fail(f"ID {ident} appears twice (first on line {line_of[ident]})", source=path.name, line=line,
                      column="ID", value=ident)
@@ -259,18 +262,20 @@ class _Reader:
         for record, line in zip(records, lines):
             for field in ("model_a", "model_b", "criterion", "judge"):
                 if field not in record:
-                    fail(f"missing field {field!r}: outside the ScaleEval folder layout a verdict must name "
+                    fail(f"missing field {quote(field)}: outside the ScaleEval folder layout a verdict must name "
                          "model_a, model_b (Submission 1 and 2), criterion and judge", source=path.name, line=line,
                          column=field)
             for field in ("ID", "Score"):
                 if field not in record:
-                    fail(f"missing field {field!r} of a ScaleEval verdict", source=path.name, line=line, column=field)
+                    fail(f"missing field {quote(field)} of a ScaleEval verdict", source=path.name, line=line, column=field)
             winner = parse_score(record["Score"])
             self.notes["single_verdicts"] += 1
             if winner is None:
                 self.notes["single_verdicts_unparsed"] += 1
-            self._add_row(path, line, question_id=str(record.get("question_id") or f"{path.stem}:{record['ID']}"),
-                          model_a=record["model_a"], model_b=record["model_b"], judge=str(record["judge"]),
+            question_id = record_text(record, "question_id", source=path.name, line=line, required=False)
+            self._add_row(path, line, question_id=question_id or f"{path.stem}:{record_text(record, 'ID', source=path.name, line=line)}",
+                          model_a=record["model_a"], model_b=record["model_b"],
+                          judge=record_text(record, "judge", source=path.name, line=line),
                           winner=winner, criterion=record["criterion"], rationale=record.get("Reasoning"),
                           raw=None if winner is not None else json.dumps({"score": record["Score"]}))
         self.files.append(path)
@@ -293,7 +298,9 @@ class _Reader:
         for record, line in zip(records, lines):
             ident = record.get("id", record.get("ID"))
             if ident is None or isinstance(ident, bool) or not isinstance(ident, int):
-                fail(f"missing or non-integer debate id ({ident!r})", source=name, line=line, column="id", value=ident)
+                fail(f"missing or non-integer debate id ({quote(ident)})", source=name, line=line, column="id",
+                     value=quote(ident))
+            _check_id(ident, "id", name=name, line=line)
             if ident in seen:
                 fail(f"debate id {ident} appears twice (first on line {seen[ident]})", source=name, line=line,
                      column="id", value=ident)
@@ -306,12 +313,13 @@ class _Reader:
             rounds = _rounds(record, name=name, line=line)
             speakers = sorted(rounds[0])
             names = self._speakers(record, speakers, singles, ident, name=name, line=line)
-            question_id = str(record.get("question_id") or f"{scenario}:{ident}")
+            question_id = record_text(record, "question_id", source=name, line=line, required=False) \
+                or f"{scenario}:{ident}"
             if "Question" in record and isinstance(record["Question"], str):
                 self.question_rows.setdefault(question_id, {
                     "question_id": question_id, "text": record["Question"], "category": scenario, "reference": None,
                     "metadata": {"scenario": scenario, "id": ident}})
-            debate_criterion = criterion or record.get("criterion")
+            debate_criterion = criterion or record_text(record, "criterion", source=name, line=line, required=False)
             if debate_criterion is None:
                 fail("missing field 'criterion': outside the ScaleEval folder layout a debate must name its criterion",
                      source=name, line=line, column="criterion")
@@ -390,7 +398,7 @@ class _Reader:
         given = record.get("speakers")
         if given is not None:
             if not isinstance(given, list) or len(given) != len(speakers) or not all(isinstance(s, str) for s in given):
-                fail(f"speakers must list {len(speakers)} judge names, got {given!r}", source=name, line=line,
+                fail(f"speakers must list {len(speakers)} judge names, got {quote(given)}", source=name, line=line,
                      column="speakers", value=given)
             return {k: s for k, s in zip(speakers, given)}
         initial = {k: _entry(record, f"Speaker {k} - Initial Evaluation", name=name, line=line) for k in speakers}
@@ -435,6 +443,7 @@ class _Reader:
                     raise
                 file, line = self.row_lines[exc.row]
                 raise JudgmentError(exc.problem, source=file, line=line, column=exc.column, value=exc.value) from None
+            out.judgment_lines = lambda row: self.row_lines[row]
             judges = pd.unique(out.judgments["judge"])
             out.judges = [{"name": str(j), "kind": "debate" if j.startswith("debate:") else "llm"} for j in judges]
         speakers = sorted({t["speaker"] for _d, turns in self.debates for t in turns})
@@ -445,10 +454,17 @@ class _Reader:
         return out
 
 
+def _check_id(ident: int, field: str, *, name: str, line: int | None) -> None:
+    low, high = INTEGER_BOUNDS[field]
+    if not low <= ident <= high:
+        fail(f"{field} {quote(ident)} is out of range (a whole number from {low:,} to {high:,})", source=name,
+             line=line, column=field, value=quote(ident))
+
+
 def _entry(record: dict, key: str, *, name: str, line: int | None) -> dict:
     entry = record.get(key)
     if not isinstance(entry, dict) or "score" not in entry:
-        fail(f"{key!r} must be an object with 'score' and 'reasoning', got {str(entry)[:60]!r}", source=name,
+        fail(f"{quote(key)} must be an object with 'score' and 'reasoning', got {quote(entry)}", source=name,
              line=line, column=key)
     return entry
 

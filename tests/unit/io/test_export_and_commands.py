@@ -63,9 +63,9 @@ def test_import_prints_added_and_skipped(judgments_csv, tmp_path, capsys):
     db = tmp_path / "pb.sqlite"
     assert main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"]) == 0
     out = capsys.readouterr().out
-    assert "into study 'demo'" in out and "judgments          4 added          0 skipped as duplicates" in out
+    assert "into study 'demo'" in out and "judgments          4 added, 0 skipped as already stored (identical)" in out
     assert main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"]) == 0
-    assert "judgments          0 added          4 skipped as duplicates" in capsys.readouterr().out
+    assert "judgments          0 added, 4 skipped as already stored (identical)" in capsys.readouterr().out
     source = Store(db).study_source("demo")
     assert [i["format"] for i in source["imports"]] == ["canonical", "canonical"]
     assert source["imports"][0]["counts"]["judgments"] == {"added": 4, "skipped": 0}
