@@ -31,13 +31,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="peercore", description="Rank LLMs by peer review and meta-evaluate LLM judges.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    rank = commands.add_parser("rank", help="leaderboard from judgments")
+    rank = commands.add_parser("rank", help="leaderboard from judgments",
+                               description="Rank contestants from a judgment file or a stored study. The "
+                               "Leaderboard page computes the same table with the same defaults.")
     rank.add_argument("file", nargs="?", help="judgments: .csv, .jsonl or .parquet in the canonical shape")
     _study_options(rank)
-    rank.add_argument("--method", choices=("winrate", "elo", "bt"), default="bt")
-    rank.add_argument("--judge", action="append", metavar="NAME",
-                      help="count only this judge (repeatable; a name ending in ':' is a prefix, e.g. human:)")
-    rank.add_argument("--peer-weights", choices=("none", "prd", "fixed-point"), default="none")
+    rank.add_argument("--method", choices=("winrate", "elo", "bt", "poe-gaussian", "poe-bt"), default="bt",
+                      help="win rate (PRD), online Elo (PRD), Bradley-Terry on the Elo scale (Chatbot Arena, "
+                           "default), or Product-of-Experts scores (Liusie et al.)")
+    _selection_options(rank)
+    rank.add_argument("--peer-weights", choices=("none", "prd", "fixed-point"), default="none",
+                      help="weigh each judge by its own score as a contestant (PRD Peer Rank)")
+    rank.add_argument("--weights-from", choices=("winrate", "elo", "bt"), default="winrate",
+                      help="the score Peer Rank's weights come from (default winrate, as PRD Table 2)")
+    rank.add_argument("--weight-normalisation", choices=("sum", "mean"), default="sum",
+                      help="weighted Elo: weights summing to 1 (PRD Table 2, default) or W/mean(W) (Algorithm 1)")
+    rank.add_argument("--soft", action="store_true",
+                      help="count the judges' probabilities p_a as fractional wins where given (soft verdicts)")
     rank.add_argument("--bootstrap", type=_non_negative_int, default=0, metavar="N",
                       help="bootstrap rounds for 95%% intervals (default 0: none)")
     rank.add_argument("--seed", type=int, default=0)
@@ -45,17 +55,23 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Elo: average over R random battle orders (0 = file order; default 100)")
     rank.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
-    agree = commands.add_parser("agree", help="agreement of one judge with a reference")
+    agree = commands.add_parser("agree", help="agreement of judges with a reference (never with their own votes)")
     agree.add_argument("file", nargs="?")
     _study_options(agree)
-    agree.add_argument("--judge", required=True, metavar="NAME")
+    agree.add_argument("--judge", required=True, metavar="NAME_OR_PREFIX",
+                       help="the judge, or a prefix ending in ':' for several (e.g. human: for annotator agreement)")
     agree.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX",
-                       help="reference judge, or a prefix ending in ':' for several (e.g. human:)")
+                       help="reference judge, or a prefix ending in ':' for several (e.g. human:); a judge is never "
+                            "compared with its own votes (leave-one-out)")
     agree.add_argument("--ties", choices=("include", "exclude"), default="include")
     agree.add_argument("--reference-mode", choices=("votes", "majority"), default="majority")
+    agree.add_argument("--unparsed", choices=("miss", "exclude"), default="miss",
+                       help="a judge reply with no readable verdict counts as a disagreement (ScaleEval eq. 2, "
+                            "default) or is left out")
+    agree.add_argument("--all-rounds", action="store_true", help="also count debate agents' initial verdicts")
     agree.add_argument("--format", choices=("table", "json"), default="table")
 
-    bias = commands.add_parser("bias", help="position bias and swap consistency per judge")
+    bias = commands.add_parser("bias", help="position bias, swap consistency and health of each judge")
     bias.add_argument("file", nargs="?")
     _study_options(bias)
     bias.add_argument("--format", choices=("table", "json"), default="table")
@@ -105,91 +121,137 @@ def _study_options(parser: argparse.ArgumentParser) -> None:
                         "data folder)")
 
 
-def _load(args):
-    """(judgments, judge aliases) from the FILE argument or from ``--study`` in the store."""
+def _selection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", action="append", metavar="NAME",
+                        help="count only this judge (repeatable; a name ending in ':' is a prefix, e.g. human:)")
+    parser.add_argument("--kind", action="append", choices=("llm", "human", "gold", "debate", "adjudicator", "vote",
+                                                            "other"),
+                        help="count only judges of this kind (repeatable; gold = debate consensus + adjudications)")
+    parser.add_argument("--contestant", action="append", metavar="MODEL", help="only battles between these (repeatable)")
+    parser.add_argument("--category", action="append", metavar="NAME", help="only questions of this category")
+    parser.add_argument("--criterion", action="append", metavar="NAME", help="only this criterion")
+    parser.add_argument("--turn", action="append", type=int, metavar="N", help="only this turn")
+    parser.add_argument("--common-contestants", action="store_true",
+                        help="only contestants every chosen judge judged (for mixed selections)")
+    parser.add_argument("--all-rounds", action="store_true",
+                        help="also count debate agents' and discussion reviewers' initial verdicts (default: final)")
+    parser.add_argument("--each-vote", action="store_true",
+                        help="count every repeated vote of a judge on a comparison (default: their majority)")
+
+
+def _selection(args):
+    from peercore.study import Selection
+
+    return Selection(judges=args.judge, kinds=args.kind, contestants=args.contestant, categories=args.category,
+                     criteria=args.criterion, turns=args.turn, final_only=not args.all_rounds,
+                     repeated_votes="each" if args.each_vote else "majority",
+                     common_contestants=args.common_contestants)
+
+
+def _source(args):
+    """A :class:`peercore.study.Study` for ``--study``, or the judgments of the FILE argument."""
     if (args.file is None) == (args.study is None):
         raise ValueError("give either a judgments FILE or --study NAME (with --db PATH)")
     if args.study is None:
         from peercore.judgments import read_judgments
 
-        return read_judgments(args.file), None
+        return read_judgments(args.file)
     from peercore.store import Store
+    from peercore.study import Study
 
-    store = Store(args.db, create=False)
-    return store.judgments(args.study), store.judge_aliases(args.study) or None
+    return Study(Store(args.db, create=False), args.study)
 
 
 def _rank(args) -> int:
-    from peercore.ranking.leaderboard import leaderboard
+    from peercore.study import Study, aliases_of, rank, select
 
-    judgments, aliases = _load(args)
-    board = leaderboard(
-        judgments, method=args.method, judges=args.judge, peer_weights=args.peer_weights,
-        bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, aliases=aliases,
-    )
+    source = _source(args)
+    options = dict(method=args.method, peer_weights=args.peer_weights, weights_from=args.weights_from,
+                   bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, soft=args.soft,
+                   weight_normalisation=args.weight_normalisation)
+    if isinstance(source, Study):
+        board = source.leaderboard(_selection(args), **options)
+    else:
+        chosen = select(source, _selection(args))
+        board = rank(chosen, aliases=aliases_of(source), **options)
     table = board.table
     if args.format == "json":
-        payload = {
-            "leaderboard": [
-                {key: _json_value(row[key]) for key in ("model", "score", "rank", "ci_low", "ci_high", "battles")}
-                for _, row in table.iterrows()
-            ],
-            "weights": None if board.weights is None else {k: float(v) for k, v in board.weights.items()},
-        }
-        print(json.dumps(payload, indent=2))
+        print(json.dumps(board.to_json(), indent=2))
     elif args.format == "csv":
         print(table.to_csv(index=False), end="")
     else:
-        print(f"{_METHOD_TITLES[args.method]} from {board.n_judgments} judgments")
+        verdicts = "soft verdicts (p_a as fractional wins)" if board.verdicts == "soft" else "hard verdicts"
+        print(f"{board.score_label[:1].upper()}{board.score_label[1:]} from {board.n_judgments:,} judgments "
+              f"({verdicts}; judges: {', '.join(board.judges[:6])}{' ...' if len(board.judges) > 6 else ''})")
         print(table.to_string(index=False, float_format=_float_format(args.method)))
         if board.weights is not None:
             print("\nPeer Rank reviewer weights")
             print(board.weights.sort_values(ascending=False).to_string(float_format="{:.3f}".format))
+    if args.format != "json":
+        for warning in board.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
 def _agree(args) -> int:
-    from peercore.agreement import agreement
-    from peercore.ranking.leaderboard import select_judges
+    from peercore.study import Study, agreement_table, final_verdicts
 
-    judgments, _ = _load(args)
-    judge_rows = select_judges(judgments, [args.judge])
-    reference_rows = select_judges(judgments, [args.reference])
-    if args.judge.endswith(":") or args.reference == args.judge:
-        raise ValueError(f"--judge must name one judge other than the reference, got {args.judge!r}")
-    result = agreement(judge_rows, reference_rows, ties=args.ties, reference_mode=args.reference_mode)
-    summary = {"n": int(result.n), "agreement": _json_value(result.agreement), "cohen_kappa": _json_value(result.cohen_kappa)}
-    if args.format == "json":
-        print(json.dumps(summary, indent=2))
+    source = _source(args)
+    if isinstance(source, Study):
+        table = source.agreement(args.judge, args.reference, ties=args.ties, reference_mode=args.reference_mode,
+                                 unparsed=args.unparsed, final_only=not args.all_rounds)
     else:
-        print(f"{args.judge} vs {args.reference} ({args.reference_mode}, ties {args.ties})")
-        print(f"  matched verdicts  {summary['n']}")
-        print(f"  agreement         {_fmt(summary['agreement'])}")
-        print(f"  Cohen's kappa     {_fmt(summary['cohen_kappa'])}")
+        frame = source if args.all_rounds else final_verdicts(source)
+        table = agreement_table(frame, args.judge, args.reference, ties=args.ties,
+                                reference_mode=args.reference_mode, unparsed=args.unparsed)
+    if args.format == "json":
+        rows = [{"judge": judge, **{k: _json_value(v) for k, v in row.items()}} for judge, row in table.iterrows()]
+        payload = rows[0] if len(rows) == 1 and not args.judge.endswith(":") else rows
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(f"{args.judge} vs {args.reference} ({args.reference_mode}, ties {args.ties}, unparsed replies "
+          f"{'counted as misses' if args.unparsed == 'miss' else 'left out'}; a judge is never compared with "
+          "its own votes)")
+    for judge, row in table.iterrows():
+        print(f"{judge}")
+        print(f"  matched verdicts  {int(row['n'])}  (reference votes per comparison: median {row['reference_votes']:g})")
+        print(f"  agreement         {_fmt(row['agreement'])}")
+        print(f"  Cohen's kappa     {_fmt(row['cohen_kappa'])}")
+        print(f"  Fleiss' kappa     {_fmt(row['fleiss_kappa'])}  (judge and reference as two raters, as PRD Table 3)")
+        print(f"  unparsed replies  {int(row['unparsed'])}")
     return 0
 
 
 def _bias(args) -> int:
-    from peercore.bias import position_bias, swap_consistency
+    from peercore.bias import judge_health, position_bias, swap_consistency
+    from peercore.study import Study, final_verdicts
 
-    judgments, _ = _load(args)
+    source = _source(args)
+    if isinstance(source, Study):
+        judgments = source.judgments()
+        health = source.health()
+    else:
+        judgments = final_verdicts(source)
+        health = judge_health(judgments)
     position = position_bias(judgments)
     swap = swap_consistency(judgments)
-    table = position.join(swap[["n_pairs", "consistent"]].rename(columns={"consistent": "swap_consistency"}), how="left")
+    table = position.join(swap[["n_pairs", "consistent"]].rename(columns={"consistent": "swap_consistency"}),
+                          how="left")
+    table = table.join(health[["invalid_share", "identical_share", "flagged", "reasons"]], how="left")
     if args.format == "json":
         print(json.dumps(json.loads(table.to_json(orient="index")), indent=2))
     else:
-        print(table.to_string(float_format="{:.3f}".format))
+        print(table.drop(columns=["reasons"]).to_string(float_format="{:.3f}".format))
+        for judge, row in table[table["flagged"].fillna(False).astype(bool)].iterrows():
+            fix = health.loc[judge, "fix"]
+            print(f"warning: judge {judge} carries no information: {row['reasons']}. Try: {fix}", file=sys.stderr)
     return 0
 
 
 # ---------------------------------------------------------------------------- helpers
 
-_METHOD_TITLES = {"winrate": "Win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}
-
-
 def _float_format(method: str):
-    return "{:.4f}".format if method == "winrate" else "{:.1f}".format
+    return "{:.4f}".format if method in ("winrate", "poe-gaussian", "poe-bt") else "{:.1f}".format
 
 
 def _json_value(value):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -104,27 +105,36 @@ def _jsonl(frame: pd.DataFrame) -> str:
 
 
 def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = None, method: str = "bt",
-                peer_weights: str = "none", bootstrap: int = 0, seed: int = 0) -> pd.DataFrame:
+                peer_weights: str = "none", bootstrap: int = 0, seed: int = 0, selection=None,
+                **leaderboard_options) -> pd.DataFrame:
     """The table an export writes: the study's judgments, or its leaderboard.
+
+    Both go through the application layer (:class:`peercore.study.Study`), so an export
+    holds what ``peercore rank --study`` and the Leaderboard page show.
 
     Parameters
     ----------
     what : ``judgments`` (canonical columns, stored order) or ``leaderboard`` (``model,
-        score, rank, ci_low, ci_high, battles``, see :func:`peercore.ranking.leaderboard.leaderboard`).
-    judges : names or prefixes ending in ``:``; default all.
-    method, peer_weights, bootstrap, seed : leaderboard options (the judges registered
-        with a model alias are passed as Peer Rank aliases).
+        score, rank, ci_low, ci_high, battles, preliminary``, see
+        :meth:`peercore.study.Study.leaderboard`).
+    judges : names or prefixes ending in ``:``; default all (a shortcut for
+        ``selection=Selection(judges=...)``).
+    method, peer_weights, bootstrap, seed, **leaderboard_options : leaderboard options.
+    selection : a :class:`peercore.study.Selection` (default: every judge, final verdicts).
     """
     if what not in EXPORT_WHAT:
         raise ValueError(f"what must be one of {', '.join(EXPORT_WHAT)}; got {what!r}")
-    from peercore.ranking.leaderboard import leaderboard, select_judges
+    from peercore.study import Selection, Study, select
 
-    judgments = store.judgments(study)
+    chosen = selection if selection is not None else Selection(judges=list(judges) if judges is not None else None)
+    handle = Study(store, study)
     if what == "judgments":
-        return select_judges(judgments, list(judges) if judges is not None else None)
-    board = leaderboard(judgments, method=method, judges=list(judges) if judges is not None else None,
-                        peer_weights=peer_weights, aliases=store.judge_aliases(study) or None,
-                        bootstrap=bootstrap, seed=seed)
+        stored = store.judgments(study)
+        if chosen.judges is None and chosen.kinds is None:
+            return stored
+        return select(stored, replace(chosen, final_only=False, repeated_votes="each"), kinds=handle.kinds())
+    board = handle.leaderboard(chosen, method=method, peer_weights=peer_weights, bootstrap=bootstrap, seed=seed,
+                               **leaderboard_options)
     return board.table.reset_index(drop=True)
 
 

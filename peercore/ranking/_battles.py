@@ -17,6 +17,11 @@ import pandas as pd
 
 
 _SCORE_OF_WINNER = {"model_a": 1.0, "tie": 0.5, "model_b": 0.0}
+# An optional column of a judgment table holding the outcome for model_a as a number in
+# [0, 1] (a soft verdict, e.g. the judge's p_a); where given it replaces the winner's
+# 1 / 0.5 / 0 in every estimator (win rate, Elo, Bradley-Terry, Peer Rank). Rows where it
+# is missing keep their hard outcome. peercore.study adds it for "soft" rankings.
+SOFT_COLUMN = "outcome_a"
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,8 @@ class Battles:
     ----------
     models : sorted contestant names; ``a`` and ``b`` index into it.
     a, b : int arrays, first- and second-shown contestant of each battle.
-    score_a : float array, 1 if model_a won, 0.5 for a tie, 0 if model_b won.
+    score_a : float array, 1 if model_a won, 0.5 for a tie, 0 if model_b won (or the
+        soft outcome of :data:`SOFT_COLUMN` where a table gives one).
     judges : sorted judge names; ``judge`` indexes into it.
     judge : int array, the judge of each battle.
     """
@@ -78,12 +84,18 @@ def encode(judgments: pd.DataFrame, *, models: list[str] | None = None) -> Battl
     if np.isnan(lookup).any():
         bad = [str(v) for v, x in zip(winner_values, lookup) if np.isnan(x)][0]
         raise ValueError(f"winner {bad!r} is not one of model_a, model_b, tie")
+    score_a = lookup[winner_codes] if n_rows else np.zeros(0)
+    if SOFT_COLUMN in judgments.columns:  # soft verdicts: the probability as a fractional win
+        soft = pd.to_numeric(judgments[SOFT_COLUMN], errors="coerce").to_numpy(dtype=float)
+        if (~np.isnan(soft) & ((soft < 0) | (soft > 1))).any():
+            raise ValueError(f"{SOFT_COLUMN} must lie in [0, 1]")
+        score_a = np.where(np.isnan(soft), score_a, soft)
     judge_codes, judge_names = pd.factorize(judgments["judge"], sort=True)
     return Battles(
         models=tuple(models),
         a=a.astype(np.intp),
         b=b.astype(np.intp),
-        score_a=lookup[winner_codes] if n_rows else np.zeros(0),
+        score_a=score_a,
         judges=tuple(str(j) for j in judge_names),
         judge=judge_codes.astype(np.intp),
     )

@@ -71,16 +71,17 @@ class _Prepared:
     """Pair table plus the bootstrap layout.
 
     The resampled categories are (pair, outcome, judge weight) in a dense grid of shape
-    (pairs, 3 * n_weights), flattened; absent combinations have count 0. A category's
+    (pairs, outcomes * n_weights), flattened (outcomes: 0, 0.5, 1, or the distinct soft
+    outcomes to 1/1000); absent combinations have count 0. A category's
     contribution to a pair's score W and count N depends only on its column, so per-round
     pair statistics are one matrix product over contiguous memory.
     """
 
     table: PairTable
     played: np.ndarray           # battles per model
-    grid_count: np.ndarray       # (pairs * 3 * n_weights,) battles per category
-    column_wins: np.ndarray      # (3 * n_weights,) score each battle adds to W
-    column_games: np.ndarray     # (3 * n_weights,) weight each battle adds to N
+    grid_count: np.ndarray       # (pairs * outcomes * n_weights,) battles per category
+    column_wins: np.ndarray      # (outcomes * n_weights,) score each battle adds to W
+    column_games: np.ndarray     # (outcomes * n_weights,) weight each battle adds to N
 
 
 def _prepare(judgments: pd.DataFrame, weights) -> _Prepared:
@@ -95,13 +96,15 @@ def _prepare(judgments: pd.DataFrame, weights) -> _Prepared:
     else:
         weight_codes, weight_values = pd.factorize(weight)
         weight_values = np.asarray(weight_values, dtype=float)
-    columns = 3 * len(weight_values)
-    outcome = np.rint(score_lo * 2).astype(np.intp)
-    column = outcome * len(weight_values) + weight_codes
+    # Outcome categories: 0, 0.5, 1 for hard verdicts; soft verdicts (probabilities as
+    # fractional wins) are kept to 1/1000, so the grid stays pairs x 1001 at most.
+    outcomes, outcome = np.unique(np.round(score_lo, 3), return_inverse=True)
+    columns = len(outcomes) * len(weight_values)
+    column = outcome.astype(np.intp) * len(weight_values) + weight_codes
     grid_count = np.bincount(pair_of_battle * columns + column, minlength=len(pair_keys) * columns)
-    column_outcome = np.repeat(np.arange(3), len(weight_values))
-    column_weight = np.tile(weight_values, 3)
-    column_wins = column_weight * column_outcome / 2.0
+    column_outcome = np.repeat(outcomes, len(weight_values))
+    column_weight = np.tile(weight_values, len(outcomes))
+    column_wins = column_weight * column_outcome
     grid = grid_count.reshape(len(pair_keys), columns)
     table = PairTable(battles.models, (pair_keys // n).astype(np.intp), (pair_keys % n).astype(np.intp),
                       grid @ column_wins, grid @ column_weight)

@@ -80,6 +80,7 @@ def leaderboard(
     elo_shuffles: int = 100,
     temperature: float = 0.2,
     weight_normalisation: str = "sum",
+    weights_from: str | None = None,
 ) -> Leaderboard:
     """Rank contestants from judgments.
 
@@ -103,6 +104,10 @@ def leaderboard(
         Table 2 weighted Elo used) or ``"mean"`` (Algorithm 1's W / mean(W)); see
         :func:`peercore.ranking.elo.elo_ratings`. Win rate and Bradley-Terry always
         weight rows by W / mean(W).
+    weights_from : the score Peer Rank derives reviewer weights from (``"winrate"``,
+        ``"elo"``, ``"bt"``); default the ranking ``method``. PRD's Table 2 ranks by
+        weighted Elo with weights derived from win rates (``method="elo",
+        weights_from="winrate"``).
 
     Returns
     -------
@@ -119,11 +124,14 @@ def leaderboard(
     chosen = select_judges(judgments, judges)
     if len(chosen) == 0:
         raise ValueError("no judgments to rank")
+    source = method if weights_from is None else weights_from
+    if source not in RANK_METHODS:
+        raise ValueError(f"weights_from must be one of {RANK_METHODS}, got {weights_from!r}")
     peer = None
     if peer_weights == "prd":
-        peer = prd_weights(chosen, aliases=aliases, method=method, elo_shuffles=elo_shuffles, seed=seed)
+        peer = prd_weights(chosen, aliases=aliases, method=source, elo_shuffles=elo_shuffles, seed=seed)
     elif peer_weights == "fixed-point":
-        peer = fixed_point_weights(chosen, aliases=aliases, method=method, temperature=temperature,
+        peer = fixed_point_weights(chosen, aliases=aliases, method=source, temperature=temperature,
                                    elo_shuffles=elo_shuffles, seed=seed)
     weights = None if peer is None else peer.weights.to_dict()
     if method == "winrate":

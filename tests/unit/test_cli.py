@@ -25,16 +25,21 @@ def judgments_file(tmp_path):
 def test_rank_json_shape(judgments_file, capsys):
     assert main(["rank", str(judgments_file), "--method", "bt", "--bootstrap", "50", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert set(payload) == {"leaderboard", "weights"} and payload["weights"] is None
+    assert set(payload) == {"leaderboard", "weights", "method", "peer_weights", "verdicts", "judgments", "judges",
+                            "warnings"} and payload["weights"] is None
     assert [row["model"] for row in payload["leaderboard"]] == ["a", "b", "c"]
-    assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles"}
+    assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles", "preliminary"}
+    assert payload["verdicts"] == "hard" and payload["judgments"] == 27
+    # 27 verdicts: every contestant is preliminary, and the output says the numbers are unreliable
+    assert all(row["preliminary"] for row in payload["leaderboard"])
+    assert any("only 27 judgments" in w for w in payload["warnings"])
     assert payload["leaderboard"][0]["ci_low"] < payload["leaderboard"][0]["score"]
 
 
 def test_rank_judge_filter_and_csv(judgments_file, capsys):
     assert main(["rank", str(judgments_file), "--method", "winrate", "--judge", "human:", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "model,score,rank,ci_low,ci_high,battles"
+    assert lines[0] == "model,score,rank,ci_low,ci_high,battles,preliminary"
     assert lines[1].startswith("a,0.857142857") and lines[2].startswith("b,0.142857142")
 
 
@@ -83,7 +88,7 @@ def test_unknown_judge_is_reported(judgments_file, capsys):
 def test_agree_json_and_prefix_reference(judgments_file, capsys):
     assert main(["agree", str(judgments_file), "--judge", "gpt", "--reference", "human:", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert set(payload) == {"n", "agreement", "cohen_kappa"}
+    assert set(payload) == {"judge", "n", "agreement", "cohen_kappa", "fleiss_kappa", "unparsed", "reference_votes"}
     # make_judgments gives every row its own question id, so no verdict has a reference: n = 0
     assert payload["n"] == 0 and payload["agreement"] is None
 
@@ -94,10 +99,24 @@ def test_agree_matches_reversed_orientation(tmp_path, capsys):
     path = tmp_path / "agree.csv"
     make_judgments(rows, question_id="q1").to_csv(path, index=False)
     assert main(["agree", str(path), "--judge", "gpt", "--reference", "human:", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"n": 1, "agreement": 1.0, "cohen_kappa": None}
+    got = json.loads(capsys.readouterr().out)
+    assert (got["n"], got["agreement"], got["cohen_kappa"], got["reference_votes"]) == (1, 1.0, None, 3.0)
     assert main(["agree", str(path), "--judge", "gpt", "--reference", "human:", "--reference-mode", "votes", "--format", "json"]) == 0
     votes = json.loads(capsys.readouterr().out)
     assert votes["n"] == 3 and votes["agreement"] == pytest.approx(2 / 3)
+
+
+def test_agree_never_compares_a_judge_with_its_own_votes(tmp_path, capsys):
+    # Issue 8: `agree --judge human:expert_0 --reference human:` matched expert_0 against its own votes.
+    rows = [("a", "b", "model_a", "human:e0"), ("a", "b", "model_a", "human:e0"), ("a", "b", "model_b", "human:e1")]
+    path = tmp_path / "self.csv"
+    make_judgments(rows, question_id="q1").to_csv(path, index=False)
+    assert main(["agree", str(path), "--judge", "human:e0", "--reference", "human:", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["n"] == 2 and got["agreement"] == 0.0  # e0 against e1 only (its own two votes would say 1.0)
+    assert main(["agree", str(path), "--judge", "human:", "--reference", "human:", "--format", "json"]) == 0
+    table = {row["judge"]: row for row in json.loads(capsys.readouterr().out)}
+    assert table["human:e0"]["agreement"] == 0.0 and table["human:e1"]["n"] == 1
 
 
 def test_bias_json(tmp_path, capsys):

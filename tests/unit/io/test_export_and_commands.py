@@ -97,7 +97,7 @@ def test_export_leaderboard_jsonl_and_parquet(judgments_csv, tmp_path, capsysbin
                  "--db", str(db)]) == 0
     rows = [json.loads(line) for line in capsysbinary.readouterr().out.decode().splitlines()]
     assert [r["model"] for r in rows] == ["a", "c", "b"] and set(rows[0]) == {"model", "score", "rank", "ci_low",
-                                                                              "ci_high", "battles"}
+                                                                              "ci_high", "battles", "preliminary"}
     target = tmp_path / "judgments.parquet"
     assert main(["export", "--study", "demo", "--what", "judgments", "--format", "parquet", "--output", str(target),
                  "--judge", "k", "--db", str(db)]) == 0

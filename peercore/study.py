@@ -1,0 +1,813 @@
+"""The application layer: one :class:`Study` over the store that the CLI, the dashboard and exports share.
+
+Everything that decides *which* judgments a number is computed from lives here, once:
+
+* **judge kinds** come from the store (the kind each judge was registered with; a name's
+  prefix, ``human:`` or ``debate:``, only when it was never registered);
+* **one alias rule** says which contestant a judge is (:func:`peercore.judges.model_of`:
+  the stored alias, else the judge's own name, its base name without a variant suffix,
+  or the model after ``backend:``);
+* **the gold set** (ScaleEval): per debate panel, the consensus of the debates its
+  agents settled plus the human adjudications of the others;
+* **judgment selection** (:class:`Selection`): judges by name, prefix (``human:``) or
+  kind; contestants; question categories; criteria; turns; by default only each debate
+  agent's and discussion reviewer's *final* verdict (its initial one is the same judge
+  judging the same pair again); repeated votes of one judge on one comparison reduced
+  to their majority (PRD's human majority);
+* **warnings** that a number can mislead: contestants judged by only some of the chosen
+  judges (a mixed selection), tiny samples, flagged judges.
+
+``peercore rank --study``, the Leaderboard page and ``peercore export --what
+leaderboard`` call :meth:`Study.leaderboard` with the same defaults, so they show the
+same table (a test compares them); ``peercore agree`` and the Meta-evaluation page call
+:meth:`Study.agreement`, which never compares a judge with its own votes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from peercore.judges import base_name, model_of
+from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
+from peercore.ranking._battles import SOFT_COLUMN
+
+__all__ = [
+    "Study", "Selection", "Ranking", "RANK_METHODS", "PEER_WEIGHT_MODES", "KINDS", "KIND_LABELS", "GOLD_KINDS",
+    "DEFAULT_ELO_SHUFFLES", "PRELIMINARY_BATTLES", "TINY_STUDY", "gold_judgments", "with_gold", "final_verdicts",
+    "majority_of_votes", "poe_table", "select", "rank", "agreement_table", "aliases_of",
+]
+
+RANK_METHODS = ("winrate", "elo", "bt", "poe-gaussian", "poe-bt")
+PEER_WEIGHT_MODES = ("none", "prd", "fixed-point")
+KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
+GOLD_KINDS = ("debate", "adjudicator")
+KIND_LABELS = {"llm": "LLM reviewers", "human": "Humans", "debate": "Debate gold", "adjudicator": "Debate gold",
+               "vote": "Derived votes", "other": "Other judges"}
+# Kind names accepted in a selection: the store's kinds, plus "gold" for debate + adjudicator.
+_KIND_CHOICES = {"llm": ("llm",), "human": ("human",), "gold": GOLD_KINDS, "debate": ("debate",),
+                 "adjudicator": ("adjudicator",), "vote": ("vote",), "other": ("other",)}
+DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
+PRELIMINARY_BATTLES = 30     # a contestant with fewer battles is marked preliminary
+TINY_STUDY = 50              # fewer judgments than this in a ranking: say the numbers are unreliable
+CONSENSUS = "debate:consensus"  # the panel of debates whose panel is not recorded
+_Z95 = 1.959963984540054
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which judgments a number is computed from.
+
+    Attributes
+    ----------
+    judges : judge names, or prefixes ending in ``:`` (``human:``); None = no filter.
+    kinds : judge kinds (``llm``, ``human``, ``gold`` = debate consensus and
+        adjudications, ``debate``, ``adjudicator``, ``vote``, ``other``); None = all.
+        With both ``judges`` and ``kinds``, a judgment must match both.
+    contestants : only battles between these contestants; None = all.
+    categories : only questions of these categories (a debate's scenario counts as its
+        question's category); None = all.
+    criteria : only these criteria (a verdict without one has criterion ``""``); None = all.
+    turns : only these MT-Bench turns (a verdict without a turn counts as turn 1); None = all.
+    final_only : keep only each judge's last-round verdict on a comparison (a debate
+        agent's or discussion reviewer's final verdict, not its initial one); default True.
+    repeated_votes : ``"majority"`` (default) reduces several votes of one judge on one
+        comparison to their majority (ties when split evenly), as PRD's human majority;
+        ``"each"`` counts every vote.
+    common_contestants : keep only contestants that every chosen judge judged.
+    """
+
+    judges: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    contestants: tuple[str, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    criteria: tuple[str, ...] | None = None
+    turns: tuple[int, ...] | None = None
+    final_only: bool = True
+    repeated_votes: str = "majority"
+    common_contestants: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("judges", "kinds", "contestants", "categories", "criteria", "turns"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, str):
+                    value = (value,)
+                object.__setattr__(self, name, tuple(value))
+        if self.kinds is not None:
+            unknown = [k for k in self.kinds if k not in _KIND_CHOICES]
+            if unknown:
+                raise ValueError(f"kinds must be among {tuple(_KIND_CHOICES)}, got {unknown}")
+        if self.repeated_votes not in ("majority", "each"):
+            raise ValueError(f"repeated_votes must be 'majority' or 'each', got {self.repeated_votes!r}")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A leaderboard and how it was made (what :meth:`Study.leaderboard` returns).
+
+    Attributes
+    ----------
+    table : one row per contestant, best first: ``model, score, rank, ci_low, ci_high,
+        battles, preliminary`` (intervals NaN without bootstrap; ``preliminary`` when
+        the contestant has fewer than :data:`PRELIMINARY_BATTLES` battles).
+    method, peer_weights : as asked.
+    score_label : what the score is (``win rate``, ``Elo``, ...).
+    verdicts : ``"hard"`` (winners) or ``"soft"`` (the judges' probabilities ``p_a``
+        as fractional wins where given).
+    judges : the judges whose verdicts were counted.
+    n_judgments : verdicts counted.
+    weights, history, iterations, converged : Peer Rank's reviewer weights (else None).
+    left_out : chosen judges Peer Rank could not weigh (not contestants).
+    warnings : sentences about what may mislead (mixed selections, tiny samples).
+    """
+
+    table: pd.DataFrame
+    method: str
+    peer_weights: str
+    score_label: str
+    verdicts: str
+    judges: tuple[str, ...]
+    n_judgments: int
+    weights: pd.Series | None = None
+    history: pd.DataFrame | None = None
+    iterations: int | None = None
+    converged: bool | None = None
+    left_out: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """The JSON the CLI prints (``--format json``) and exports write."""
+        rows = [{k: _plain(row[k]) for k in self.table.columns} for _, row in self.table.iterrows()]
+        return {"leaderboard": rows, "method": self.method, "peer_weights": self.peer_weights,
+                "verdicts": self.verdicts, "judgments": int(self.n_judgments), "judges": list(self.judges),
+                "weights": None if self.weights is None else {k: float(v) for k, v in self.weights.items()},
+                "warnings": list(self.warnings)}
+
+
+def _plain(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+# --------------------------------------------------------------------------------- study
+
+
+class Study:
+    """One study of a :class:`peercore.store.Store`, as the CLI, the dashboard and exports see it.
+
+    Parameters
+    ----------
+    store : the store.
+    name : the study's name (StoreError listing the studies if it is missing).
+
+    Examples
+    --------
+    >>> study = Study(Store(path), "prd")                                   # doctest: +SKIP
+    >>> study.leaderboard(Selection(kinds=("llm",)), method="winrate").table  # doctest: +SKIP
+    """
+
+    def __init__(self, store, name: str) -> None:
+        store.study_id(name)  # raises with the list of studies when missing
+        self.store = store
+        self.name = name
+        self._cache: dict = {}
+
+    # -------------------------------------------------------------------- the store
+
+    @property
+    def revision(self) -> int:
+        return self.store.revision(self.name)
+
+    def _memo(self, key, make):
+        stamp = self.revision
+        entry = self._cache.get(key)
+        if entry is None or entry[0] != stamp:
+            entry = (stamp, make())
+            self._cache[key] = entry
+        return entry[1]
+
+    def stored_judgments(self) -> pd.DataFrame:
+        """The study's valid verdicts as stored (canonical, plus ``vote``)."""
+        return self._memo("judgments", lambda: self.store.judgments(self.name, with_vote=True))
+
+    def judges(self) -> pd.DataFrame:
+        """Every judge: ``name, kind, origin, base, model_alias`` (the one alias rule), ``n_judgments``,
+        ``n_invalid``, ``settings``."""
+        def make():
+            frame = self.store.judges(self.name)
+            aliases = self.aliases()
+            return frame.assign(model_alias=[aliases.get(n) for n in frame["name"]])
+        return self._memo("judges", make)
+
+    def kinds(self) -> dict[str, str]:
+        """judge -> kind, from the store (registered kind, else the name's prefix)."""
+        frame = self._memo("judge_rows", lambda: self.store.judges(self.name))
+        out = dict(zip(frame["name"], frame["kind"]))
+        for judge in self.gold()["judge"].unique():
+            out.setdefault(judge, "adjudicator" if judge.startswith("adjudicator:") else "debate")
+        return out
+
+    def contestants(self) -> list[str]:
+        """Every contestant: in a verdict or with an answer."""
+        def make():
+            frame = self.stored_judgments()
+            names = set(frame["model_a"]) | set(frame["model_b"]) | set(self.store.answers(self.name)["model"])
+            return sorted(map(str, names))
+        return self._memo("contestants", make)
+
+    def aliases(self) -> dict[str, str]:
+        """judge -> the contestant it is (:func:`peercore.judges.model_of`, one rule everywhere)."""
+        def make():
+            stored = self.store.judge_aliases(self.name)
+            names = self._memo("judge_rows", lambda: self.store.judges(self.name))["name"]
+            contestants = self.contestants()
+            out = {}
+            for judge in names:
+                model = model_of(judge, contestants, stored)
+                if model is not None:
+                    out[judge] = model
+            return out
+        return self._memo("aliases", make)
+
+    def counts(self) -> dict[str, int]:
+        """The study's counts, one definition for every page and command.
+
+        ``judgments`` counts valid verdicts; ``invalid_judgments`` the replies kept
+        with no readable verdict (shown as "+N unparsed"); the rest as
+        :meth:`peercore.store.Store.summary`.
+        """
+        return self._memo("counts", lambda: self.store.summary(self.name))
+
+    # ---------------------------------------------------------------------- gold
+
+    def panels(self) -> list[str]:
+        """The debate panels (consensus judges), most debates first."""
+        debates = self._debates()
+        debates = debates[debates["kind"] == "debate"]
+        if len(debates) == 0:
+            return []
+        counts = debates["panel"].replace("", CONSENSUS).value_counts()
+        return sorted(counts.index, key=lambda p: (-counts[p], p))
+
+    def _debates(self) -> pd.DataFrame:
+        return self._memo("debates", lambda: self.store.debates(self.name))
+
+    def gold(self, panel: str | None = None) -> pd.DataFrame:
+        """The ScaleEval gold set as canonical judgments (:func:`gold_judgments`), of one panel or all."""
+        def make():
+            return gold_judgments(self._debates(), self.store.adjudications(self.name))
+        gold = self._memo("gold", make)
+        if panel is None:
+            return gold
+        debates = self._debates()
+        ids = set(debates.loc[debates["panel"].replace("", CONSENSUS) == panel, "id"])
+        return gold[gold["debate_id"].isin(ids)].reset_index(drop=True)
+
+    def rankable(self) -> pd.DataFrame:
+        """Stored verdicts plus the gold rows not stored as verdicts (:func:`with_gold`)."""
+        return self._memo("rankable", lambda: with_gold(self.stored_judgments(), self.gold()))
+
+    # ----------------------------------------------------------------- selection
+
+    def judgments(self, selection: Selection | None = None, *, include_invalid: bool = False) -> pd.DataFrame:
+        """The judgments a selection picks (canonical; ``valid``/``raw`` added with ``include_invalid``).
+
+        Raises
+        ------
+        ValueError
+            If a judge name or prefix matches no judge (the judges are listed).
+        """
+        selection = selection or Selection()
+        if include_invalid:
+            frame = self.store.judgments(self.name, include_invalid=True, with_vote=True)
+            gold = self.gold()
+            if len(gold):
+                extra = with_gold(frame[list(COLUMNS) + ["vote"]], gold)
+                extra = extra[~extra["judge"].isin(set(frame["judge"]))]
+                frame = pd.concat([frame, extra.assign(valid=1, raw=None)], ignore_index=True)
+        else:
+            frame = self.rankable()
+        return self._select(frame, selection)
+
+    def _select(self, frame: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+        groups = self.question_groups() if selection.categories is not None else None
+        return select(frame, selection, kinds=self.kinds(), groups=groups)
+
+    def question_groups(self) -> dict[str, str]:
+        """question_id -> its category, or its debates' scenario; ``"(none)"`` when unknown."""
+        def make():
+            out: dict[str, str] = {}
+            questions = self.store.questions(self.name)
+            for qid, category in zip(questions["question_id"], questions["category"]):
+                out[str(qid)] = category or "(none)"
+            debates = self._debates()
+            for qid, scenario in zip(debates["question_id"], debates["scenario"]):
+                if scenario:
+                    out[str(qid)] = scenario
+            return out
+        return self._memo("groups", make)
+
+    # ----------------------------------------------------------------- rankings
+
+    def leaderboard(self, selection: Selection | None = None, *, method: str = "bt", peer_weights: str = "none",
+                    weights_from: str = "winrate", bootstrap: int = 0, seed: int = 0,
+                    elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False,
+                    weight_normalisation: str = "sum") -> Ranking:
+        """A leaderboard from the selected judgments.
+
+        Parameters
+        ----------
+        selection : which judgments count (default: every judge, final verdicts,
+            majority of repeated votes).
+        method : ``winrate`` (PRD eq. 1), ``elo`` (PRD; mean over ``elo_shuffles``
+            orders), ``bt`` (Bradley-Terry on the Elo scale, Chatbot Arena),
+            ``poe-gaussian`` / ``poe-bt`` (Liusie et al. Product of Experts).
+        peer_weights : ``none``, ``prd`` (PRD's 5 min-max iterations) or
+            ``fixed-point``: judges weighted by their own score as contestants; judges
+            that are no contestant are left out (said in ``left_out`` and a warning).
+        weights_from : the score Peer Rank's weights come from (``winrate``, as PRD's
+            Table 2 for both its weighted win rates and weighted Elo; ``elo``; ``bt``).
+        bootstrap, seed : bootstrap rounds for 95% intervals (0 = none) and the seed.
+        soft : count the judges' probabilities ``p_a`` as fractional wins where given.
+        weight_normalisation : Elo with peer weights (PRD Appendix E), ``sum`` or ``mean``.
+
+        Raises
+        ------
+        ValueError
+            On an unknown method, a selection that matches no judgment, or Peer Rank
+            with fewer than two judges that are contestants.
+        """
+        selection = selection or Selection()
+        chosen = self.judgments(selection)
+        flagged = self.flagged_judges(chosen["judge"].unique()) if len(chosen) else {}
+        return rank(chosen, method=method, peer_weights=peer_weights, weights_from=weights_from,
+                    aliases=self.aliases(), bootstrap=bootstrap, seed=seed, elo_shuffles=elo_shuffles, soft=soft,
+                    weight_normalisation=weight_normalisation, flagged=flagged)
+
+    # ----------------------------------------------------------------- judges' health
+
+    def health(self, judges: Iterable[str] | None = None) -> pd.DataFrame:
+        """:func:`peercore.bias.judge_health` of the study's LLM judges (or of ``judges``), invalid replies counted."""
+        from peercore.bias import judge_health
+
+        def make():
+            frame = self.store.judgments(self.name, include_invalid=True)
+            kinds = self.kinds()
+            frame = frame[frame["judge"].map(lambda j: kinds.get(j, _prefix_kind(j)) == "llm")]
+            frame = final_verdicts(frame.reset_index(drop=True)) if len(frame) else frame
+            return judge_health(frame) if len(frame) else judge_health(frame.iloc[:0])
+        table = self._memo("health", make)
+        if judges is not None:
+            table = table[table.index.isin(list(judges))]
+        return table
+
+    def flagged_judges(self, judges: Iterable[str] | None = None) -> dict[str, str]:
+        """judge -> why it is flagged as carrying no information (:meth:`health`)."""
+        table = self.health(judges)
+        return {j: r for j, r, f in zip(table.index, table["reasons"], table["flagged"]) if f}
+
+    # --------------------------------------------------------------- agreement
+
+    def agreement(self, judge: str, reference: str, *, ties: str = "include", reference_mode: str = "majority",
+                  unparsed: str = "miss", final_only: bool = True) -> pd.DataFrame:
+        """Each judge ``judge`` names (a name, or a prefix ending in ``:``) against ``reference``.
+
+        The reference never holds the judge's own verdicts (leave-one-out, as FastChat's
+        human agreement does): with ``--judge human:expert_0 --reference human:`` the
+        expert is compared with the *other* experts only, and ``--judge human:
+        --reference human:`` gives each annotator's agreement with the rest.
+        Unparsed judge verdicts count as misses by default (ScaleEval eq. 2).
+
+        Returns
+        -------
+        DataFrame
+            Indexed by judge: ``n``, ``agreement``, ``cohen_kappa``, ``fleiss_kappa``
+            (the pair of judge and reference as two raters, as PRD Table 3 reports),
+            ``unparsed``, ``reference_votes`` (median number of reference votes per
+            matched comparison).
+
+        Raises
+        ------
+        ValueError
+            If ``judge`` or ``reference`` matches no judge.
+        """
+        everything = self.judgments(Selection(final_only=final_only, repeated_votes="each"), include_invalid=True)
+        return agreement_table(everything, judge, reference, ties=ties, reference_mode=reference_mode,
+                               unparsed=unparsed)
+
+
+# --------------------------------------------------------------------- pure helpers
+
+
+def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str, str] | None = None,
+           groups: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The rows of a judgment table a :class:`Selection` picks (what :meth:`Study.judgments` does).
+
+    Parameters
+    ----------
+    judgments : canonical judgments (optionally with ``vote``, ``valid``, ``raw``).
+    selection : the selection.
+    kinds : judge -> kind (from the store); judges missing from it take their name's
+        prefix (``human:``, ``debate:``, ``adjudicator:``, ``vote:``, else ``llm``).
+    groups : question_id -> category, for ``selection.categories``.
+
+    Raises
+    ------
+    ValueError
+        If a judge name or prefix matches no judge (the judges are listed).
+    """
+    kinds = kinds or {}
+    frame = judgments
+    keep = np.ones(len(frame), dtype=bool)
+    judge = frame["judge"].astype(str)
+    if selection.judges is not None:
+        keep &= _judge_mask(judge, selection.judges)
+    if selection.kinds is not None:
+        wanted = {k for choice in selection.kinds for k in _KIND_CHOICES[choice]}
+        keep &= judge.map(lambda j: kinds.get(j, _prefix_kind(j)) in wanted).to_numpy(dtype=bool)
+    if selection.contestants is not None:
+        names = set(selection.contestants)
+        keep &= (frame["model_a"].isin(names) & frame["model_b"].isin(names)).to_numpy(dtype=bool)
+    if selection.categories is not None:
+        group = groups or {}
+        keep &= frame["question_id"].astype(str).map(lambda q: group.get(q, "(none)")).isin(
+            set(selection.categories)).to_numpy(dtype=bool)
+    if selection.criteria is not None:
+        keep &= frame["criterion"].fillna("").isin(set(selection.criteria)).to_numpy(dtype=bool)
+    if selection.turns is not None:
+        keep &= frame["turn"].fillna(1).astype(int).isin(set(selection.turns)).to_numpy(dtype=bool)
+    out = frame[keep].reset_index(drop=True) if not keep.all() else frame
+    if selection.final_only:
+        out = final_verdicts(out)
+    if selection.repeated_votes == "majority":
+        out = majority_of_votes(out)
+    if selection.common_contestants:
+        out = _common_contestants(out)
+    return out
+
+
+def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none", weights_from: str = "winrate",
+         aliases: Mapping[str, str] | None = None, bootstrap: int = 0, seed: int = 0,
+         elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False, weight_normalisation: str = "sum",
+         flagged: Mapping[str, str] | None = None) -> Ranking:
+    """Rank the contestants of already selected judgments (:meth:`Study.leaderboard` without the store).
+
+    Parameters are those of :meth:`Study.leaderboard`; ``aliases`` (judge -> contestant)
+    are needed by Peer Rank, ``flagged`` (judge -> reason) adds the health warnings.
+
+    Raises
+    ------
+    ValueError
+        On an unknown method, no judgments, or Peer Rank with fewer than two judges that
+        are contestants (named).
+    """
+    if method not in RANK_METHODS:
+        raise ValueError(f"method must be one of {RANK_METHODS}, got {method!r}")
+    if peer_weights not in PEER_WEIGHT_MODES:
+        raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
+    if method.startswith("poe") and peer_weights != "none":
+        raise ValueError("Product-of-Experts scores take no Peer Rank weights (peer_weights='none')")
+    if len(chosen) == 0:
+        raise ValueError("the selection holds no judgments to rank")
+    aliases = dict(aliases or {})
+    warnings: list[str] = []
+    left_out: list[str] = []
+    if peer_weights != "none":
+        judges = sorted(chosen["judge"].unique())
+        left_out = [j for j in judges if j not in aliases]
+        kept = [j for j in judges if j in aliases]
+        if len(kept) < 2:
+            raise ValueError(f"Peer Rank needs at least two chosen judges that are also contestants; "
+                             f"{len(kept)} of {len(judges)} are ({', '.join(kept) or 'none'}). Mark which "
+                             "contestant a judge is on the Studies page")
+        if left_out:
+            warnings.append(f"Peer Rank weighs reviewers by their own score as contestants, so judges that are no "
+                            f"contestant are left out: {', '.join(left_out)}")
+            chosen = chosen[chosen["judge"].isin(kept)].reset_index(drop=True)
+    verdicts = "hard"
+    if soft:
+        if chosen["p_a"].notna().any():
+            chosen = chosen.assign(**{SOFT_COLUMN: chosen["p_a"]})
+            verdicts = "soft"
+        else:
+            warnings.append("soft verdicts were asked for, but no chosen judge gave probabilities (p_a): hard "
+                            "verdicts were used")
+    warnings += _mixed_selection_warnings(chosen)
+    judges = tuple(sorted(chosen["judge"].unique()))
+    if method.startswith("poe"):
+        table = poe_table(chosen, method=method.replace("-", "_"))
+        label = {"poe-gaussian": "PoE-Gaussian score", "poe-bt": "PoE-BT score"}[method]
+        ranking = Ranking(table=table, method=method, peer_weights="none", score_label=label,
+                          verdicts="soft" if chosen["p_a"].notna().any() else "hard", judges=judges,
+                          n_judgments=len(chosen))
+    else:
+        from peercore.ranking.leaderboard import leaderboard
+
+        board = leaderboard(chosen, method=method, peer_weights=peer_weights, aliases=aliases, bootstrap=bootstrap,
+                            seed=seed, elo_shuffles=elo_shuffles, weight_normalisation=weight_normalisation,
+                            weights_from=weights_from)
+        peer = board.peer_rank
+        label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[method]
+        ranking = Ranking(table=board.table, method=method, peer_weights=peer_weights, score_label=label,
+                          verdicts=verdicts, judges=judges, n_judgments=board.n_judgments, weights=board.weights,
+                          history=None if peer is None else peer.history,
+                          iterations=None if peer is None else peer.iterations,
+                          converged=None if peer is None else peer.converged)
+    table = ranking.table.assign(preliminary=ranking.table["battles"] < PRELIMINARY_BATTLES)
+    if len(chosen) < TINY_STUDY:
+        warnings.append(f"only {len(chosen)} judgments: ratings from so few verdicts are unreliable (every "
+                        "contestant is preliminary)")
+    elif table["preliminary"].any():
+        few = table.loc[table["preliminary"], "model"].tolist()
+        warnings.append(f"{', '.join(map(str, few[:8]))}{' ...' if len(few) > 8 else ''} "
+                        f"{'has' if len(few) == 1 else 'have'} fewer than {PRELIMINARY_BATTLES} battles "
+                        "(preliminary)")
+    for judge, reason in (flagged or {}).items():
+        if judge in judges:
+            warnings.append(f"judge {judge} is flagged as carrying no information ({reason})")
+    return replace(ranking, table=table, left_out=tuple(left_out), warnings=tuple(warnings))
+
+
+
+
+def agreement_table(judgments: pd.DataFrame, judge: str, reference: str, *, ties: str = "include",
+                    reference_mode: str = "majority", unparsed: str = "miss") -> pd.DataFrame:
+    """Each judge matching ``judge`` against the reference judges, never against its own votes.
+
+    See :meth:`Study.agreement`; ``judgments`` may carry ``valid`` (0 = unparsed reply).
+
+    Raises
+    ------
+    ValueError
+        If ``judge`` or ``reference`` matches no judge.
+    """
+    from peercore.agreement import agreement, match_reference
+
+    if "valid" not in judgments.columns:
+        judgments = judgments.assign(valid=judgments["winner"].notna().astype(int))
+    names = judgments["judge"].astype(str)
+    judged = judgments[_judge_mask(names, [judge])]
+    references = judgments[_judge_mask(names, [reference])]
+    references = references[references["valid"] == 1]
+    if len(references) == 0:
+        raise ValueError(f"reference {reference!r} has no readable verdict")
+    rows = []
+    for name in sorted(judged["judge"].unique()):
+        own = judged[judged["judge"] == name]
+        others = references[references["judge"] != name]  # leave-one-out
+        if len(others) == 0:
+            rows.append((name, 0, math.nan, math.nan, math.nan, 0, 0.0))
+            continue
+        result = agreement(own, others[list(COLUMNS)], ties=ties, reference_mode=reference_mode, unparsed=unparsed)
+        pairs = match_reference(own[list(COLUMNS)], others[list(COLUMNS)], reference_mode="votes")
+        votes = pairs.groupby(["question_id", "model_a", "model_b"], dropna=False, sort=False).size() \
+            if len(pairs) else pd.Series(dtype=int)
+        rows.append((name, result.n, result.agreement, result.cohen_kappa, result.fleiss_kappa, result.unparsed,
+                     float(np.median(votes)) if len(votes) else 0.0))
+    return pd.DataFrame(rows, columns=["judge", "n", "agreement", "cohen_kappa", "fleiss_kappa", "unparsed",
+                                       "reference_votes"]).set_index("judge")
+
+
+def aliases_of(judgments: pd.DataFrame, stored: Mapping[str, str] | None = None) -> dict[str, str]:
+    """judge -> contestant for the judges of a table that are contestants (:func:`peercore.judges.model_of`)."""
+    contestants = set(judgments["model_a"].astype(str)) | set(judgments["model_b"].astype(str))
+    out = {}
+    for judge in judgments["judge"].astype(str).unique():
+        model = model_of(judge, contestants, stored)
+        if model is not None:
+            out[judge] = model
+    return out
+
+
+def _prefix_kind(name: str) -> str:
+    prefix = name.split(":", 1)[0] if ":" in name else ""
+    return prefix if prefix in ("human", "debate", "adjudicator", "vote") else "llm"
+
+
+def _judge_mask(judge: pd.Series, names: Sequence[str]) -> np.ndarray:
+    """Rows whose judge is one of ``names`` (a name ending in ``:`` is a prefix).
+
+    Raises
+    ------
+    ValueError
+        If a name or prefix matches no judge (the judges present are listed).
+    """
+    keep = np.zeros(len(judge), dtype=bool)
+    for name in names:
+        match = (judge.str.startswith(name) if name.endswith(":") else judge == name).to_numpy(dtype=bool)
+        if not match.any():
+            raise ValueError(f"judge {name!r} matches no judge; judges are {sorted(judge.unique())}")
+        keep |= match
+    return keep
+
+
+def final_verdicts(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Each judge's last-round verdicts on each comparison (debates and discussions).
+
+    A debate agent gives an initial verdict (round empty) and, after the debate, a final
+    one (round = the last round); a PRD reviewer likewise before and after a
+    discussion. Counting both counts one judge twice on one pair. Rows are grouped by
+    (question_id, model_a, model_b, judge, criterion, turn) and only those of the
+    highest round are kept; judgments without rounds are all kept.
+    """
+    if len(judgments) == 0 or judgments["round"].isna().all():
+        return judgments
+    rounds = judgments["round"].fillna(0).astype("int64")
+    keys = [judgments[c].astype(str).fillna("") for c in ("question_id", "model_a", "model_b", "judge")]
+    keys += [judgments["criterion"].fillna("").astype(str), judgments["turn"].fillna(0).astype("int64").astype(str)]
+    group = pd.Series(list(zip(*keys)), index=judgments.index)
+    top = rounds.groupby(group).transform("max")
+    return judgments[(rounds == top).to_numpy()].reset_index(drop=True)
+
+
+_VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
+
+
+def majority_of_votes(judgments: pd.DataFrame) -> pd.DataFrame:
+    """One verdict per judge and comparison: the majority of its repeated votes (PRD's human majority).
+
+    Votes of one judge on the same (question_id, model_a, model_b, criterion, turn,
+    round) are combined: the winner with more votes wins, a tie when split evenly
+    (ties count 0); ``p_a`` is their mean. Judgments without repeated votes come back
+    unchanged (the ``vote`` column, if any, is dropped).
+    """
+    frame = judgments.drop(columns=["vote"], errors="ignore")
+    if len(frame) == 0:
+        return frame
+    key = ["question_id", "model_a", "model_b", "judge", "criterion", "turn", "round"]
+    filled = frame[key].astype(object).where(frame[key].notna(), "\x00")
+    duplicated = filled.duplicated(keep=False).to_numpy()
+    if not duplicated.any():
+        return frame
+    single, repeated = frame[~duplicated], frame[duplicated]
+    score = repeated["winner"].map(_VOTE).astype(float)
+    grouped = pd.DataFrame({"g": filled[duplicated].apply(tuple, axis=1), "score": score,
+                            "p_a": repeated["p_a"]}).groupby("g", sort=False)
+    total = grouped["score"].sum()
+    p_mean = grouped["p_a"].mean()
+    first = repeated.loc[~filled[duplicated].duplicated(keep="first").to_numpy()].copy()
+    groups = filled[duplicated].loc[first.index].apply(tuple, axis=1)
+    votes = groups.map(total)
+    first["winner"] = np.where(votes > 0, "model_a", np.where(votes < 0, "model_b", "tie"))
+    first["p_a"] = groups.map(p_mean).to_numpy(dtype=float)
+    first["rationale"] = pd.array([None] * len(first), dtype="str")
+    out = pd.concat([single, first]).sort_index(kind="stable")
+    return concat([out[list(COLUMNS)]]) if set(out.columns) >= set(COLUMNS) else out.reset_index(drop=True)
+
+
+def _common_contestants(judgments: pd.DataFrame) -> pd.DataFrame:
+    judges = judgments["judge"].unique()
+    if len(judges) < 2:
+        return judgments
+    seen = [set(judgments.loc[judgments["judge"] == j, "model_a"]) | set(judgments.loc[judgments["judge"] == j, "model_b"])
+            for j in judges]
+    common = set.intersection(*seen)
+    keep = judgments["model_a"].isin(common) & judgments["model_b"].isin(common)
+    return judgments[keep.to_numpy()].reset_index(drop=True)
+
+
+def _mixed_selection_warnings(judgments: pd.DataFrame) -> list[str]:
+    """Contestants judged by only some of the chosen judges: their scores are not comparable."""
+    judges = sorted(judgments["judge"].unique())
+    if len(judges) < 2:
+        return []
+    by_judge = {j: set(judgments.loc[judgments["judge"] == j, "model_a"]) | set(judgments.loc[judgments["judge"] == j, "model_b"])
+                for j in judges}
+    everyone = set.union(*by_judge.values())
+    common = set.intersection(*by_judge.values())
+    partial = sorted(everyone - common)
+    if not partial:
+        return []
+    detail = []
+    for model in partial[:4]:
+        who = [j for j in judges if model in by_judge[j]]
+        detail.append(f"{model} (only by {', '.join(who[:3])}{' ...' if len(who) > 3 else ''})")
+    more = f" and {len(partial) - 4} more" if len(partial) > 4 else ""
+    return [f"mixed selection: {len(partial)} contestant(s) were judged by only some of the chosen judges: "
+            f"{'; '.join(detail)}{more}. Their scores rest on other judges than the rest; rank only the "
+            f"{len(common)} contestants every chosen judge judged (--common-contestants, or the page's option)"]
+
+
+# ------------------------------------------------------------------------------- gold
+
+
+def gold_judgments(debates: pd.DataFrame, adjudications: pd.DataFrame) -> pd.DataFrame:
+    """The ScaleEval gold set as canonical judgments, with the ``debate_id`` each row comes from.
+
+    * every debate (``kind == "debate"``) that ended in agreement gives one row, judged
+      by its panel (``debate:<name>``; ``debate:consensus`` when no panel is recorded),
+      winner = the consensus;
+    * every human adjudication gives one row, judge ``adjudicator:<annotator>``;
+    * a debate imported as already ``adjudicated`` with a consensus but no stored
+      decision gives one row, judge ``adjudicator:imported``.
+
+    Gold is per panel: :meth:`Study.gold` picks one panel's rows by ``debate_id``.
+    """
+    rows, ids = [], []
+    if len(debates):
+        kind = debates["kind"] if "kind" in debates.columns else pd.Series("debate", index=debates.index)
+        panel = debates["panel"] if "panel" in debates.columns else pd.Series("", index=debates.index)
+        decided = set(adjudications["debate_id"]) if len(adjudications) else set()
+        for row, is_debate, owner in zip(debates.itertuples(index=False), (kind == "debate").tolist(), panel.tolist()):
+            if not is_debate or row.consensus is None or (isinstance(row.consensus, float) and math.isnan(row.consensus)):
+                continue
+            if row.status == "agreed":
+                judge = owner or CONSENSUS
+            elif row.status == "adjudicated" and row.id not in decided:
+                judge = "adjudicator:imported"
+            else:
+                continue
+            rows.append(_gold_row(row, judge, row.consensus))
+            ids.append(int(row.id))
+    for row in adjudications.itertuples(index=False):
+        rows.append(_gold_row(row, f"adjudicator:{row.annotator}", row.verdict))
+        ids.append(int(row.debate_id))
+    if not rows:
+        return empty_judgments().assign(debate_id=pd.Series([], dtype="int64"))
+    out = judgments_from_frame(pd.DataFrame(rows), source="gold set")
+    return out.assign(debate_id=np.asarray(ids, dtype=np.int64))
+
+
+def _gold_row(row, judge: str, winner: str) -> dict:
+    return {
+        "question_id": row.question_id, "model_a": row.model_a, "model_b": row.model_b, "judge": judge,
+        "winner": winner, "criterion": (row.criterion or None) if isinstance(row.criterion, str) else None,
+    }
+
+
+def with_gold(stored: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFrame:
+    """The stored verdicts plus the gold rows a ranking can count as judges.
+
+    Adjudications are always added (they live only in the adjudication table). A
+    panel's derived consensus rows are added only when that panel's consensus is not
+    stored as verdicts already (debate runs and debate-table imports store theirs), so
+    a debate is never counted twice.
+    """
+    if len(gold) == 0:
+        return stored
+    extra = gold[~gold["judge"].isin(set(stored["judge"]))][list(COLUMNS)]
+    if len(extra) == 0:
+        return stored
+    if "vote" in stored.columns:
+        extra = extra.assign(vote=0)
+        return pd.concat([stored, extra], ignore_index=True)
+    return concat([stored[list(COLUMNS)], extra])
+
+
+# -------------------------------------------------------------------------- PoE table
+
+
+def poe_table(judgments: pd.DataFrame, *, method: str = "poe_gaussian", debias: bool = False) -> pd.DataFrame:
+    """A ranked table like :meth:`Study.leaderboard` for the Product-of-Experts scores (Liusie et al.).
+
+    PoE-Gaussian gets 95% intervals from its posterior: score +- 1.96 sd of
+    :math:`s_i - \\bar s`, i.e. of the centred covariance :math:`P \\Sigma P` with
+    :math:`P = I - \\mathbf 1 \\mathbf 1^T / N`, with the expert variance
+    :math:`\\sigma^2` estimated by the residual mean square
+    :math:`\\lVert \\mu - W s \\rVert^2 / (K - N + 1)`. PoE-BT has no intervals. Ranks
+    follow the Arena rule on the interval (or on the score when there is none).
+
+    Returns
+    -------
+    DataFrame ``model, score, rank, ci_low, ci_high, battles``, best first.
+    """
+    from peercore.ranking import arena_ranks, battle_counts, comparisons_from_judgments, poe_gaussian, poe_scores
+
+    if method == "poe_gaussian":
+        comparisons = comparisons_from_judgments(judgments)
+        fit = poe_gaussian(comparisons, debias=debias)
+        n, k = comparisons.n, len(comparisons)
+        beta = float(np.mean(comparisons.p)) if debias and k else 0.5
+        residual = (comparisons.p - beta) - (fit.scores[comparisons.i] - fit.scores[comparisons.j])
+        sigma2 = float(residual @ residual) / max(k - n + 1, 1)
+        centre = np.eye(n) - 1.0 / n
+        sd = np.sqrt(np.clip(np.diag(centre @ fit.covariance @ centre), 0.0, None) * sigma2)
+        models = list(comparisons.candidates)
+        score = pd.Series(fit.scores, index=models)
+        low = pd.Series(fit.scores - _Z95 * sd, index=models)
+        high = pd.Series(fit.scores + _Z95 * sd, index=models)
+    else:
+        score = poe_scores(judgments, method=method, debias=debias)
+        score.index = list(score.index)
+        low = high = pd.Series(np.nan, index=score.index)
+    counts = battle_counts(judgments).sum(axis=1)
+    ranks = arena_ranks(low.where(low.notna(), score), high.where(high.notna(), score))
+    table = pd.DataFrame({
+        "model": score.index, "score": score.to_numpy(), "rank": ranks.reindex(score.index).to_numpy(),
+        "ci_low": low.to_numpy(), "ci_high": high.to_numpy(), "battles": counts.reindex(score.index).to_numpy(),
+    })
+    table = table.sort_values(["rank", "score", "model"], ascending=[True, False, True], kind="stable")
+    return table.astype({"battles": int, "rank": int}).reset_index(drop=True)
