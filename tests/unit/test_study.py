@@ -1,0 +1,160 @@
+"""The application layer (peercore.study): selection, gold per panel, warnings, leave-one-out agreement.
+
+Each test is a defect of issue 8 ("The CLI and the dashboard compute different things",
+"Numbers that mislead") reproduced on a small study built through the store.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from peerboard_testing import make_judgments
+from peercore.cli import main
+from peercore.store import Store
+from peercore.study import Selection, Study, final_verdicts, majority_of_votes
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(tmp_path / "study.sqlite")
+
+
+def _add(store: Store, study: str, rows: list[dict]) -> None:
+    store.create_study(study, exist_ok=True)
+    store.add_judgments(study, pd.DataFrame(rows))
+
+
+def test_final_verdicts_keep_each_agents_last_round_only():
+    # A debate agent's initial verdict (round empty) and its final one (round 2) are the same
+    # judge judging the same pair twice: counting both made every round a separate battle.
+    frame = make_judgments([("a", "b", "model_a", "agent1"), ("a", "b", "model_b", "agent1"),
+                            ("a", "b", "model_a", "agent2")], question_id="q1")
+    frame["round"] = pd.array([pd.NA, 2, pd.NA], dtype="Int64")
+    out = final_verdicts(frame)
+    assert out[["judge", "winner"]].values.tolist() == [["agent1", "model_b"], ["agent2", "model_a"]]
+
+
+def test_majority_of_votes_reduces_repeated_votes_of_one_judge():
+    frame = make_judgments([("a", "b", "model_a", "human:prd"), ("a", "b", "model_a", "human:prd"),
+                            ("a", "b", "model_b", "human:prd"), ("a", "c", "model_a", "human:prd"),
+                            ("a", "c", "model_b", "human:prd")], question_id="q1")
+    out = majority_of_votes(frame)
+    assert out[["model_b", "winner"]].values.tolist() == [["b", "model_a"], ["c", "tie"]]
+
+
+def test_judge_kinds_come_from_the_store_not_the_name(store):
+    _add(store, "s", [{"question_id": "q", "model_a": "a", "model_b": "b", "judge": "crowd-1", "winner": "model_a"},
+                      {"question_id": "q", "model_a": "a", "model_b": "b", "judge": "gpt", "winner": "model_b"}])
+    store.set_judge("s", "crowd-1", kind="human", model_alias=None)
+    study = Study(store, "s")
+    assert study.kinds()["crowd-1"] == "human"
+    humans = study.judgments(Selection(kinds=("human",)))
+    assert humans["judge"].tolist() == ["crowd-1"]
+
+
+def test_one_alias_rule_for_variants_and_backend_prefixes(store):
+    _add(store, "s", [
+        {"question_id": "q", "model_a": "gpt-4o", "model_b": "local:qwen", "judge": "openai:gpt-4o~logprobs",
+         "winner": "model_a"},
+        {"question_id": "q", "model_a": "gpt-4o", "model_b": "local:qwen", "judge": "local:qwen~verdict",
+         "winner": "model_b"},
+        {"question_id": "q", "model_a": "gpt-4o", "model_b": "local:qwen", "judge": "human:x", "winner": "tie"}])
+    assert Study(store, "s").aliases() == {"openai:gpt-4o~logprobs": "gpt-4o", "local:qwen~verdict": "local:qwen"}
+
+
+def test_a_mixed_selection_warns_and_common_contestants_fix_it(store):
+    rows = [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "llm", "winner": "model_a"}
+            for i in range(30)]
+    rows += [{"question_id": f"q{i}", "model_a": "a", "model_b": "guanaco", "judge": "human:x", "winner": "model_b"}
+             for i in range(30)]
+    rows += [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "human:x", "winner": "model_a"}
+             for i in range(30)]
+    _add(store, "s", rows)
+    study = Study(store, "s")
+    mixed = study.leaderboard(method="winrate")
+    assert any("guanaco (only by human:x)" in w for w in mixed.warnings)
+    common = study.leaderboard(Selection(common_contestants=True), method="winrate")
+    assert sorted(common.table["model"]) == ["a", "b"] and not any("mixed" in w for w in common.warnings)
+
+
+def test_a_tiny_study_is_flagged_not_silently_ranked(store):
+    # 5 verdicts gave Bradley-Terry ratings 1739 / -479 with no warning.
+    _add(store, "s", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
+                      for i in range(5)])
+    ranking = Study(store, "s").leaderboard(method="bt")
+    assert ranking.table["preliminary"].all()
+    assert any("only 5 judgments" in w for w in ranking.warnings)
+
+
+def test_gold_is_per_debate_panel(store):
+    store.create_study("s")
+    for panel, consensus in (("debate:p1", "model_a"), ("debate:p2", "model_b")):
+        store.add_debate("s", {"debate_key": panel, "question_id": "q", "model_a": "a", "model_b": "b",
+                               "status": "agreed", "consensus": consensus, "panel": panel}, [])
+    store.add_debate("s", {"debate_key": "open", "question_id": "q2", "model_a": "a", "model_b": "b",
+                           "status": "unresolved", "panel": "debate:p2"}, [])
+    debate_id = int(store.debates("s", status="unresolved")["id"].iloc[0])
+    store.adjudicate(debate_id, "alice", "tie")
+    study = Study(store, "s")
+    assert study.panels() == ["debate:p2", "debate:p1"]
+    assert study.gold("debate:p1")[["judge", "winner"]].values.tolist() == [["debate:p1", "model_a"]]
+    assert sorted(map(tuple, study.gold("debate:p2")[["judge", "winner"]].values.tolist())) == [
+        ("adjudicator:alice", "tie"), ("debate:p2", "model_b")]
+
+
+def test_soft_rankings_use_p_a_and_say_so(store):
+    rows = [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a", "p_a": 0.6}
+            for i in range(60)]
+    _add(store, "s", rows)
+    study = Study(store, "s")
+    hard = study.leaderboard(method="winrate")
+    soft = study.leaderboard(method="winrate", soft=True)
+    assert hard.verdicts == "hard" and soft.verdicts == "soft"
+    assert hard.table.set_index("model").loc["a", "score"] == 1.0
+    assert soft.table.set_index("model").loc["a", "score"] == pytest.approx(0.6)
+    bt = study.leaderboard(method="bt", soft=True).table.set_index("model")["score"]
+    # soft Bradley-Terry: P(a beats b) = 0.6 -> 400 log10(0.6 / 0.4) Elo points apart
+    assert bt["a"] - bt["b"] == pytest.approx(400 * np.log10(0.6 / 0.4), abs=1e-3)
+
+
+def test_cli_rank_and_study_agree_for_each_selection(store, tmp_path, capsys):
+    rows = []
+    for i in range(40):
+        rows.append({"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "llm1",
+                     "winner": ["model_a", "model_b", "tie"][i % 3]})
+        rows.append({"question_id": f"q{i}", "model_a": "b", "model_b": "c", "judge": "llm2",
+                     "winner": ["model_a", "model_b"][i % 2]})
+        rows.append({"question_id": f"q{i}", "model_a": "a", "model_b": "c", "judge": "human:x", "winner": "model_a"})
+    _add(store, "s", rows)
+    study = Study(store, "s")
+    for args, selection in ((["--kind", "llm"], Selection(kinds=("llm",))), (["--judge", "llm1"], Selection(judges=("llm1",))),
+                            (["--kind", "human"], Selection(kinds=("human",))), ([], Selection())):
+        for method in ("winrate", "elo", "bt", "poe-bt"):
+            assert main(["rank", "--study", "s", "--db", str(store.path), "--method", method, "--format", "json",
+                         *args]) == 0
+            cli = json.loads(capsys.readouterr().out)["leaderboard"]
+            table = study.leaderboard(selection, method=method).table
+            assert [r["model"] for r in cli] == table["model"].tolist()
+            assert [r["score"] for r in cli] == pytest.approx(table["score"].tolist())
+
+
+def test_agree_through_a_study_is_leave_one_out_and_counts_unparsed(store, capsys):
+    rows = [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": judge, "winner": winner}
+            for i in range(10) for judge, winner in (("human:e0", "model_a"), ("human:e1", "model_b"),
+                                                     ("human:e2", "model_b"), ("human:e3", "model_b"))]
+    rows += [{"question_id": "q0", "model_a": "a", "model_b": "b", "judge": "llm", "winner": None, "valid": 0,
+              "raw": "I cannot decide"}]
+    _add(store, "s", rows)
+    assert main(["agree", "--study", "s", "--db", str(store.path), "--judge", "human:", "--reference", "human:",
+                 "--format", "json"]) == 0
+    table = {row["judge"]: row for row in json.loads(capsys.readouterr().out)}
+    assert table["human:e0"]["agreement"] == 0.0 and table["human:e1"]["agreement"] == 1.0
+    assert table["human:e1"]["reference_votes"] == 3  # e0, e2 and e3, never e1 itself
+    assert main(["agree", "--study", "s", "--db", str(store.path), "--judge", "llm", "--reference", "human:",
+                 "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["n"] == 1 and got["unparsed"] == 1 and got["agreement"] == 0.0
