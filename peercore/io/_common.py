@@ -27,6 +27,7 @@ from peercore.errors import JudgmentError
 from peercore.io.rules import (
     MAX_IDENTIFIER,
     MAX_LINE_BYTES,
+    MAX_LISTED_RECORDS,
     MAX_ROWS,
     check_record_depth,
     column_list,
@@ -281,7 +282,7 @@ def check_line_lengths(raw: bytes, name: str) -> None:
         fail(line_too_long(length), source=name, line=line)
 
 
-def _json_items(path: Path, *, keys: dict | None = None) -> Iterator[tuple[int | None, dict]]:
+def _json_items(path: Path, *, keys: dict | None = None, most: int = MAX_ROWS) -> Iterator[tuple[int | None, dict]]:
     """(line, record) of a JSONL file or a JSON array, every rule of :func:`parse_json` applied."""
     name = _name(path)
     raw = validated_bytes(path)
@@ -290,7 +291,7 @@ def _json_items(path: Path, *, keys: dict | None = None) -> Iterator[tuple[int |
     if not head or not raw.decode("utf-8").strip():
         fail("the file holds only blank lines; expected records", source=name)
     if head == b"[":
-        yield from _json_array(raw.decode("utf-8"), name)
+        yield from _json_array(raw.decode("utf-8"), name, most=most)
         return
     count = 0
     number = 0
@@ -311,11 +312,18 @@ def _json_items(path: Path, *, keys: dict | None = None) -> Iterator[tuple[int |
             fail(f"expected a JSON object per line, got {type(record).__name__} ({quote(text.strip())})",
                  source=name, line=number)
         count += 1
-        if count > MAX_ROWS:
-            fail(f"holds more than {MAX_ROWS:,} records (limit per file)", source=name, line=number)
+        if count > most:
+            fail(_too_many(most), source=name, line=number)
         yield number, (record if keys is None else {keys.setdefault(k, k): v for k, v in record.items()})
     if count == 0:
         fail("the file holds no records", source=name)
+
+
+def _too_many(most: int) -> str:
+    if most == MAX_ROWS:
+        return f"holds more than {most:,} records (limit per file)"
+    return (f"holds more than {most:,} records, the limit for this format (read record by record); "
+            "split the file")
 
 
 def json_records(path: Path) -> tuple[list[dict], Sequence[int]]:
@@ -323,11 +331,12 @@ def json_records(path: Path) -> tuple[list[dict], Sequence[int]]:
 
     Every record must be a JSON object without repeated fields; NaN / Infinity, nesting
     deeper than 64 levels, lone surrogates and lines longer than :data:`MAX_LINE_BYTES`
-    are refused (:mod:`peercore.io.rules`).
+    are refused, and at most :data:`~peercore.io.rules.MAX_LISTED_RECORDS` records are
+    read (:mod:`peercore.io.rules`).
     """
     records, lines = [], []
     keys: dict = {}
-    for line, record in _json_items(Path(path), keys=keys):
+    for line, record in _json_items(Path(path), keys=keys, most=MAX_LISTED_RECORDS):
         records.append(record)
         lines.append(line)
     if lines and lines[0] is None:  # a JSON array: lines found by one scan when an error needs them
@@ -335,15 +344,15 @@ def json_records(path: Path) -> tuple[list[dict], Sequence[int]]:
     return records, lines
 
 
-def _json_array(text: str, name: str) -> Iterator[tuple[None, dict]]:
+def _json_array(text: str, name: str, *, most: int = MAX_ROWS) -> Iterator[tuple[None, dict]]:
     """Elements of a top-level JSON array (each must be an object)."""
     data = parse_json(text, name=name, line=None, records=True)
     if not isinstance(data, list):
         fail("expected a JSON array of records", source=name)
     if not data:
         fail("the JSON array is empty; expected records", source=name)
-    if len(data) > MAX_ROWS:
-        fail(f"holds more than {MAX_ROWS:,} records (limit per file)", source=name)
+    if len(data) > most:
+        fail(_too_many(most), source=name)
     lines = _LazyLines(text, text.index("["), len(data))
     for index, record in enumerate(data):
         if not isinstance(record, dict):
@@ -743,3 +752,8 @@ def record_whole_number(record: dict, field: str, *, source: str, line: int | No
 
 def is_missing(value: object) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def json_items(path: Path, *, most: int = MAX_ROWS) -> Iterator[tuple[int | None, dict]]:
+    """(line, record) one at a time (a JSON array's lines are None), every rule applied; at most ``most``."""
+    return _json_items(Path(path), most=most)

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from peercore.io._common import Bundle, check_identifiers, fail, json_records, merge, quote, record_text
-from peercore.io.rules import column_list
+from peercore.io._common import Bundle, check_identifiers, fail, json_items, json_records, merge, quote, record_text
+from peercore.io.rules import MAX_LISTED_RECORDS, column_list
 from peercore.io.canonical import _careful_canonical, _judges_of, questions_frame
 
 __all__ = ["read_fastchat_folder", "read_fastchat_pairs", "read_fastchat_answers", "read_fastchat_questions"]
@@ -131,10 +131,11 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
     """Pairwise judgments (``model_judgment/gpt-4_pair.jsonl``): two canonical rows per record."""
     path = Path(path)
     name = path.name
-    records, lines = json_records(path)
-    rows, raws, valid, row_lines = [], [], [], []
+    columns: dict[str, list] = {c: [] for c in ("question_id", "model_a", "model_b", "judge", "winner", "turn",
+                                                "rationale", "valid", "raw")}
+    row_lines: list = []
     templates: dict[str, set] = {}
-    for record, line in zip(records, lines):
+    for line, record in json_items(path, most=MAX_LISTED_RECORDS):  # no dict per record is kept
         for field in ("question_id", "model_1", "model_2", "g1_winner", "g2_winner", "judge"):
             if field not in record:
                 fail(f"missing field {quote(field)} of a FastChat pairwise judgment (found: {column_list(record)})",
@@ -162,15 +163,14 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
             else:
                 fail(f"g{game}_winner {quote(verdict)} is not one of model_1, model_2, tie, error", source=name,
                      line=line, column=f"g{game}_winner", value=quote(verdict))
-            rows.append({"question_id": record["question_id"], "model_a": record[first], "model_b": record[second],
-                         "judge": judge_name, "winner": winner, "turn": record.get("turn", 1),
-                         "rationale": text if isinstance(text, str) else None})
-            raws.append(None if ok else (text if isinstance(text, str) else "error"))
-            valid.append(ok)
+            for column, value in (("question_id", record["question_id"]), ("model_a", record[first]),
+                                  ("model_b", record[second]), ("judge", judge_name), ("winner", winner),
+                                  ("turn", record.get("turn", 1)),
+                                  ("rationale", text if isinstance(text, str) else None), ("valid", ok),
+                                  ("raw", None if ok else (text if isinstance(text, str) else "error"))):
+                columns[column].append(value)
             row_lines.append(line)
-    frame = pd.DataFrame(rows)
-    frame["valid"] = valid
-    frame["raw"] = raws
+    frame = pd.DataFrame(columns)
     judgments = _careful_canonical(frame, name=name, line_of=lambda row: row_lines[row], judge_prefix=None)
     judges = [{**j, "settings": {"prompt": sorted(templates.get(j["name"], []))}} for j in _judges_of(judgments)]
     return Bundle(source=str(path), format="fastchat-pair", judgments=judgments, judges=judges, files=[path],

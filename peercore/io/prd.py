@@ -29,7 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from peercore.errors import JudgmentError
-from peercore.io._common import Bundle, check_identifiers, fail, json_records, quote, record_text
+from peercore.io._common import Bundle, check_identifiers, fail, json_items, json_records, quote, record_text
+from peercore.io.rules import MAX_LISTED_RECORDS
 from peercore.io.canonical import questions_frame
 from peercore.judgments import judgments_from_frame
 
@@ -181,9 +182,9 @@ def _answers(path: Path, model: str, field: str) -> pd.DataFrame:
 
 
 def _read_file(path: Path, model_a: str, model_b: str, judge: str) -> pd.DataFrame:
-    records, lines = json_records(path)
-    rows = []
-    for record, number in zip(records, lines):
+    """One rating file as canonical rows (columns built as records stream in; no dict per record kept)."""
+    questions, winners, rationales, lines = [], [], [], []
+    for number, record in json_items(path, most=MAX_LISTED_RECORDS):
         if "question_id" not in record:
             raise JudgmentError("missing field 'question_id'", source=path.name, line=number, column="question_id")
         score = record.get("score")
@@ -196,15 +197,13 @@ def _read_file(path: Path, model_a: str, model_b: str, judge: str) -> pd.DataFra
         if text is not None and not isinstance(text, str):
             fail(f"text {quote(text)} is not a text (the review)", source=path.name, line=number, column="text",
                  value=quote(text))
-        rows.append({
-            "question_id": record_text(record, "question_id", source=path.name, line=number),
-            "model_a": model_a,
-            "model_b": model_b,
-            "judge": judge,
-            "winner": PRD_SCORE_TO_WINNER[score],
-            "rationale": text if judge != PRD_HUMAN_JUDGE else None,
-        })
-    frame = pd.DataFrame(rows)
+        questions.append(record_text(record, "question_id", source=path.name, line=number))
+        winners.append(PRD_SCORE_TO_WINNER[score])
+        rationales.append(text if judge != PRD_HUMAN_JUDGE else None)
+        lines.append(number)
+    n = len(questions)
+    frame = pd.DataFrame({"question_id": questions, "model_a": [model_a] * n, "model_b": [model_b] * n,
+                          "judge": [judge] * n, "winner": winners, "rationale": rationales})
     check_identifiers(frame, ("question_id", "model_a", "model_b", "judge"), source=path.name,
                       line_of=lambda row: lines[row])
     frame.attrs["origin"] = [(path.name, line) for line in lines]

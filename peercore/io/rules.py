@@ -21,7 +21,8 @@ finite numbers, p_a in         :func:`peercore.judgments.judgments_from_frame`,
 [0, 1], whole numbers within   ``whole_numbers``; bounds in :data:`INTEGER_BOUNDS` (SQLite
 INTEGER_BOUNDS, booleans are   INTEGER is 64-bit; these are far inside it)
 not numbers
-rows <= MAX_ROWS               every reader (records are counted as they are parsed)
+rows <= MAX_ROWS               every reader (records are counted as they are parsed);
+                               MAX_LISTED_RECORDS for the formats read record by record
 Parquet budget                 :func:`parquet_table`: footer row count, honest page headers
                                (uncompressed bytes, values, encodings), dictionary expansion,
                                all before a column is decoded
@@ -48,7 +49,8 @@ import numpy as np
 from peercore.errors import JudgmentError
 
 __all__ = [
-    "MAX_LINE_BYTES", "MAX_JSON_DEPTH", "MAX_IDENTIFIER", "MAX_QUOTE", "MAX_ROWS", "INTEGER_BOUNDS",
+    "MAX_LINE_BYTES", "MAX_JSON_DEPTH", "MAX_IDENTIFIER", "MAX_QUOTE", "MAX_ROWS", "MAX_LISTED_RECORDS",
+    "INTEGER_BOUNDS",
     "MAX_PARQUET_BYTES", "MAX_PARQUET_VALUES", "ZIP_MAX_MEMBERS", "ZIP_MAX_BYTES", "ZIP_MAX_RATIO",
     "quote", "column_list", "is_scalar", "longest_line", "parse_json", "json_depth_problem", "parquet_table", "check_zip",
     "check_folder", "non_finite_row",
@@ -68,6 +70,10 @@ MAX_IDENTIFIER = 1000
 MAX_QUOTE = 80
 # Records (rows) in one file, in every format.
 MAX_ROWS = 10_000_000
+# Records of one file for the formats read record by record as Python objects (FastChat,
+# PRD, ScaleEval, questions): their real files hold thousands; a million tiny records
+# already cost about 1 GB of Python objects.
+MAX_LISTED_RECORDS = 1_000_000
 # Whole-number fields: inclusive bounds (far inside SQLite's 64-bit INTEGER).
 INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "turn": (0, 1_000), "round": (0, 1_000), "position": (0, 1_000), "vote": (0, 1_000_000),
@@ -509,9 +515,7 @@ def parquet_table(path: Path, *, name: str, columns=None):
         fail(f"holds {metadata.num_rows:,} rows (limit {MAX_ROWS:,} per file)", source=name)
     wanted = [n for n in names if columns is None or n in columns]
     pages = _page_budget(path, metadata, wanted, name=name)
-    flat_text = [n for n in wanted
-                 if pa.types.is_string(schema.field(n).type) or pa.types.is_large_string(schema.field(n).type)
-                 or pa.types.is_binary(schema.field(n).type) or pa.types.is_large_binary(schema.field(n).type)]
+    flat_text = [n for n in wanted if _is_text(schema.field(n).type)]
     nested = [n for n in wanted if pa.types.is_nested(schema.field(n).type)]
     for column in nested:  # a dictionary-encoded nested text leaf: every value may be the longest entry
         info = pages[column]
@@ -527,26 +531,32 @@ def parquet_table(path: Path, *, name: str, columns=None):
     decoded = 0
     for column in wanted:
         array = table.column(column)
-        if column in flat_text and pa.types.is_dictionary(array.type):
+        if pa.types.is_dictionary(array.type):  # the size once every row holds its own copy of its value
             size = 0
             for chunk in array.chunks:
-                lengths = pc.binary_length(chunk.dictionary)
-                size += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
-            decoded += size + 8 * len(array)
+                if _is_text(chunk.dictionary.type):
+                    lengths = pc.binary_length(chunk.dictionary)
+                    size += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + 8 * len(chunk)
+                else:
+                    size += chunk.dictionary.nbytes // max(len(chunk.dictionary), 1) * len(chunk) + 8 * len(chunk)
         else:
-            decoded += array.nbytes
+            size = array.nbytes
+        decoded += size
         if decoded > MAX_PARQUET_BYTES:
-            fail(f"expands to more than {_size(MAX_PARQUET_BYTES)} when decoded (column {column!r}: a "
-                 "dictionary / RLE encoded value repeated many times?); split the file or drop columns",
-                 source=name, column=column)
+            fail(f"expands to more than {_size(MAX_PARQUET_BYTES)} when decoded (column {column!r} alone: "
+                 f"{_size(size)}, e.g. one long dictionary value repeated on every row); split the file or drop "
+                 "columns", source=name, column=column)
     dense = []
     for column in wanted:
         array = table.column(column)
         if pa.types.is_dictionary(array.type):
             value_type = array.type.value_type
-            target = pa.large_string() if pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \
-                else pa.large_binary()
-            array = pa.chunked_array([chunk.dictionary.take(chunk.indices).cast(target) for chunk in array.chunks],
+            if _is_text(value_type):
+                target = pa.large_string() if pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \
+                    else pa.large_binary()
+            else:
+                target = value_type
+            array = pa.chunked_array([chunk.dictionary.cast(target).take(chunk.indices) for chunk in array.chunks],
                                      type=target)
         dense.append(array)
     table = pa.table(dense, names=wanted)
@@ -557,7 +567,18 @@ def parquet_table(path: Path, *, name: str, columns=None):
     return table, names
 
 
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind))
+
+
 def _size(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):,.1f} GiB"
     return f"{n / MiB:,.0f} MiB" if n >= MiB else f"{n:,} bytes"
 
 
@@ -805,14 +826,14 @@ def check_zip(path: Path, *, name: str) -> list:
                  source=name)
         if member.is_dir():
             continue
-        total += member.file_size
-        if total > ZIP_MAX_BYTES:
-            fail(f"the archive expands to more than {_size(ZIP_MAX_BYTES)} (at member {quote(member.filename)}); "
-                 "upload fewer or smaller files", source=name)
         if member.file_size > MiB and member.file_size > ZIP_MAX_RATIO * max(member.compress_size, 1):
             ratio = member.file_size / max(member.compress_size, 1)
             fail(f"the archive member {quote(member.filename)} is compressed {ratio:,.0f} to 1 (limit "
                  f"{ZIP_MAX_RATIO} to 1 for members over 1 MiB); is it a zip bomb?", source=name)
+        total += member.file_size
+        if total > ZIP_MAX_BYTES:
+            fail(f"the archive expands to more than {_size(ZIP_MAX_BYTES)} (at member {quote(member.filename)}); "
+                 "upload fewer or smaller files", source=name)
         files.append(member)
     return files
 

@@ -1,10 +1,12 @@
 """Data page glue: uploads to files, parsing with peercore.io, errors shown against their row.
 
-Uploads are written to a private temporary folder (a ``.zip`` is extracted there,
-refusing paths that leave it) because the importers read paths; the parsed bundle is
-kept in session state until the user imports or replaces it. Nothing touches the
-database before the user presses Import, and :func:`peercore.io.importer.import_bundle`
-writes everything in one transaction.
+Uploads are written to a private temporary folder because the importers read paths. A
+``.zip`` is checked against the budget of :func:`peercore.io.rules.check_zip` (entries,
+bytes once extracted, compression ratio, paths that leave the folder, links) before a
+single member is extracted, and members are extracted without ever writing more than
+they declare. The parsed bundle is kept in session state until the user imports or
+replaces it. Nothing touches the database before the user presses Import, and
+:func:`peercore.io.importer.import_bundle` writes everything in one transaction.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ FORMAT_LABELS: dict[str, str] = {
     "folder": "A folder of files, each detected (.zip)",
 }
 UPLOAD_TYPES = ["csv", "tsv", "jsonl", "json", "ndjson", "parquet", "pq", "zip"]
-MAX_UNZIPPED = 2 << 30  # refuse archives that unpack to more than 2 GiB
 PARSED = "data_parsed"
 EXPORT_WHAT = {"judgments": "every judgment (canonical table)", "leaderboard": "the Bradley-Terry leaderboard"}
 
@@ -97,7 +98,10 @@ def parse_upload(uploaded, fmt: str) -> Parsed:
         parsed.counts = bundle_counts(parsed.bundle)
     except JudgmentError as error:
         parsed.error = str(error)
-        parsed.context = offending_rows(error, folder)
+        try:
+            parsed.context = offending_rows(error, folder)
+        except (JudgmentError, OSError, ValueError):
+            parsed.context = None
     except (ValueError, OSError, zipfile.BadZipFile) as error:
         parsed.error = str(error)
     st.session_state[PARSED] = parsed
@@ -111,18 +115,14 @@ def _materialise(name: str, payload: bytes, folder: Path) -> Path:
         target = folder / safe
         target.write_bytes(payload)
         return target
+    from peercore.io.rules import check_zip, extract_zip
+
     archive = folder / safe
     archive.write_bytes(payload)
     root = folder / Path(safe).stem
-    with zipfile.ZipFile(archive) as zipped:
-        total = 0
-        inside = root.resolve()
-        for member in zipped.infolist():
-            total += member.file_size
-            target = (root / member.filename).resolve()
-            if not target.is_relative_to(inside) or total > MAX_UNZIPPED:
-                raise ValueError(f"{safe}: refusing {member.filename!r} (outside the archive or too large)")
-        zipped.extractall(root)
+    members = check_zip(archive, name=safe)  # budget first: nothing is extracted from a refused archive
+    root.mkdir(parents=True, exist_ok=True)
+    extract_zip(archive, members, root, name=safe)
     archive.unlink()
     entries = [p for p in root.iterdir() if not p.name.startswith(("__MACOSX", "."))]
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else root
@@ -143,7 +143,11 @@ def offending_rows(error: JudgmentError, folder: Path, *, around: int = 2) -> pd
             "content": [lines[number - 1][:400] for number in range(start, stop + 1)],
         })
     if error.row is not None and path.suffix.lower() in (".parquet", ".pq"):
-        frame = pd.read_parquet(path)
+        from peercore.io._common import parquet_frame
+
+        frame = parquet_frame(path, name=path.name)  # the same budget as the import
+        if not 0 <= error.row < len(frame):
+            return None
         return frame.iloc[[error.row]].reset_index().rename(columns={"index": "row"})
     return None
 
@@ -192,7 +196,11 @@ def do_import(target: str) -> None:
 
 
 def report_table(report) -> pd.DataFrame:
-    rows = [{"table": table, "added": counts.added, "skipped (already there)": counts.skipped}
+    """Added / skipped per table; the judgments row says how many of those added are unparsed (kept invalid)."""
+    invalid = getattr(report, "invalid_judgments", 0)
+    rows = [{"table": table, "added": counts.added,
+             "of them unparsed (kept as invalid)": invalid if table == "judgments" else 0,
+             "skipped (already stored, identical)": counts.skipped}
             for table, counts in report.counts.items()]
     return pd.DataFrame(rows).assign(study=report.study)
 
