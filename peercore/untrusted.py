@@ -31,8 +31,11 @@ raw HTML (shown as text anyway), entities  ``\\<`` ``\\>`` ``\\&``
 emphasis, strike-through, code spans       ``\\*`` ``\\~`` ``\\```, ``\\_`` unless between two
                                            letters or digits (``base_url`` stays)
 LaTeX ``$...$``                            ``\\$``
-directives ``:red-badge[..]``, ``:help``,  ``\\:`` before a letter, ``\\{`` ``\\}``
-``:color[..]{..}``, ``:small[..]``
+directives ``:red-badge[..]``, ``:help``,  ``\\[`` ``\\]`` ``\\{`` ``\\}`` (no label, no
+``:color[..]{..}``, ``:small[..]``         attributes), and ``\\:`` before a name Streamlit
+                                           gives a meaning (``help``, ``small``,
+                                           ``shimmer``, ``color``, colours, ``*-badge``);
+                                           any other bare ``:name`` reads as written
 tables                                     ``\\|``
 headings, lists, quotes, code fences,      ``\\#`` ``\\-`` ``\\+`` ``\\=`` ``1\\.`` at a line
 thematic breaks, setext underlines         start; ``>``, `````, ``~``, ``*`` anywhere;
@@ -63,7 +66,15 @@ _NBSP = "\u00a0"
 # close emphasis (CommonMark's flanking rules), so only the others are escaped.
 _ALWAYS = re.compile(r"([\\`*~\[\]{}<>&$|])")
 _UNDERSCORES = re.compile(r"_+")
-_DIRECTIVE = re.compile(r":(?=[A-Za-z])")
+# A text directive is ``:name`` plus an optional ``[label]`` and ``{attributes}``; with
+# ``[`` and ``{`` escaped it is bare. Streamlit turns a bare directive it does not know
+# back into its text (``human:ann`` reads "human:ann"), but gives these names a meaning
+# (an icon, a style, an empty badge: the text would be lost), so their colon is escaped.
+_DIRECTIVE = re.compile(
+    r":(?=(?:help|small|shimmer|color|(?:red|orange|yellow|green|blue|violet|purple|gray|grey|primary|rainbow)"
+    r"(?:-background)?(?:-badge)?)(?![\w-]))",
+    re.IGNORECASE,
+)
 _LINE_START = re.compile(r"^(\s*)(?:([#+=-])|(\d+)([.)]))", re.MULTILINE)
 
 # Patterns Streamlit's plugins find in the parsed text (after escapes are resolved):

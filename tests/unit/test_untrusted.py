@@ -33,6 +33,7 @@ HOSTILE = [
     "www.evil.invalid and spy@evil.invalid and https://evil.invalid/x",
     "$e^{i\\pi}$ and $$x$$",
     ":material/warning: :material_warning: :smile: :+1: :streamlit: :help :small[x] :color[x]{foreground=red}",
+    "bare :red-badge :shimmer :primary-background-badge and :unknown[label]{a=b}",
     "**strong** __strong__ *em* _em_ ~~struck~~ `code` ``co`de``",
     "# heading\n## heading\n> quote\n- item\n+ item\n* item\n1. item\n2) item\n---\n***\n___\n===",
     "```\nfence\n```\n~~~\nfence\n~~~\n    indented code\n\tindented by a tab",
@@ -47,6 +48,12 @@ HOSTILE = [
 # ----------------------------------------------------------------- reading the source back
 
 _ASCII_PUNCTUATION = set(string.punctuation)
+# Bare text directives streamlit 1.67's Markdown gives a meaning (any other bare ``:name``
+# is turned back into its text); with a label ``[..]`` or attributes ``{..}`` any name is
+# a directive, but ``[`` and ``{`` are never left unescaped.
+STREAMLIT_DIRECTIVES = re.compile(
+    r"(help|small|shimmer|color|(red|orange|yellow|green|blue|violet|purple|gray|grey|primary|rainbow)"
+    r"(-background)?(-badge)?)(?![\w-])", re.IGNORECASE)
 
 
 def unescape(source: str) -> tuple[str, set[int]]:
@@ -78,8 +85,8 @@ def active_characters(source: str) -> list[str]:
             found.append(f"{char!r} at {k}")
         elif char == "_" and _in_open_run(text, k):
             found.append(f"'_' at {k}")
-        elif char == ":" and following.isascii() and following.isalpha():
-            found.append(f"directive ':{following}' at {k}")
+        elif char == ":" and (name := STREAMLIT_DIRECTIVES.match(text, k + 1)):
+            found.append(f"directive ':{name.group(0)}' at {k}")
         elif line_start and char in "#+=-":
             found.append(f"block start {char!r} at {k}")
         elif line_start and char.isdigit() and (number := re.match(r"\d+[.)]", text[k:])) \
@@ -162,9 +169,11 @@ def test_the_reported_attacks_are_escaped_exactly():
 def test_plain_names_stay_readable():
     """Escaping touches only what could act: the usual names and messages read unchanged in the source."""
     for plain in ("gpt4", "vicuna-13b", "qwen2.5-coder-1.5b", "OPENAI_API_KEY", "base_url", "claude 3.5 (sonnet)",
-                  "question 12", "win rate 0.802"):
+                  "question 12", "win rate 0.802", "human:ann", "openai:gpt-4o", "debate:consensus"):
         assert escape_markdown(plain) == plain
-    assert escape_markdown("human:ann") == "human\\:ann"  # ":ann" would be a directive
+    # A bare directive Streamlit knows would turn into an icon, a style or an empty badge.
+    for known in ("human:help", "judge:red-badge", "x:small", "x:Blue-Background", "x:color"):
+        assert escape_markdown(known) == known.replace(":", "\\:")
     assert escape_markdown("x.5-coder-1.5b@agent-t0.7a") == f"x.5-coder-1.5b@{WORD_JOINER}agent-t0.7a"
 
 
