@@ -145,7 +145,7 @@ if live is not None:
         elif result.error:
             st.warning(f"Run {safe.md(result.status)}: {safe.md_lines(result.error)}")
         else:
-            st.success(f"Run {result.status}: {result.done:,} of {result.total:,} items done.")
+            st.success(f"Run {safe.md(result.status)}: {result.done:,} of {result.total:,} items done.")
         st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)
         st.button("Close", key="rv_clear", on_click=runs.clear)
 
