@@ -59,3 +59,19 @@ def sample_server(tmp_path_factory):
     running = Server(folder / "empty.sqlite", folder / "streamlit.log")
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    """The app on the hostile study: Markdown and HTML in every text field (app_studies.build_hostile_study)."""
+    require_chromium()
+    from app_studies import build_hostile_study
+    from peercore.store import Store
+
+    folder = tmp_path_factory.mktemp("e2e-hostile")
+    store = Store(folder / "hostile.sqlite")
+    build_hostile_study(store)
+    store.close()
+    running = Server(folder / "hostile.sqlite", folder / "streamlit.log")
+    yield running
+    running.stop()

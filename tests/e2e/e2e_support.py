@@ -27,6 +27,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
 SCREENSHOTS = REPO / "test-output" / "screenshots"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
 
 def require_chromium() -> None:
@@ -98,3 +100,37 @@ def copy_to_docs_as(path: Path, name: str) -> None:
     target = REPO / "docs" / "screenshots"
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(path, target / name)
+
+
+# ------------------------------------------------------------------ driving a page
+
+
+def settle(page, *, pause_ms: int = 600) -> None:
+    """Wait until the script has finished running and the page stopped changing."""
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_timeout(pause_ms)
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+
+def full_screenshot(page, path) -> None:
+    """Grow the window to the page's content (Streamlit scrolls inside its main block), then capture it."""
+    height = page.evaluate("() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
+                           "[data-testid=stMainBlockContainer]')].map(e => e.scrollHeight), 800)")
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": min(int(height) + 80, 6000)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(path), full_page=True)
+
+
+def open_page(page, server, path: str, title: str) -> None:
+    page.goto(f"{server.url}/{path}")
+    page.get_by_role("heading", name=title, level=1).wait_for(timeout=60_000)
+    settle(page)
+
+
+def sign_in(page, name: str) -> None:
+    """Type an annotator's name on Adjudication and wait for the first debate of the queue."""
+    box = page.get_by_role("textbox", name="Annotator")
+    box.fill(name)
+    box.press("Enter")
+    page.locator("h3", has_text="Debate #").first.wait_for(timeout=60_000)
+    settle(page)

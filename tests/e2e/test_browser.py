@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from e2e_support import CHROMIUM, CHROMIUM_ARGS, Server, copy_to_docs_as
+from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, copy_to_docs_as, full_screenshot,
+                         open_page, settle, sign_in)
 from peercore.store import Store
 
 PAGES = [
@@ -22,31 +23,7 @@ PAGES = [
     ("adjudication", "Adjudication"),
     ("meta_evaluation", "Meta-evaluation"),
 ]
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 QUEUE_HEAD = re.compile(r"Debate #(\d+)")
-
-
-def settle(page, *, pause_ms: int = 600) -> None:
-    """Wait until the script has finished running and the page stopped changing."""
-    page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_timeout(pause_ms)
-    page.wait_for_selector(IDLE, timeout=60_000)
-
-
-def full_screenshot(page, path) -> None:
-    """Grow the window to the page's content (Streamlit scrolls inside its main block), then capture it."""
-    height = page.evaluate("() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
-                           "[data-testid=stMainBlockContainer]')].map(e => e.scrollHeight), 800)")
-    page.set_viewport_size({"width": page.viewport_size["width"], "height": min(int(height) + 80, 6000)})
-    page.wait_for_timeout(800)
-    page.screenshot(path=str(path), full_page=True)
-
-
-def open_page(page, server, path: str, title: str) -> None:
-    page.goto(f"{server.url}/{path}")
-    page.get_by_role("heading", name=title, level=1).wait_for(timeout=60_000)
-    settle(page)
 
 
 def queue_head(page) -> int | None:
@@ -64,14 +41,6 @@ def wait_for_head(page, expected: int | None, timeout_ms: int = 60_000) -> None:
         page.wait_for_timeout(200)
         waited += 200
     settle(page, pause_ms=200)
-
-
-def sign_in(page, name: str) -> None:
-    box = page.get_by_role("textbox", name="Annotator")
-    box.fill(name)
-    box.press("Enter")
-    page.locator("h3", has_text="Debate #").first.wait_for(timeout=60_000)
-    settle(page)
 
 
 def decisions(server) -> list[tuple[int, str, str]]:
