@@ -176,5 +176,14 @@ def test_hostile_text_is_on_screen_as_written(chromium, hostile_server):
         assert BADGE in shown and f"![](http://{TRACKER}/track.png)" in shown
         charts = " ".join(page.locator(".js-plotly-plot svg").all_text_contents())
         assert "<b>alpha</b>" in charts  # a judge name with HTML is drawn as written
+
+        open_page(page, hostile_server, "leaderboard", "Leaderboard")  # hover text is drawn on demand
+        shown = []
+        for point in page.locator(".js-plotly-plot .scatterlayer .point").all():
+            point.hover(force=True)
+            page.wait_for_timeout(300)
+            shown.append(" ".join(page.locator(".js-plotly-plot .hoverlayer").all_text_contents()))
+            check(page, outbound, "leaderboard, hovering a model")
+        assert any("<b>alpha</b>" in text for text in shown), shown
     finally:
         context.close()
