@@ -733,21 +733,30 @@ def record_text(record: dict, field: str, *, source: str, line: int | None, requ
 
 
 def record_whole_number(record: dict, field: str, *, source: str, line: int | None) -> int:
-    """A record's field as a whole number within bounds (booleans and lists refused)."""
-    from peercore.judgments import whole_number_problems
+    """A record's field as a whole number within bounds (booleans, lists and text refused).
+
+    The same verdicts and words as :func:`peercore.judgments.whole_number_problems`,
+    without building a Series per record.
+    """
+    from peercore.io.rules import INTEGER_BOUNDS
 
     value = record.get(field)
     if not is_scalar(value):
         fail(f"{field} is {kind_of(value)} ({quote(value)}); one whole number is expected", source=source, line=line,
              column=field, value=quote(value))
-    series = pd.Series([value], dtype=object)
-    if value is None:
-        fail(f"{field} {quote(value)} is not a whole number", source=source, line=line, column=field)
-    numbers, problems = whole_number_problems(series, field)
-    for mask, problem in problems:
-        if mask.any():
-            fail(problem(value), source=source, line=line, column=field, value=value)
-    return int(numbers.iloc[0])
+    whole = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        whole = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        whole = int(value)
+    if whole is None:
+        fail(f"{field} {quote(value)} is not a whole number", source=source, line=line, column=field,
+             value=quote(value))
+    bounds = INTEGER_BOUNDS.get(field)
+    if bounds is not None and not bounds[0] <= whole <= bounds[1]:
+        fail(f"{field} {quote(value)} is out of range (a whole number from {bounds[0]:,} to {bounds[1]:,})",
+             source=source, line=line, column=field, value=quote(value))
+    return whole
 
 
 def is_missing(value: object) -> bool:

@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 
 from peercore.io._common import fail, file_kind, read_bytes
-from peercore.io.rules import MAX_JSON_DEPTH, column_list, json_depth_problem, parse_json
+from peercore.io.rules import MAX_JSON_DEPTH, column_list, parse_json
 from peercore.io.scaleeval import is_scaleeval_folder
 
 __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMATS", "DATA_SUFFIXES"]
@@ -152,11 +152,7 @@ _HEAD_BYTES = 16 * 1024 * 1024
 
 
 def _raw_decode(decoder: json.JSONDecoder, text: str):
-    """The first JSON value of ``text``, refusing nesting deeper than the importers accept."""
-    end = len(text)
-    deep = json_depth_problem(text[: min(end, 1 << 20)])
-    if deep is not None:
-        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep", text, deep[0])
+    """The first JSON value of ``text`` (nesting too deep for Python's parser is a clear error, not a crash)."""
     try:
         return decoder.raw_decode(text)
     except RecursionError:

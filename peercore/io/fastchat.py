@@ -140,6 +140,8 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
             if field not in record:
                 fail(f"missing field {quote(field)} of a FastChat pairwise judgment (found: {column_list(record)})",
                      source=name, line=line, column=field)
+        for field in ("question_id", "model_1", "model_2"):
+            record_text(record, field, source=name, line=line)  # one value each (a list is refused here)
         judge = record["judge"]
         if isinstance(judge, list) and judge and all(isinstance(j, str) for j in judge):
             judge_name, template = judge[0], (judge[1] if len(judge) > 1 else None)

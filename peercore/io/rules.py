@@ -263,8 +263,8 @@ def _key_text(token: str | None) -> str | None:
         return token.strip('"')
 
 
-def _field_at(text: str, position: int) -> str | None:
-    """The top-level field whose value starts at ``position`` (for 'Expecting value' errors)."""
+def _field_at(text: str, position: int, *, base: int = 0) -> str | None:
+    """The record's field whose value starts at ``position`` (for 'Expecting value' errors)."""
     head = text[:position].rstrip()
     if not head.endswith(":"):
         return None
@@ -274,13 +274,37 @@ def _field_at(text: str, position: int) -> str | None:
         if token[0] == '"':
             last = token
         elif token == ":":
-            if depth == 1:
+            if depth == base + 1:
                 key = last
         elif token in "[{":
             depth += 1
         else:
             depth -= 1
-    return _key_text(key) if depth == 1 else None
+    return _key_text(key) if depth == base + 1 else None
+
+
+def _array_element_with_repeat(text: str) -> int | None:
+    """Line of the first element of a JSON array holding a repeated field (looked for only on error)."""
+    def strict(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise KeyError(keys)
+        return dict(pairs)
+
+    decoder = json.JSONDecoder(object_pairs_hook=strict, parse_constant=lambda token: None)
+    position = text.index("[") + 1
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position >= len(text) or text[position] == "]":
+            return None
+        start = position
+        try:
+            _, position = decoder.raw_decode(text, position)
+        except KeyError:
+            return text.count("\n", 0, start) + 1
+        except (ValueError, RecursionError):
+            return None
 
 
 def parse_json(text: str, *, name: str, line: int | None, records: bool = False):
@@ -307,7 +331,8 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
         out = {}
         for key, value in pairs:
             if key in out:
-                fail(f"field {quote(key)} appears twice in one record", source=name, line=line, column=key)
+                at = line if not records else _array_element_with_repeat(text)
+                fail(f"field {quote(key)} appears twice in one record", source=name, line=at, column=key)
             out[key] = value
         return out
 
@@ -315,7 +340,7 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
         value = json.loads(text, object_pairs_hook=no_repeats, parse_constant=constant)
     except json.JSONDecodeError as exc:
         at = line if line is not None else exc.lineno
-        field = _field_at(text, exc.pos) if exc.msg == "Expecting value" and not records else None
+        field = _field_at(text, exc.pos, base=base) if exc.msg == "Expecting value" else None
         fail(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=at, column=field)
     except RecursionError:
         fail(f"nested more than {MAX_JSON_DEPTH} levels deep (limit {MAX_JSON_DEPTH})", source=name, line=line)

@@ -50,7 +50,7 @@ from pathlib import Path
 import pandas as pd
 
 from peercore.errors import JudgmentError
-from peercore.io._common import Bundle, check_identifiers, fail, json_records, quote, record_text
+from peercore.io._common import Bundle, check_identifiers, fail, json_records, quote, record_text, record_whole_number
 from peercore.io.rules import INTEGER_BOUNDS, column_list
 from peercore.io.canonical import _careful_canonical
 
@@ -272,8 +272,9 @@ class _Reader:
             self.notes["single_verdicts"] += 1
             if winner is None:
                 self.notes["single_verdicts_unparsed"] += 1
+            ident = record_whole_number(record, "ID", source=path.name, line=line)
             question_id = record_text(record, "question_id", source=path.name, line=line, required=False)
-            self._add_row(path, line, question_id=question_id or f"{path.stem}:{record_text(record, 'ID', source=path.name, line=line)}",
+            self._add_row(path, line, question_id=question_id or f"{path.stem}:{ident}",
                           model_a=record["model_a"], model_b=record["model_b"],
                           judge=record_text(record, "judge", source=path.name, line=line),
                           winner=winner, criterion=record["criterion"], rationale=record.get("Reasoning"),
