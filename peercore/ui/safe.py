@@ -13,10 +13,12 @@ The rule, per element
 element                                       untrusted text goes in as
 ============================================  ============================================
 a body of text: question, answer, rationale,  :func:`text` (``st.text``: no Markdown at
-study description, note, error detail         all, line breaks kept, wraps)
+study description                             all, line breaks kept, wraps)
+an error, a run's error, a file's problem     PeerBoard's words + :func:`md_lines` (escaped,
+in ``st.error`` / ``st.warning``              its line breaks kept) in the alert
 logs                                          ``st.code(..., language=None)`` (plain)
-tables                                        ``st.dataframe`` / ``st.data_editor`` cells,
-                                              index and column headers are plain text;
+tables (annotators' notes, provenance,        ``st.dataframe`` / ``st.data_editor`` cells,
+run errors, import log ...)                   index and column headers are plain text;
                                               ``st.column_config`` ``help`` is Markdown:
                                               PeerBoard's words only
 a name or value inside PeerBoard's Markdown:  :func:`md` (escaped, reads as plain text)
