@@ -138,3 +138,134 @@ def test_fuzz_strategies_can_produce_valid_and_invalid_inputs(store, tmp_path):
     with pytest.raises(PeercoreError, match="broken.csv, line 3, column 'winner'"):
         read_path(broken)
     assert np.isfinite(store.revision("fuzz"))
+
+
+# ------------------------------------------------ the fast and careful paths on whole files
+# The frame-level property above cannot see what the fast path's parsers let through
+# (Arrow reads NaN, two objects on one line, 1e20 as a float; pandas renames a repeated
+# CSV header). These build files and compare the two readers on the same bytes: the fast
+# path may give up (None), but what it accepts the careful path accepts identically.
+
+RAW_VALUES = st.one_of(
+    st.sampled_from(["NaN", "-NaN", "Infinity", "-Infinity", "1e20", "1e400", "100000000000000000000", "-1", "0",
+                     "1", "2", "0.5", "1.0", "true", "null", '"\\ud800"', '"x\\u0000y"', "[1]", '{"a": 1}',
+                     "[" * 70 + "]" * 70, '" model_a"', '"\\u00a0a"', '"\\u001ca"', '"=1"', '"a\\nb"', '""',
+                     '"tie (bothbad)"', '"TIE"', '"model_b"', '"a"', '"b"', '"j"']),
+    st.integers(-3, 10**20).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.text(max_size=6).map(json.dumps),
+)
+CANONICAL_FIELDS = ["question_id", "model_a", "model_b", "judge", "winner", "p_a", "turn", "round", "criterion",
+                    "rationale", "tstamp"]
+
+
+def _valid(k: int) -> dict:
+    return {"question_id": f"q{k}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a", "p_a": 0.5,
+            "turn": 1}
+
+
+def _both_paths(path, monkeypatch):
+    """(fast result or None, careful result or the careful path's error)."""
+    import peercore.io.canonical as canonical
+    from peercore.io._common import file_kind
+
+    try:
+        raw = canonical._fast_raw_frame(path, file_kind(path))
+    except PeercoreError:
+        raw = None  # a refusal the careful path gives too (the same function)
+    fast = None if raw is None else canonical.fast_canonical(raw)
+    monkeypatch.setattr(canonical, "_FAST_PATH_BYTES", float("inf"))
+    try:
+        careful = canonical.read_canonical_judgments(path).judgments
+    except PeercoreError as exc:
+        careful = exc
+    return fast, careful
+
+
+def _agree(fast, careful) -> None:
+    if fast is None:
+        return
+    assert not isinstance(careful, Exception), f"the fast path accepted what the careful path refuses: {careful}"
+    pd.testing.assert_frame_equal(fast, careful)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bad=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(CANONICAL_FIELDS), RAW_VALUES), max_size=3),
+       extra=st.sampled_from(["", "two_on_a_line", "duplicate_field", "blank_lines", "crlf", "bom"]))
+def test_fast_and_careful_agree_on_jsonl_files(bad, extra, tmp_path_factory, monkeypatch):
+    lines = [json.dumps(_valid(k)) for k in range(8)]
+    for row, field, token in bad:
+        record = dict(_valid(row))
+        record[field] = "__RAW__"
+        lines[row] = json.dumps(record).replace('"__RAW__"', token)
+    if extra == "two_on_a_line":
+        lines[3] = lines[3] + " " + lines[4]
+    elif extra == "duplicate_field":
+        lines[2] = lines[2][:-1] + ', "winner": "tie"}'
+    elif extra == "blank_lines":
+        lines.insert(4, "   ")
+        lines.insert(0, "")
+    text = ("\r\n" if extra == "crlf" else "\n").join(lines) + "\n"
+    path = tmp_path_factory.mktemp("agree") / "battles.jsonl"
+    path.write_bytes((b"\xef\xbb\xbf" if extra == "bom" else b"") + text.encode("utf-8", "surrogatepass"))
+    _agree(*_both_paths(path, monkeypatch))
+
+
+CSV_CELLS = st.one_of(
+    st.sampled_from(["NaN", "nan", "inf", "-Infinity", "1e20", "-1", "1.5", "0.5", "1", "2.0", "", " ", "true",
+                     "model_a", "tie (bothbad)", "TIE", "=1", "\u00a0a", "\x1ca", '"a\nb"', "a" * 1001, "x\x00y"]),
+    st.text(alphabet="ab ,\"-:", max_size=5),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["question_id", "model_a", "judge", "winner", "p_a",
+                                                                     "turn", "round", "criterion"]), CSV_CELLS),
+                      max_size=3),
+       header=st.sampled_from(["plain", "repeated", "spaced", "bom"]))
+def test_fast_and_careful_agree_on_csv_files(cells, header, tmp_path_factory, monkeypatch):
+    columns = ["question_id", "model_a", "model_b", "judge", "winner", "turn", "round", "criterion"]
+    rows = [{"question_id": f"q{k}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie", "turn": "1",
+             "round": "", "criterion": "help"} for k in range(6)]
+    for row, column, value in cells:
+        rows[row][column] = value
+    head = list(columns)
+    if header == "repeated":
+        head[-1] = "winner"
+    elif header == "spaced":
+        head[0] = " question_id"
+    text = ",".join(head) + "\n" + "".join(",".join(str(r.get(c, "")) for c in columns) + "\n" for r in rows)
+    path = tmp_path_factory.mktemp("agree") / "battles.csv"
+    path.write_bytes((b"\xef\xbb\xbf" if header == "bom" else b"") + text.encode("utf-8"))
+    _agree(*_both_paths(path, monkeypatch))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(p_a=st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)), min_size=4, max_size=4),
+       turn=st.lists(st.one_of(st.none(), st.integers(-5, 2**62)), min_size=4, max_size=4))
+def test_fast_and_careful_agree_on_parquet_files(p_a, turn, tmp_path_factory, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"question_id": [f"q{k}" for k in range(4)], "model_a": ["a"] * 4, "model_b": ["b"] * 4,
+                      "judge": ["j"] * 4, "winner": ["model_a"] * 4,
+                      "p_a": pa.array(p_a, pa.float64(), from_pandas=False), "turn": pa.array(turn, pa.int64())})
+    path = tmp_path_factory.mktemp("agree") / "battles.parquet"
+    pq.write_table(table, path)
+    fast, careful = _both_paths(path, monkeypatch)
+    _agree(fast, careful)
+    values = [v for v in p_a if v is not None]
+    if any(v != v or v in (float("inf"), float("-inf")) for v in values):  # NaN / inf: refused, never stored
+        assert isinstance(careful, PeercoreError) and fast is None
+
+
+def test_the_file_level_properties_can_fail(tmp_path, monkeypatch):
+    """Not vacuous: a clean file goes through both paths identically, and main's fast path accepted NaN."""
+    path = tmp_path / "ok.jsonl"
+    path.write_text("".join(json.dumps(_valid(k)) + "\n" for k in range(5)))
+    fast, careful = _both_paths(path, monkeypatch)
+    assert fast is not None and not isinstance(careful, Exception)
+    nan = tmp_path / "nan.jsonl"
+    nan.write_text("".join(json.dumps(_valid(k)) + "\n" for k in range(5)).replace('"p_a": 0.5,', '"p_a": NaN,', 1))
+    fast, careful = _both_paths(nan, monkeypatch)
+    assert fast is None and isinstance(careful, PeercoreError) and "p_a is nan" in str(careful)
