@@ -178,8 +178,10 @@ def test_hostile_text_is_on_screen_as_written(chromium, hostile_server):
         assert "<b>alpha</b>" in charts  # a judge name with HTML is drawn as written
 
         open_page(page, hostile_server, "leaderboard", "Leaderboard")  # hover text is drawn on demand
+        points = page.locator(".js-plotly-plot .scatterlayer .point")
+        points.first.wait_for(timeout=30_000)  # plotly draws after the script has run
         shown = []
-        for point in page.locator(".js-plotly-plot .scatterlayer .point").all():
+        for point in points.all():
             point.hover(force=True)
             page.wait_for_timeout(300)
             shown.append(" ".join(page.locator(".js-plotly-plot .hoverlayer").all_text_contents()))
