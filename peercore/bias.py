@@ -432,7 +432,7 @@ def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFram
         p = row["p_first"]
         if row["n_decisive"] >= HEALTH_MIN_DECISIVE and (p > HEALTH_MAX_SHARE or p < 1 - HEALTH_MAX_SHARE):
             side = "first" if p > 0.5 else "second"
-            why.append(f"the {side} answer won {max(p, 1 - p):.0%} of its {row['n_decisive']} decisive verdicts")
+            why.append(f"the {side} answer won {max(p, 1 - p):.0%} of its {int(row['n_decisive'])} decisive verdicts")
         elif row["ci_low"] > HEALTH_INTERVAL[1] or row["ci_high"] < HEALTH_INTERVAL[0]:
             why.append(f"its position bias P(first) = {p:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] lies outside "
                        f"[{HEALTH_INTERVAL[0]}, {HEALTH_INTERVAL[1]}]")
@@ -440,7 +440,7 @@ def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFram
             fix.append("use the label-probability classifier (--method auto, the default for local models) and score "
                        "both orders, or a stronger judge")
         if row["invalid_share"] > HEALTH_MAX_INVALID:
-            why.append(f"{row['invalid_share']:.0%} of its {row['n']} replies held no readable verdict")
+            why.append(f"{row['invalid_share']:.0%} of its {int(row['n'])} replies held no readable verdict")
             fix.append("raise --max-tokens, use a template that puts the verdict first, or the classifier")
         reasons.append("; ".join(why))
         fixes.append("; ".join(fix))

@@ -1,9 +1,14 @@
 """Reviewers & runs: reviewer configurations, jobs, estimates, live runs (glue for the page).
 
 Secrets: reviewer configurations in session state hold provider, model, base URL,
-temperature and a name, never a key. Keys are looked up only at launch, from the
-environment or ``st.secrets``, and handed to the backend object of that run; the
-page only ever shows whether a key is set.
+temperature, a name and, for an OpenAI-compatible server, the *name* of the environment
+variable holding its key (``api_key_env``), never a key. A base URL that carries a
+credential (``?api_key=...``, ``user:password@``) is refused without repeating it. Keys
+are looked up only at launch, from the environment or ``st.secrets``, and handed to the
+backend object of that run; the page only ever shows whether a key is set.
+
+Defaults are the command line's: a review's method is each backend's default
+(:func:`peercore.reviewers.judging.default_method`) unless the page picks one.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ PROVIDERS: dict[str, str] = {
 KEY_VARS: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 JOBS: dict[str, str] = {"review": "Peer review", "answers": "Answers", "discussion": "Discussion (PRD)",
                         "debate": "Debate (ScaleEval)"}
-LOCAL_PRESET = {"name": "", "provider": "local", "model": "qwen2.5-coder-1.5b", "base_url": "", "temperature": 0.0}
+LOCAL_PRESET = {"name": "", "provider": "local", "model": "qwen2.5-coder-1.5b", "base_url": "", "temperature": 0.0,
+                "api_key_env": ""}
+DEFAULT_METHOD = "default"  # the review method option meaning "each backend's default"
 
 # widget keys of the "Add a reviewer" form
 F_PROVIDER, F_MODEL, F_URL, F_TEMPERATURE, F_NAME = "rv_provider", "rv_model", "rv_url", "rv_temperature", "rv_name"
+F_KEY_ENV = "rv_key_env"
 
 
 # ------------------------------------------------------------------------------ keys
@@ -86,6 +94,7 @@ def add_reviewer() -> None:
         "model": (st.session_state.get(F_MODEL) or "").strip(),
         "base_url": (st.session_state.get(F_URL) or "").strip(),
         "temperature": float(st.session_state.get(F_TEMPERATURE) or 0.0),
+        "api_key_env": (st.session_state.get(F_KEY_ENV) or "").strip(),
     }
     _append(reviewer)
 
@@ -108,7 +117,7 @@ def _append(reviewer: dict) -> None:
         st.session_state["rv_error"] = f"A reviewer named {label(reviewer)!r} is already configured; give it another name."
         return
     st.session_state[state.REVIEWERS] = st.session_state[state.REVIEWERS] + [reviewer]
-    st.session_state[F_MODEL] = st.session_state[F_NAME] = st.session_state[F_URL] = ""
+    st.session_state[F_MODEL] = st.session_state[F_NAME] = st.session_state[F_URL] = st.session_state[F_KEY_ENV] = ""
 
 
 def remove_reviewer(index: int) -> None:
@@ -121,19 +130,18 @@ def reviewers_table(reviewers: list[dict]) -> pd.DataFrame:
     return pd.DataFrame({
         "name": [label(r) for r in reviewers], "provider": [PROVIDERS[r["provider"]] for r in reviewers],
         "model": [r["model"] for r in reviewers], "base URL": [r["base_url"] or "" for r in reviewers],
+        "key variable": [r.get("api_key_env") or "" for r in reviewers],
         "temperature": [r["temperature"] for r in reviewers],
     })
 
 
 def _judge(reviewer: dict, *, with_key: bool):
     from peercore.jobs.base import Judge
-    from peercore.reviewers import make_backend
+    from peercore.jobs.specs import make_backend, refuse_credentials
 
-    settings = {}
+    refuse_credentials(reviewer.get("base_url") or "", what="the base URL")
     key = _key_for(reviewer["provider"]) if with_key else None
-    if key:
-        settings["api_key"] = key
-    backend = make_backend(spec(reviewer), **settings)
+    backend = make_backend(spec(reviewer), api_key=key or None, api_key_env=reviewer.get("api_key_env") or None)
     return Judge(backend, name=reviewer.get("name") or None, temperature=reviewer.get("temperature"))
 
 
@@ -167,15 +175,17 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
     if kind == "answers":
         return AnswerJob(study, judges)
     if kind == "review":
+        method = options.get("method")
         return ReviewJob(study, judges, **pairs, template=options.get("template") or None,
-                         criterion=options.get("criterion") or None, method=options.get("method") or "verdict",
-                         samples=int(options.get("samples", 1)) if options.get("method") == "samples" else 1)
+                         criterion=options.get("criterion") or None,
+                         method=None if method in (None, "", DEFAULT_METHOD) else method,
+                         samples=int(options.get("samples", 1)) if method == "samples" else 1)
     if kind == "discussion":
         return DiscussionJob(study, judges, turns=int(options.get("turns", 4)), both_orders=bool(options.get("both_orders", True)),
                              **pairs)
     if kind == "debate":
         return DebateJob(study, judges, criteria=options.get("criteria") or ["helpfulness"],
-                         max_rounds=int(options.get("max_rounds", 3)), name=options.get("panel") or "scaleeval", **pairs,
+                         max_rounds=int(options.get("max_rounds", 3)), name=options.get("panel") or None, **pairs,
                          **DEBATE_LAYOUTS[options.get("layout") or DEFAULT_DEBATE_LAYOUT])
     raise ValueError(f"unknown job kind {kind!r}; choose from {list(JOBS)}")
 

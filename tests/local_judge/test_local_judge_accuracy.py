@@ -1,77 +1,24 @@
-"""The offline local judge on clear-cut pairs written for this test (slow: ~3 minutes).
+"""The offline local judge's library path: the classifier reads both labels; SmolLM2 generates.
 
-Acceptance (issue 4): Qwen2.5-Coder-1.5B with the prompt-based classifier (Liusie et al.
-2024, eq. 3) must pick the better answer in at least 14 of 16 pairs when both
-presentation orders are averaged, p = (p_12 + 1 - p_21) / 2. Per-order accuracy and
-position bias are printed. These tests never skip: CI installs the model wheels, and a
+The accuracy acceptance runs through the command line's defaults in
+``test_default_path.py``. These tests never skip: CI installs the model wheels, and a
 missing install fails with the command to run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from peercore.reviewers import ChatRequest, LocalBackend, compare, compare_both_orders
+from peercore.reviewers import ChatRequest, LocalBackend, compare
 from peercore.reviewers.local import LLAMA_CPP_INSTALL
 from peercore.reviewers.local_model import ModelNotInstalled, install_command
 
 pytestmark = pytest.mark.slow
 
-# (question, better answer, clearly worse answer): varied topics; the bad answer is wrong or off-topic
-PAIRS = [
-    ("What is the capital of Japan?",
-     "The capital of Japan is Tokyo.",
-     "The capital of Japan is Sydney."),
-    ("At what temperature does water boil at sea level, in degrees Celsius?",
-     "Water boils at 100 degrees Celsius at sea level.",
-     "Water boils at 12 degrees Celsius at sea level."),
-    ("How many days are there in a week?",
-     "A week has seven days.",
-     "A week has thirty-one days."),
-    ("Who wrote the play Romeo and Juliet?",
-     "Romeo and Juliet was written by William Shakespeare.",
-     "Romeo and Juliet was written by Isaac Newton in 1990."),
-    ("Which gas do plants absorb from the air for photosynthesis?",
-     "Plants absorb carbon dioxide from the air for photosynthesis.",
-     "Plants absorb helium from the air for photosynthesis."),
-    ("What is 7 multiplied by 8?",
-     "7 multiplied by 8 is 56.",
-     "7 multiplied by 8 is 78."),
-    ("How do I boil an egg?",
-     "Place the egg in boiling water for about 8 to 10 minutes, then cool it in cold water.",
-     "The stock market closed slightly higher today after a quiet session."),
-    ("How do you say 'thank you' in Spanish?",
-     "In Spanish, 'thank you' is 'gracias'.",
-     "In Spanish, 'thank you' is 'bonjour'."),
-    ("Which is the largest planet in our solar system?",
-     "Jupiter is the largest planet in our solar system.",
-     "The Moon is the largest planet in our solar system."),
-    ("What does CPU stand for?",
-     "CPU stands for Central Processing Unit.",
-     "CPU stands for Cute Puppy Unit, a brand of dog food."),
-    ("Give me one tip for sleeping better.",
-     "Keep a regular bedtime and avoid screens for an hour before sleep.",
-     "Drink five cups of strong coffee right before going to bed."),
-    ("How do I reverse a list called items in Python?",
-     "Use items.reverse() to reverse it in place, or items[::-1] to get a reversed copy.",
-     "Lists in Python can never be reversed; you must buy a new computer."),
-    ("What is the square root of 81?",
-     "The square root of 81 is 9.",
-     "The square root of 81 is 7."),
-    ("Which is the largest ocean on Earth?",
-     "The Pacific Ocean is the largest ocean on Earth.",
-     "Lake Michigan is the largest ocean on Earth."),
-    ("Write an SQL query that counts the rows in a table named orders.",
-     "SELECT COUNT(*) FROM orders;",
-     "DELETE FROM orders;"),
-    ("How many legs does a spider have?",
-     "A spider has eight legs.",
-     "Spiders are a kind of soft cheese made in Italy."),
-]
-REQUIRED = 14
+# (question, better answer, clearly worse answer)
+PAIR = ("What is the capital of Japan?", "The capital of Japan is Tokyo.", "The capital of Japan is Sydney.")
 
 
 def _install_hint() -> str:
@@ -97,47 +44,9 @@ def judge() -> LocalBackend:
     return _backend("qwen2.5-coder-1.5b")
 
 
-def test_local_judge_picks_the_better_answer_in_both_orders(judge, capsys):
-    assert len(PAIRS) >= 16
-
-    async def score_all():
-        results = []
-        for question, good, bad in PAIRS:
-            started = time.perf_counter()
-            result = await compare_both_orders(judge, None, question, good, bad, method="logits",
-                                               template="liusie_classifier_numeric")
-            results.append((result, time.perf_counter() - started))
-        return results
-
-    started = time.perf_counter()
-    results = asyncio.run(score_all())
-    elapsed = time.perf_counter() - started
-
-    rows, firsts = [], []
-    for (question, _, _), (result, seconds) in zip(PAIRS, results):
-        assert result.forward.valid and result.backward.valid, question
-        assert result.forward.method == result.backward.method == "logits"
-        firsts += [result.forward.p_first, result.backward.p_first]
-        rows.append((question, result.forward.p_first, 1 - result.backward.p_first, result.p_debiased, seconds))
-
-    correct = sum(p > 0.5 for *_, p, _ in rows)
-    good_first = sum(p12 > 0.5 for _, p12, _, _, _ in rows)   # good answer shown first, judged first better
-    good_second = sum(p21 > 0.5 for _, _, p21, _, _ in rows)  # good answer shown second, judged second better
-    position_bias = sum(firsts) / len(firsts)                 # mean P(first is better); 0.5 = no bias
-    with capsys.disabled():
-        print(f"\nlocal judge {judge.name}: {len(PAIRS)} pairs, {2 * len(PAIRS)} comparisons in {elapsed:.1f} s "
-              f"({elapsed / (2 * len(PAIRS)):.1f} s per comparison)")
-        print(f"{'question':60s} {'P(good|1st)':>11s} {'P(good|2nd)':>11s} {'debiased':>9s}")
-        for question, p12, p21, p, _ in rows:
-            print(f"{question[:60]:60s} {p12:11.3f} {p21:11.3f} {p:9.3f}{'' if p > 0.5 else '  <-- wrong'}")
-        print(f"debiased accuracy {correct}/{len(PAIRS)}; per order: good-first {good_first}/{len(PAIRS)}, "
-              f"good-second {good_second}/{len(PAIRS)}; position bias P(first chosen) = {position_bias:.3f}")
-    assert correct >= REQUIRED, f"local judge picked the better answer in only {correct}/{len(PAIRS)} pairs"
-
-
 def test_classifier_probabilities_are_consistent(judge):
     """Both label tokens are scored and the classifier reads them, for a prompt in each order."""
-    question, good, bad = PAIRS[0]
+    question, good, bad = PAIR
     result = asyncio.run(compare(judge, None, question, good, bad, method="logits",
                                  template="liusie_classifier_numeric"))
     assert 0.0 < result.p_first < 1.0 and result.valid and result.calls == 1
