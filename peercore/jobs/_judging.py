@@ -164,20 +164,38 @@ def p_from_samples(verdicts: Sequence[Verdict]) -> float | None:
 def discussion_request(question: str, answer_1: str, answer_2: str, *, speaker: int, reviews: Sequence[str],
                        turns: Sequence[tuple[int, str]], temperature: float = 0.0, max_tokens: int = 256,
                        template: str = "prd_discussion", seed: int | None = None) -> ChatRequest:
-    """One PRD discussion turn for reviewer ``speaker`` (1 = the leader, 2).
+    """One PRD discussion turn for reviewer ``speaker`` (1 = the leader, 2), laid out as PRD ran it.
 
-    The reviewer sees both initial ``reviews`` (reviewer 1's first) and the discussion so
-    far, ``turns`` = ``[(reviewer number, text), ...]`` (Li et al. 2023, Table 1 prompt).
+    Li, Patel, Du (2023), section 3.2 and Table 1; the layout of bcdnlp/PRD's
+    ``prompt_discuss_generation_lfqa`` / ``add_prompt_each_turn_lfqa``: a system line
+    naming the reviewer's role, the question, both answers and both initial ``reviews``
+    (reviewer 1's first) with the instruction, then the discussion so far, ``turns`` =
+    ``[(reviewer number, text), ...]``: the speaker's own turns as its (assistant)
+    replies, the other reviewer's as user messages, and every turn followed by the
+    template's reminder addressed to the reviewer who speaks after it. Consecutive
+    messages of one role are joined, so roles alternate (as Anthropic requires).
+    A template without a reminder gets the turns in its ``{discussion}`` field instead.
     """
     if speaker not in (1, 2):
         raise ValueError(f"speaker must be 1 or 2, got {speaker!r}")
     tpl = load_template(template)
-    messages = tpl.render(
-        reviewer=speaker, other=3 - speaker, question=question, answer_1=answer_1, answer_2=answer_2,
-        review_1=reviews[0], review_2=reviews[1],
-        discussion=format_turns([(f"Reviewer {who}", text) for who, text in turns]),
-    )
-    return ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+    fields = dict(reviewer=speaker, other=3 - speaker, question=question, answer_1=answer_1, answer_2=answer_2,
+                  review_1=reviews[0], review_2=reviews[1])
+    if not tpl.reminder:
+        messages = tpl.render(**fields, discussion=format_turns([(f"Reviewer {who}", text) for who, text in turns]))
+        return ChatRequest(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+    messages = [dict(m) for m in tpl.render(**fields)]
+    for who, text in turns:
+        after = 3 - who  # PRD's reviewers alternate: the reminder goes to the one who speaks next
+        content = f"{text.strip()}\n\n{tpl.render_reminder(reviewer=after, other=who)}"
+        role = "assistant" if who == speaker else "user"
+        if messages[-1]["role"] == role:
+            messages[-1] = {"role": role, "content": f"{messages[-1]['content']}\n\n{content}"}
+        else:
+            messages.append({"role": role, "content": content})
+    if messages[-1]["role"] != "user":  # the speaker spoke last (turns = 0 is the only such case)
+        messages.append({"role": "user", "content": tpl.render_reminder(reviewer=speaker, other=3 - speaker)})
+    return ChatRequest(messages=tuple(messages), temperature=temperature, max_tokens=max_tokens, seed=seed)
 
 
 # --------------------------------------------------------------------------- debate

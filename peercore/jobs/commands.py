@@ -69,6 +69,9 @@ def add_commands(subparsers) -> None:
     discuss.add_argument("--one-order", action="store_true", help="only the first reviewer leads (default: both orders)")
     discuss.add_argument("--temperature", type=float, default=0.0)
     discuss.add_argument("--max-tokens", type=_positive_int, default=512)
+    discuss.add_argument("--review-template", default="prd_review_discussion", metavar="NAME",
+                         help="template of the initial reviews (default prd_review_discussion, PRD Table 8: 1 or 2; "
+                              "prd_review is the Vicuna80 prompt with a tie)")
     discuss.set_defaults(handler=_discuss)
 
     debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
@@ -151,7 +154,7 @@ def _discuss(args) -> int:
 
     job = DiscussionJob(args.study, [_judge(s, args) for s in args.reviewer], turns=args.turns,
                         both_orders=not args.one_order, **_pair_options(args), temperature=args.temperature,
-                        max_tokens=args.max_tokens)
+                        max_tokens=args.max_tokens, review_template=args.review_template)
     return _run(job, args)
 
 

@@ -36,6 +36,8 @@ __all__ = ["DiscussionJob", "DebateJob"]
 _TYPICAL_TURN = 120  # tokens in a typical review or discussion turn (for estimates)
 DEBATE_TEMPLATES = ("scaleeval_initial", "scaleeval_discussion")  # DebateJob's default (initial, discussion)
 DEFAULT_PANEL = "scaleeval"  # DebateJob's default panel name: consensus judge debate:scaleeval
+# DiscussionJob's initial reviews: PRD's Table 8 prompt (1 or 2 only), as the paper's discussions used.
+DISCUSSION_REVIEW_TEMPLATE = "prd_review_discussion"
 
 
 def _verdict(winner: str | None, text: str, template: str) -> _judging.Verdict:
@@ -54,6 +56,9 @@ class DiscussionJob(PairedJob):
     study : the study (questions and answers from the store).
     reviewers : exactly two backends or :class:`~peercore.jobs.base.Judge`.
     turns : T, discussion turns after the two initial reviews (leader on odd turns).
+    review_template : the initial reviews' template (default ``prd_review_discussion``,
+        PRD Table 8: 1 or 2, no tie, as the paper's discussions; ``prd_review`` is the
+        Vicuna80 reviewing prompt with a tie).
     both_orders : run each pair with each reviewer as leader (default True).
     contestants, questions, strategy, comparisons, budget, seed : pair selection, as
         :class:`~peercore.jobs.review.ReviewJob`.
@@ -72,7 +77,8 @@ class DiscussionJob(PairedJob):
     def __init__(self, study: str, reviewers: Sequence, *, turns: int = 4, both_orders: bool = True,
                  contestants: Sequence[str] | None = None, questions: Sequence[str] | None = None,
                  strategy: str = "all", comparisons: int | None = None, budget: int | None = None, seed: int = 0,
-                 temperature: float = 0.0, max_tokens: int = 512) -> None:
+                 temperature: float = 0.0, max_tokens: int = 512,
+                 review_template: str = DISCUSSION_REVIEW_TEMPLATE) -> None:
         reviewers = as_judges(reviewers, what="reviewers")
         if len(reviewers) != 2:
             raise ValueError(f"a PRD discussion needs exactly 2 reviewers, got {len(reviewers)}: "
@@ -86,12 +92,13 @@ class DiscussionJob(PairedJob):
         self.both_orders = bool(both_orders)
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
+        self.review_template = _judging.review_template(review_template, "text").name
         self._by_name = {r.label: r for r in reviewers}
         self._names: dict[str, str] = {}
 
     def identities(self) -> dict[str, dict]:
         """label -> the reviewer's identity in this discussion (templates, turns, sampling)."""
-        review, turn = load_template("prd_review"), load_template("prd_discussion")
+        review, turn = load_template(self.review_template), load_template("prd_discussion")
         return {r.label: judge_identity(
             r, role="discussion", method="verdict", template=review.name, template_version=review.version,
             discussion_template=turn.name, discussion_template_version=turn.version, turns=self.turns,
@@ -104,7 +111,7 @@ class DiscussionJob(PairedJob):
     def config(self) -> dict:
         return {"reviewers": [r.describe() for r in self.reviewers], "turns": self.turns,
                 "both_orders": self.both_orders, **self._pair_config(), "temperature": self.temperature,
-                "max_output": self.max_tokens}
+                "max_output": self.max_tokens, "review_template": self.review_template}
 
     def backends(self) -> list:
         return [r.backend for r in self.reviewers]
@@ -140,7 +147,7 @@ class DiscussionJob(PairedJob):
         calls = []
         for reviewer in (lead, follow):
             (request, _), = _judging.comparison_requests(
-                reviewer.backend, q, a1, a2, template="prd_review", method="verdict", k=1, temperature=0.0,
+                reviewer.backend, q, a1, a2, template=self.review_template, method="verdict", k=1, temperature=0.0,
                 max_tokens=self.max_tokens)
             calls.append(PlannedCall(reviewer.backend, request, typical_output_tokens=_TYPICAL_TURN))
         filler = "x" * (4 * _TYPICAL_TURN)
@@ -160,7 +167,7 @@ class DiscussionJob(PairedJob):
         result = await engines.run_discussion(
             ctx.complete, self._texts[question], self._answers[(question, model_a)],
             self._answers[(question, model_b)], leader=lead, follower=follow, turns=self.turns,
-            temperature=self.temperature, max_tokens=self.max_tokens,
+            temperature=self.temperature, max_tokens=self.max_tokens, review_template=self.review_template,
         )
         rows = []
         texts = {}
@@ -169,7 +176,7 @@ class DiscussionJob(PairedJob):
             texts[turn.speaker] = turn.text
             if turn.round == 0:
                 rows.append(judgment_row(question, model_a, model_b, named(turn.speaker),
-                                         _verdict(turn.verdict, turn.text, "prd_review")))
+                                         _verdict(turn.verdict, turn.text, self.review_template)))
         if self.turns > 0:
             for reviewer in (lead, follow):
                 rows.append(judgment_row(

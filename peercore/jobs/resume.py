@@ -67,7 +67,8 @@ def job_from_config(kind: str, study: str, config: dict, *, timeout: float | Non
     if kind == "discussion":
         return DiscussionJob(study, judges(config["reviewers"]), turns=config["turns"],
                              both_orders=config["both_orders"], **pairs, temperature=config["temperature"],
-                             max_tokens=config["max_output"])
+                             max_tokens=config["max_output"],
+                             review_template=config.get("review_template", "prd_review"))
     if kind == "debate":
         return DebateJob(study, judges(config["agents"]), criteria=config["criteria"],
                          max_rounds=config["max_rounds"], name=config["name"], **pairs,

@@ -10,8 +10,13 @@ Shipped templates
 -----------------
 ``prd_review``, ``prd_review_coding``, ``prd_review_math``
     PRD reviewer prompts (Li, Patel, Du 2023, Table 8): last line 1, 2 or 3 (tie).
+``prd_review_discussion``
+    PRD's initial review before a discussion (Table 8; bcdnlp/PRD
+    ``prompt_review_generation_lfqa``, explicit aspects): last line 1 or 2, no tie.
 ``prd_discussion``
-    One turn of PRD's two-reviewer discussion (Table 1): last line 1 or 2.
+    PRD's two-reviewer discussion (Table 1): a chat in which each turn is followed by a
+    reminder addressed to the next reviewer (:attr:`PromptTemplate.reminder`); last
+    line 1 or 2.
 ``liusie_classifier``, ``liusie_classifier_numeric``
     Liusie et al. (2024) prompt-based classifier: label probabilities after a prefill.
 ``liusie_generative``
@@ -65,6 +70,9 @@ class PromptTemplate:
     system, user : the message texts with ``{field}`` placeholders.
     prefill : text the assistant reply starts with (classifier templates), or None.
     defaults : values for fields the caller may omit.
+    reminder : discussion templates: the text appended after every turn, addressed to
+        the reviewer who speaks next (PRD's per-turn prompt: ``{reviewer}`` is that
+        reviewer, ``{other}`` the one who just spoke), or None.
     """
 
     name: str
@@ -77,6 +85,7 @@ class PromptTemplate:
     user: str
     prefill: str | None = None
     defaults: Mapping[str, str] = field(default_factory=dict)
+    reminder: str | None = None
 
     @property
     def version(self) -> str:
@@ -89,7 +98,7 @@ class PromptTemplate:
         import json
 
         blob = json.dumps([self.kind, self.scheme, list(self.labels), self.system, self.user, self.prefill,
-                           dict(sorted(self.defaults.items()))], ensure_ascii=False)
+                           dict(sorted(self.defaults.items())), self.reminder], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
 
     @property
@@ -130,6 +139,16 @@ class PromptTemplate:
             messages.append({"role": "system", "content": fill(self.system)})
         messages.append({"role": "user", "content": fill(self.user)})
         return tuple(messages)
+
+    def render_reminder(self, **values: object) -> str:
+        """The per-turn :attr:`reminder` with its fields filled ('' when the template has none)."""
+        if not self.reminder:
+            return ""
+        merged = {**self.defaults, **{k: v for k, v in values.items() if v is not None}}
+        missing = [m.group(1) for m in _PLACEHOLDER.finditer(self.reminder) if m.group(1) not in merged]
+        if missing:
+            raise TemplateError(f"template {self.name!r}: its reminder needs field(s) {missing}")
+        return _PLACEHOLDER.sub(lambda m: str(merged[m.group(1)]), self.reminder)
 
 
 def list_templates() -> list[str]:
@@ -208,4 +227,5 @@ def template_from_mapping(data: Mapping, *, origin: str = "<mapping>") -> Prompt
         user=str(data["user"]),
         prefill=data.get("prefill") or None,
         defaults={str(k): str(v) for k, v in dict(data.get("defaults", {})).items()},
+        reminder=data.get("reminder") or None,
     )

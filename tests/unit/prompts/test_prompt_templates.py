@@ -18,7 +18,8 @@ from peercore.prompts import (
     template_from_mapping,
 )
 
-EXPECTED = {"prd_review", "prd_review_coding", "prd_review_math", "prd_discussion", "liusie_classifier",
+EXPECTED = {"prd_review", "prd_review_coding", "prd_review_math", "prd_review_discussion", "prd_discussion",
+            "liusie_classifier",
             "liusie_classifier_numeric", "liusie_generative", "scaleeval_initial", "scaleeval_discussion",
             "scaleeval_compact_initial", "scaleeval_compact_discussion"}
 
@@ -66,16 +67,41 @@ def test_prd_review_matches_the_released_prompt_file():
         assert template.user == released[prompt_id]["prompt_template"]
 
 
-def test_prd_discussion_turn():
-    template = load_template("prd_discussion")
-    history = format_turns([("Reviewer 1", "I keep 1.\n\n1")])
-    messages = template.render(reviewer=2, other=1, question="Q", answer_1="x", answer_2="y",
-                               review_1="R1\n1", review_2="R2\n2", discussion=history)
-    assert messages[0]["content"] == "You are reviewer 2, discussing with reviewer 1 about your reviews of the following answers."
-    user = messages[1]["content"]
-    assert "[Reviewer 1]\nI keep 1.\n\n1\n\n[System]" in user
-    assert "Remember we focus on unsupported information, core information and coherence." in user
-    assert template.required == ("reviewer", "other", "question", "answer_1", "answer_2", "review_1", "review_2")
+def test_prd_discussion_turn_is_laid_out_as_prd_ran_it():
+    # PRD (Li et al. 2023) section 3.2, Table 1; bcdnlp/PRD prompt_discuss_generation_lfqa and
+    # add_prompt_each_turn_lfqa: a chat, every turn followed by a reminder to the reviewer who speaks next.
+    from peercore.jobs._judging import discussion_request
+
+    request = discussion_request("Q", "x", "y", speaker=1, reviews=["R1\n1", "R2\n2"],
+                                 turns=[(1, "I keep 1.\n\n1"), (2, "I keep 2.\n\n2")])
+    roles = [m["role"] for m in request.messages]
+    assert roles == ["system", "user", "assistant", "user"]
+    system, first, mine, theirs = (m["content"] for m in request.messages)
+    assert system == "You are reviewer 1, discussing with reviewer 2 about your reviews of the following answers."
+    assert "[The Start of Reviewer 2's Evaluation]\nR2\n2\n\n[The End of Reviewer 2's Evaluation]" in first
+    assert first.endswith("Do not output anything else other than the number in this last line.")
+    assert mine.startswith("I keep 1.\n\n1\n\n[System]\nYou are reviewer 2, discussing with reviewer 1")
+    assert theirs.startswith("I keep 2.\n\n2\n\n[System]\nYou are reviewer 1, discussing with reviewer 2")
+    assert "Remember we focus on unsupported information, core information and coherence\n" in theirs
+    # the follower's view of turn 1: the task and the leader's turn as one user message
+    follower = discussion_request("Q", "x", "y", speaker=2, reviews=["R1\n1", "R2\n2"], turns=[(1, "I keep 1.\n\n1")])
+    assert [m["role"] for m in follower.messages] == ["system", "user"]
+    assert follower.messages[1]["content"].endswith("[System]\nYou are reviewer 2, discussing with reviewer 1 about your "
+                                                    "reviews of the following answers.\nRead the reviews and discussions "
+                                                    "above, and make a decision if to change your preference, and explain. "
+                                                    "Remember we focus on unsupported information, core information and "
+                                                    "coherence\nIn a new line, choose between answer 1 and answer 2 by "
+                                                    "outputting the number 1 or 2 respectively. Do not output anything "
+                                                    "else other than the number in this last line.")
+
+
+def test_prd_review_before_a_discussion_is_table_8():
+    # PRD Table 8 (bcdnlp/PRD prompt_review_generation_lfqa, explicit mode): a verdict of 1 or 2, no tie.
+    template = load_template("prd_review_discussion")
+    user = template.render(question="Q", answer_1="x", answer_2="y")[1]["content"]
+    assert "unsupported infomation, core information, and coherence" in user
+    assert "by outputting the number 1 or 2 respectively. Do not output anything else" in user
+    assert "choose 3" not in user
 
 
 def test_classifier_templates_have_prefills_and_labels():
