@@ -261,8 +261,9 @@ def measure(bomb: Bomb, folder: Path) -> Measured:
     db = folder / "bombs.sqlite"
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *command(path, upload=bomb.upload, db=db)],
-                          capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          capture_output=True, text=True, cwd=folder,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)})
     seconds = time.perf_counter() - start
     status, peak = (int(x) for x in done.stdout.split()[-2:])
     lines = [line for line in done.stderr.splitlines() if line.strip()]
