@@ -80,10 +80,13 @@ def judgments_from_frame(frame: pd.DataFrame, *, source: str | None = None) -> p
     Raises
     ------
     JudgmentError
-        (a ``ValueError``) naming the row, the column and the value, when a required
-        column is missing, a required value is empty, ``winner`` is not model_a /
-        model_b / tie, ``model_a == model_b``, ``p_a`` is outside [0, 1], or ``turn`` /
-        ``round`` is not a whole number.
+        (a ``ValueError``) naming the row, the column and the value (quoted escaped, at
+        most 80 characters), when a required column is missing, a value is a list or
+        an object instead of one value, a required value is empty, ``winner`` is not
+        model_a / model_b / tie, ``model_a == model_b``, ``p_a`` is not a number (a
+        boolean, the text 'NaN') or is outside [0, 1] (Infinity included), or ``turn``
+        / ``round`` is not a whole number within
+        :data:`peercore.io.rules.INTEGER_BOUNDS` (0 to 1,000).
     """
     return _validate(frame, source=source, line_of=None)
 

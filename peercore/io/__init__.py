@@ -3,7 +3,12 @@
 ``peercore import PATH`` (or :func:`import_path`) reads a file or a folder, detects its
 format (:mod:`peercore.io.detect`), checks all of it, and writes it into a study of the
 store in one transaction; a rejected input names the file, line and field and leaves
-the database byte-for-byte unchanged. Formats accepted (``--format`` name in brackets):
+the database byte-for-byte unchanged. Every read path (small files row by row, large
+files through Arrow / pandas, Parquet, zip uploads, folders) applies the same rules and
+budgets, kept in one place: :mod:`peercore.io.rules` (non-finite and out-of-range
+numbers, integer bounds, one value where one is expected, line, nesting and row limits,
+Parquet and zip budgets, no symbolic links out of a folder). Formats accepted
+(``--format`` name in brackets):
 
 Judgments
 ---------

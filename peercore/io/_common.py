@@ -288,7 +288,7 @@ def _json_items(path: Path, *, keys: dict | None = None, most: int = MAX_ROWS) -
     raw = validated_bytes(path)
     start = len(raw) - len(raw.lstrip())
     head = raw[start:start + 1]
-    if not head or not raw.decode("utf-8").strip():
+    if not head:
         fail("the file holds only blank lines; expected records", source=name)
     if head == b"[":
         yield from _json_array(raw.decode("utf-8"), name, most=most)
@@ -358,7 +358,11 @@ def _json_array(text: str, name: str, *, most: int = MAX_ROWS) -> Iterator[tuple
         if not isinstance(record, dict):
             fail(f"expected a JSON object for record {index + 1}, got {type(record).__name__}",
                  source=name, line=lines[index])
-        check_record_depth(record, name=name, line=None)
+        if any(isinstance(value, (list, dict)) for value in record.values()):
+            try:
+                check_record_depth(record, name=name, line=None)
+            except JudgmentError as exc:
+                fail(exc.problem, source=name, line=lines[index], column=exc.column)
     for record in data:
         yield None, record
 
@@ -563,26 +567,32 @@ def _csv_frame(path: Path, name: str, *, allow_empty: bool = False) -> tuple[pd.
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(frame) == 0 and not allow_empty:
         fail("the file holds a header but no rows", source=name, line=1)
-    return frame, lambda row: csv_line_of(path, row, delimiter)
+    return frame, CsvLines(path, delimiter)
+
+
+class CsvLines:
+    """row -> physical line of a CSV file's data rows (quoted cells may span lines).
+
+    Found by one pass of the csv module over the file on first use (errors, mostly),
+    then looked up.
+    """
+
+    def __init__(self, path: Path, delimiter: str = ",") -> None:
+        self._path, self._delimiter, self._lines = path, delimiter, None
+
+    def __call__(self, row: int) -> int:
+        if self._lines is None:
+            csv.field_size_limit(sys.maxsize)  # a long cell (a rationale) is fine; lines are limited elsewhere
+            reader = csv.reader(_physical_lines(read_text(self._path)), delimiter=self._delimiter)
+            next(reader, None)
+            self._lines = [reader.line_num for record in reader
+                           if record and not all(not cell.strip() for cell in record)]
+        return self._lines[row] if 0 <= row < len(self._lines) else row + 2
 
 
 def csv_line_of(path: Path, row: int, delimiter: str = ",") -> int:
     """Physical line of data row ``row`` of a CSV file (quoted cells may span lines)."""
-    return _csv_line_of(read_text(path), row, delimiter)
-
-
-def _csv_line_of(text: str, row: int, delimiter: str) -> int:
-    csv.field_size_limit(sys.maxsize)  # a long cell (a rationale) is fine; lines are limited elsewhere
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
-    next(reader, None)
-    index = 0
-    for record in reader:
-        if not record or all(not cell.strip() for cell in record):
-            continue
-        if index == row:
-            return reader.line_num
-        index += 1
-    return row + 2
+    return CsvLines(path, delimiter)(row)
 
 
 # ------------------------------------------------------------------------ checks

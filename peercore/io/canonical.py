@@ -32,7 +32,7 @@ from peercore.io._common import (
     MAX_IDENTIFIER,
     Bundle,
     check_identifiers,
-    csv_line_of,
+    CsvLines,
     dedupe_questions,
     fail,
     file_kind,
@@ -214,7 +214,8 @@ def _fast_json(path: Path) -> pd.DataFrame | None:
         return None
     if scan.bracket_lines and not _lines_shallow(path, scan.bracket_lines):
         return None
-    table = pj.read_json(path)
+    block = max(1 << 20, 1 << int(scan.longest + 2).bit_length())  # a line must fit in one block
+    table = pj.read_json(path, read_options=pj.ReadOptions(block_size=block))
     if table.num_rows != scan.content_lines:
         return None
     for column in table.column_names:
@@ -261,7 +262,7 @@ def _fast_lines(path: Path, kind: str):
     if kind == "parquet":
         return lambda row: None
     if kind == "csv":
-        return lambda row: csv_line_of(path, row)
+        return CsvLines(path)
     found: list = []
 
     def line_of(row: int):

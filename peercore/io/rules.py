@@ -314,13 +314,8 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
     named in errors); otherwise it is one record (a JSONL line).
     """
     base = 1 if records else 0
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH + base:
-        deep = json_depth_problem(text, base=base)
-        if deep is not None:
-            offset, key = deep
-            at = line if line is not None else text.count("\n", 0, offset) + 1
-            fail(f"nested more than {MAX_JSON_DEPTH} levels deep (limit {MAX_JSON_DEPTH})", source=name, line=at,
-                 column=key)
+    if not records and text.count("[") + text.count("{") > MAX_JSON_DEPTH:  # a line: scan before parsing
+        _refuse_deep(text, name=name, line=line, base=base)
     constants: list[_Constant] = []
 
     def constant(token: str) -> _Constant:
@@ -342,7 +337,8 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
         at = line if line is not None else exc.lineno
         field = _field_at(text, exc.pos, base=base) if exc.msg == "Expecting value" else None
         fail(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=at, column=field)
-    except RecursionError:
+    except RecursionError:  # a whole array (records are checked level by level once parsed) or a crafted line
+        _refuse_deep(text, name=name, line=line, base=base)
         fail(f"nested more than {MAX_JSON_DEPTH} levels deep (limit {MAX_JSON_DEPTH})", source=name, line=line)
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         if isinstance(exc, JudgmentError):
@@ -351,6 +347,15 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
     if constants or (_SURROGATE_ESCAPE.search(text) is not None):
         _check_values(value, name=name, line=line, records=records, text=text)
     return value
+
+
+def _refuse_deep(text: str, *, name: str, line: int | None, base: int) -> None:
+    deep = json_depth_problem(text, base=base)
+    if deep is not None:
+        offset, key = deep
+        at = line if line is not None else text.count("\n", 0, offset) + 1
+        fail(f"nested more than {MAX_JSON_DEPTH} levels deep (limit {MAX_JSON_DEPTH})", source=name, line=at,
+             column=key)
 
 
 def _check_values(value, *, name, line, records, text) -> None:
