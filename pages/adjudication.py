@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from peercore.ui import data, safe, state, views
+from peercore import reports
+from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Adjudication")
@@ -64,13 +65,13 @@ else:
         safe.text(data.answer_text(db, study, rev, item["question_id"], item["model_b"]), empty="(answer not stored)")
 
     st.markdown("**Where each agent ended**")
-    finals = views.final_turns(data.turns(db, study, rev), debate_id)
+    finals = reports.final_turns(data.turns(db, study, rev), debate_id)
     for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):
         column.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
         safe.text(turn.rationale, empty="(no reasoning recorded)", container=column)
     with st.expander("The whole debate"):
-        for round_number, round_turns in data.rounds(data.turns(db, study, rev), debate_id):
-            st.markdown(f"**{data.round_title(round_number)}**")
+        for round_number, round_turns in reports.rounds(data.turns(db, study, rev), debate_id):
+            st.markdown(f"**{reports.round_title(round_number)}**")
             for turn in round_turns.itertuples(index=False):
                 st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
                 safe.text(turn.rationale, empty="(no reasoning recorded)")
@@ -95,8 +96,8 @@ decisions = data.adjudications(*data.key(study))
 if decisions["annotator"].nunique() < 2:
     st.caption("Agreement appears once two people have decided the same debate.")
 else:
-    st.dataframe(data.annotator_agreement_display(views.annotator_agreement(decisions)), hide_index=True,
+    st.dataframe(reports.annotator_agreement_display(reports.annotator_agreement(decisions)), hide_index=True,
                  width="stretch", key="adj_agreement")
-    st.dataframe(views.decisions_by_item(decisions), hide_index=True, width="stretch", key="adj_items")
+    st.dataframe(reports.decisions_by_item(decisions), hide_index=True, width="stretch", key="adj_items")
 with st.expander(f"All decisions ({len(decisions)})"):
-    st.dataframe(data.decisions_display(decisions), hide_index=True, width="stretch", key="adj_all")
+    st.dataframe(reports.decisions_display(decisions), hide_index=True, width="stretch", key="adj_all")

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from peercore import charts
+from peercore import charts, reports
+from peercore.study import Selection
 from peercore.ui import data, state
 
 state.ensure_frame()
@@ -10,11 +11,22 @@ st.title("Bias")
 study = data.current_study()
 db, _, rev = data.key(study)
 all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.BIAS_JUDGES)
-chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES)
+chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES, format_func=reports.judge_label)
 if not chosen:
     st.warning("Pick at least one judge.")
     st.stop()
-tables = data.bias_tables(db, study, rev, tuple(chosen))
+tables = data.bias_tables(db, study, rev, Selection(judges=tuple(chosen)))
+
+# --------------------------------------------------------------------- judge health
+st.header("Judge health")
+st.caption("Does a judge's verdict carry information? Flagged when one position takes more than 90% of its decisive "
+           "verdicts, its position-bias interval lies wholly outside [0.2, 0.8], or more than 20% of its replies "
+           "held no readable verdict. `peercore review` prints the same check after every run.")
+if len(tables["health"]):
+    data.show_flags(db, study, rev, chosen)
+    st.dataframe(reports.health_display(tables["health"]), hide_index=True, width="stretch", key="bias_health")
+else:
+    st.caption("No chosen judge is an LLM judge.")
 
 # -------------------------------------------------------------------- position bias
 st.header("Position bias")
@@ -23,7 +35,7 @@ st.caption("Share of decisive verdicts that chose the answer shown first, with 9
            "(Liusie et al. 2024; MT-Bench section 3.3).")
 chart_col, table_col = st.columns([3, 2])
 chart_col.plotly_chart(charts.position_bias_chart(tables["position"]), key="bias_position")
-table_col.dataframe(data.position_display(tables["position"]), width="stretch", key="bias_position_table")
+table_col.dataframe(reports.position_display(tables["position"]), width="stretch", key="bias_position_table")
 
 discussion = data.discussion_bias(db, study, rev)
 if discussion is not None:
@@ -71,7 +83,7 @@ if tables["debiased"] is not None:
     chart_col.plotly_chart(charts.position_bias_chart(tables["debiased"], group="stage",
                                                       title="First-position wins, as judged vs with tau"),
                            key="bias_threshold")
-    table_col.dataframe(data.threshold_display(tables["tau"]), hide_index=True, width="stretch", key="bias_tau")
+    table_col.dataframe(reports.threshold_display(tables["tau"]), hide_index=True, width="stretch", key="bias_tau")
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from peercore import charts
-from peercore.ui import data, safe, state, views
+from peercore import charts, reports
+from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Discussions & debates")
@@ -18,25 +18,34 @@ if len(debates) == 0:
 turns = data.turns(db, study, rev)
 
 cells = st.columns(5)
-for cell, (label, value) in zip(cells, data.debate_metrics(debates)):
+for cell, (label, value) in zip(cells, reports.debate_metrics(debates)):
     cell.metric(label, value)
 
 # ------------------------------------------------------------------- opinions
+stored_debates = data.debates(db, study, rev)
 opinion_col, leader_col = st.columns([3, 2], gap="large")
 with opinion_col:
     st.subheader("Opinion altering and holding")
-    st.caption("Each time a speaker gives a verdict after an earlier one, it either holds or alters it (PRD section 5).")
-    counts = views.opinion_counts(turns)
-    st.plotly_chart(charts.opinion_chart(counts, title=None), key="deb_opinion_chart")
-    st.dataframe(data.opinion_display(counts), width="stretch", key="deb_opinion_table")
+    st.caption("PRD section 5: a turn counts only when the other reviewer disagreed with the speaker's opinion at "
+               "that point: the speaker *held* it or *altered* it. Changes made after both had agreed are counted "
+               "apart; reviewers who agree throughout hold nothing.")
+    counts = reports.opinion_counts(stored_debates, turns)
+    st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
+    st.dataframe(reports.opinion_display(counts), hide_index=True, width="stretch", key="deb_opinion_table")
 with leader_col:
     st.subheader("Leader effect")
-    st.caption("Of the debates that started split and ended agreed, how many ended on the verdict of whoever spoke first.")
-    leaders = views.leader_effect(data.debates(db, study, rev), turns)
+    st.caption("PRD Fig. 6: each model's opinion holding and altering when it leads the discussion (speaks first) "
+               "and when it follows.")
+    leaders = reports.leader_effect(stored_debates, turns)
     if len(leaders):
-        st.dataframe(data.leader_display(leaders), width="stretch", key="deb_leader_table")
+        st.dataframe(reports.leader_display(leaders), width="stretch", key="deb_leader_table")
     else:
-        st.caption("No debate started split and ended agreed.")
+        st.caption("No reviewer was challenged in a leader or follower role.")
+    adoption = reports.leader_adoption(stored_debates, turns)
+    if len(adoption):
+        st.caption("Also: of the debates that started split and ended agreed, how many ended on the leader's first "
+                   "verdict (not PRD's measure).")
+        st.dataframe(reports.adoption_display(adoption), width="stretch", key="deb_adoption_table")
 
 # ------------------------------------------------------------------- the list
 st.subheader("Transcripts")
@@ -45,15 +54,15 @@ kind = kind_col.radio("Kind", ["All", "Debates", "Discussions"], horizontal=True
 verdict_filter = filter_col.segmented_control(
     "Show", ["All", "Agreed", "Unresolved", "Adjudicated", "Opinion changed"], key=state.DEB_FILTER,
     help="Unresolved debates wait for a human on **Adjudication**.")
-shown = data.filter_debates(debates, kind=kind, show=verdict_filter or "All")
-st.dataframe(data.debate_list_display(shown), hide_index=True, width="stretch", key="deb_list")
+shown = reports.filter_debates(debates, kind=kind, show=verdict_filter or "All")
+st.dataframe(reports.debate_list_display(shown), hide_index=True, width="stretch", key="deb_list")
 if len(shown) == 0:
     st.info("No debate matches these filters.")
     st.stop()
 
 data.seed_single_choice(state.DEB_SELECTED, shown["id"].tolist(), 0)
 debate_id = st.selectbox("Open the transcript of", shown["id"].tolist(), key=state.DEB_SELECTED,
-                         format_func=data.debate_label(shown))
+                         format_func=reports.debate_label(shown))
 debate = shown.set_index("id").loc[debate_id]
 
 # Stored text (question, answers, rationales, names, criterion, scenario) is untrusted: peercore.ui.safe.
@@ -70,8 +79,8 @@ with st.expander("The two submissions", expanded=False):
     safe.text(data.answer_text(db, study, rev, debate["question_id"], debate["model_b"]), empty="(answer not stored)",
               container=second)
 
-for round_number, round_turns in data.rounds(turns, debate_id):
-    st.markdown(f"##### {data.round_title(round_number)}")
+for round_number, round_turns in reports.rounds(turns, debate_id):
+    st.markdown(f"##### {reports.round_title(round_number)}")
     for turn in round_turns.itertuples(index=False):
         with st.chat_message("assistant", avatar=":material/smart_toy:"):
             st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")

@@ -1,9 +1,16 @@
-"""Leaderboard: who is best, by which method, according to which judges."""
+"""Leaderboard: who is best, by which method, according to which judges.
+
+The table is :meth:`peercore.study.Study.leaderboard`, the very call behind
+``peercore rank --study`` and leaderboard exports, with the same defaults.
+"""
+
+from dataclasses import replace
 
 import streamlit as st
 
-from peercore import charts
-from peercore.ui import data, safe, state, views
+from peercore import charts, reports
+from peercore.study import Selection
+from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Leaderboard")
@@ -13,45 +20,65 @@ all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.LB_JUD
 
 # ------------------------------------------------------------------------ controls
 method_col, option_col, boot_col = st.columns([2, 3, 1])
-method = method_col.selectbox("Method", views.LEADERBOARD_METHODS, key=state.LB_METHOD,
+method = method_col.selectbox("Method", reports.LEADERBOARD_METHODS, key=state.LB_METHOD,
                               help="Win rate and Elo as in PRD; Bradley-Terry on the Elo scale as in Chatbot Arena; "
                                    "Peer Rank weighs each reviewer by how it does as a contestant; PoE from Liusie et al.")
+poe = "PoE-Gaussian"
 if method == "Peer Rank weighted":
     mode_col, base_col = option_col.columns(2)
-    peer = mode_col.selectbox("Weight mode", list(views.WEIGHT_MODES), key=state.LB_WEIGHT_MODE)
-    base = base_col.selectbox("Score", list(views.BASE_SCORES), key=state.LB_BASE)
+    peer_label = mode_col.selectbox("Weight mode", list(reports.WEIGHT_MODES), key=state.LB_WEIGHT_MODE)
+    base = base_col.selectbox("Score", list(reports.BASE_SCORES), key=state.LB_BASE,
+                              help="The score ranked; the reviewers' weights always come from their win rates "
+                                   "(PRD Table 2), as `peercore rank --peer-weights` does.")
 elif method == "PoE":
-    peer = st.session_state[state.LB_WEIGHT_MODE]
-    base = option_col.selectbox("Experts", list(views.POE_METHODS), key="lb_poe",
-                                help="Gaussian experts have a closed form with posterior intervals; BT experts do not.")
+    peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
+    poe = option_col.selectbox("Experts", list(reports.POE_METHODS), key="lb_poe",
+                               help="Gaussian experts have a closed form with posterior intervals; BT experts do not.")
 else:
-    peer, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
+    peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
     option_col.caption("95% intervals by bootstrap over battles; rank = 1 + models whose interval lies wholly above.")
 bootstrap = boot_col.selectbox("Bootstrap rounds", [0, 100, 200, 500, 1000], key=state.LB_BOOTSTRAP,
                                disabled=method == "PoE")
+code, peer = reports.leaderboard_method(method, base=base, peer=peer_label, poe=poe)
 
 st.pills("Quick pick", ["All judges", *groups], key="lb_quick", selection_mode="single",
          on_change=data.apply_quick_pick, args=(state.LB_JUDGES, "lb_quick", all_judges, groups))
-chosen = st.multiselect("Judges that count", all_judges, key=state.LB_JUDGES,
-                        help="Any mix of LLM reviewers, humans and debate gold (consensus + adjudications).")
+chosen = st.multiselect("Judges that count", all_judges, key=state.LB_JUDGES, format_func=reports.judge_label,
+                        help="Any mix of LLM reviewers, humans and debate gold (consensus + adjudications). "
+                             "Another configuration of a model is a judge of its own, listed after the model.")
 if not chosen:
     st.warning("Pick at least one judge.")
     st.stop()
 
-chosen, left_out = data.peer_rank_judges(db, study, rev, chosen) if method == "Peer Rank weighted" else (chosen, [])
-if left_out:
-    st.warning(f"Peer Rank weighs reviewers by their own score as contestants, so judges that are not contestants "
-               f"are left out: {', '.join(safe.md(j) for j in left_out)}. Mark which contestant a judge is on **Studies**.")
-if method == "Peer Rank weighted" and len(chosen) < 2:
-    st.error("Peer Rank needs at least two reviewers that are also contestants.")
-    st.stop()
+with st.expander("Which judgments count", icon=":material/filter_alt:"):
+    options = st.columns(2)
+    contestants = options[0].multiselect("Contestants", data.contestants(db, study, rev), key="lb_contestants",
+                                         placeholder="All contestants",
+                                         help="Rank only battles between these (e.g. the five models of PRD's table).")
+    common = options[0].checkbox("Only contestants every chosen judge judged", key="lb_common",
+                                 help="Mixed selections (e.g. humans who also judged other models) rank some "
+                                      "contestants on other judges' verdicts than the rest.")
+    all_rounds = options[1].checkbox("Also count debate agents' initial verdicts", key="lb_all_rounds",
+                                     help="By default a debate agent or discussion reviewer counts once per pair, "
+                                          "with its final verdict.")
+    each_vote = options[1].checkbox("Count every repeated vote", key="lb_each_vote",
+                                    help="By default several votes of one judge on one comparison (e.g. PRD's three "
+                                         "human votes per pair) count as their majority.")
+    soft = options[1].toggle("Soft verdicts (p_a as fractional wins)", key="lb_soft",
+                             disabled=not data.has_probabilities(db, study, rev),
+                             help="Judges that give probabilities (label-probability classifiers) count p_a instead "
+                                  "of a hard win; others keep their verdicts.")
+selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or None, common_contestants=common,
+                      final_only=not all_rounds, repeated_votes="each" if each_vote else "majority")
 
 try:
     with st.spinner("Ranking…"):
-        result = data.ranked(db, study, rev, method, tuple(chosen), peer, base, bootstrap)
-except ValueError as error:  # e.g. a fixed point that does not converge: say so, do not crash
+        result = data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap, soft=soft)
+except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
+for warning in result.warnings:
+    st.warning(safe.md(warning), icon=":material/warning:")
 
 tab_names = ["Table", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
 tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
@@ -59,17 +86,21 @@ tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
 # --------------------------------------------------------------------------- table
 with tabs[0]:
     if tabs[0].open:
-        table = result["table"]
+        table = result.table
         a, b, c = st.columns(3)
-        a.metric("Judgments counted", f"{result['n']:,}")
+        a.metric("Judgments counted", f"{result.n_judgments:,}",
+                 help="After the selection: final debate verdicts, the majority of repeated votes; unparsed replies "
+                      "are never counted (the Studies page lists them).")
         b.metric("Contestants", len(table))
-        c.metric("Judges", len(chosen))
-        st.dataframe(data.leaderboard_display(table, result["score_label"]), hide_index=True, width="stretch",
+        c.metric("Judges", len(result.judges))
+        st.dataframe(reports.leaderboard_display(table, result.score_label), hide_index=True, width="stretch",
                      key="lb_table")
-        st.plotly_chart(charts.leaderboard_chart(table, score_label=result["score_label"]), key="lb_chart")
-        if result["weights"] is not None:
-            st.caption(f"Peer Rank weights after {result['iterations']} iteration(s): "
-                       + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result["weights"].sort_values(ascending=False).items()))
+        st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
+                   f"; {bootstrap} bootstrap rounds, seed 0. The same table: `peercore rank --study` with these options.")
+        st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")
+        if result.weights is not None:
+            st.caption(f"Peer Rank weights after {result.iterations} iteration(s): "
+                       + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result.weights.sort_values(ascending=False).items()))
         st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{study}-leaderboard.csv",
                            mime="text/csv", icon=":material/download:")
 
@@ -81,7 +112,8 @@ with tabs[1]:
         data.seed_list_choice(state.LB_CURVE_JUDGES, chosen, limit=3)
         curve_judges = st.multiselect("Overlay the curves of", chosen, key=state.LB_CURVE_JUDGES)
         if curve_judges:
-            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, tuple(curve_judges))), key="lb_elo")
+            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, selection, tuple(curve_judges))),
+                            key="lb_elo")
         else:
             st.info("Pick one or more judges to draw their Elo curves.")
 
@@ -94,13 +126,14 @@ with tabs[2]:
         left, right = st.columns(2)
         with left:
             judge_left = st.selectbox("Left judge", chosen, key=state.LB_HEAT_LEFT)
-            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, judge_left), title=judge_left),
+            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_left), title=judge_left),
                             key="lb_heat_left_chart")
         with right:
             judge_right = st.selectbox("Right judge", chosen, key=state.LB_HEAT_RIGHT)
-            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, judge_right), title=judge_right),
+            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_right),
+                                                    title=judge_right),
                             key="lb_heat_right_chart")
-        st.plotly_chart(charts.count_heatmap(data.counts(db, study, rev, tuple(chosen)),
+        st.plotly_chart(charts.count_heatmap(data.counts(db, study, rev, selection),
                                              title="Battles per pair (judges that count)"), key="lb_counts")
 
 # ------------------------------------------------------------------ reviewer weights
@@ -108,8 +141,9 @@ with tabs[3]:
     if tabs[3].open:
         st.caption("Peer Rank: each reviewer's weight comes from its own score as a contestant, iterated "
                    "(PRD Fig. 3). PRD runs 5 min-max iterations (the weakest gets 0); the fixed point keeps everyone.")
-        mode = peer if method == "Peer Rank weighted" else st.session_state[state.LB_WEIGHT_MODE]
-        weights = data.peer_weights(db, study, rev, tuple(chosen), mode, base if method == "Peer Rank weighted" else "Win rate")
+        mode = peer_label if method == "Peer Rank weighted" else st.session_state[state.LB_WEIGHT_MODE]
+        weights = data.peer_weights(db, study, rev, selection, reports.WEIGHT_MODES[mode],
+                                    reports.BASE_SCORES[base] if method == "Peer Rank weighted" else "winrate")
         if weights["weights"] is None:
             st.info("Reviewer weights need at least two chosen judges that are also contestants "
                     "(e.g. `gpt4` reviewing `gpt4`). Mark which contestant a judge is on **Studies**.")
@@ -132,7 +166,8 @@ with tabs[4]:
         elif len(kept) == len(chosen):
             st.info("Every judge is ticked: untick one to compare.")
         else:
-            without = data.ranked(db, study, rev, method, tuple(kept), peer, base, bootstrap)
-            comparison = views.what_if(result["table"], without["table"])
-            st.dataframe(data.what_if_display(comparison), hide_index=True, width="stretch", key="lb_whatif_table")
+            without = data.ranked(db, study, rev, replace(selection, judges=tuple(kept)), code, peer,
+                                  bootstrap=bootstrap, soft=soft)
+            comparison = reports.what_if(result.table, without.table)
+            st.dataframe(reports.what_if_display(comparison), hide_index=True, width="stretch", key="lb_whatif_table")
             st.plotly_chart(charts.rank_change_chart(comparison), key="lb_whatif_chart")

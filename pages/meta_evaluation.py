@@ -2,14 +2,22 @@
 
 import streamlit as st
 
-from peercore import charts
+from peercore import charts, reports
 from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Meta-evaluation")
 study = data.current_study()
 db, _, rev = data.key(study)
-meta = data.meta_evaluation(db, study, rev)
+panels = data.panels(db, study, rev)
+panel = None
+if len(panels) > 1:
+    panel = st.selectbox("Debate panel (its gold set)", panels, key="meta_panel",
+                         help="Each debate configuration is a panel with its own gold: the verdicts its agents agreed "
+                              "on plus the adjudications of its split debates.")
+elif panels:
+    panel = panels[0]
+meta = data.meta_evaluation(db, study, rev, panel)
 if meta["n_judges"] == 0:
     st.info("This study has no LLM or human verdicts to evaluate yet. Import judgments on **Data** or run "
             "reviewers on **Reviewers & runs**.")
@@ -21,8 +29,9 @@ for cell, (label, value) in zip(cells, meta["metrics"]):
 
 # ------------------------------------------------------------------ against the gold
 st.header("Against the gold set")
-st.caption("Gold = the verdicts debates agreed on plus human adjudications of the debates that stayed split "
-           "(ScaleEval). Several decisions on one debate are reduced by majority.")
+st.caption("Gold = the verdicts the panel's debates agreed on plus human adjudications of its debates that stayed "
+           "split (ScaleEval). Several decisions on one debate are reduced by majority. A judge's unparsed replies "
+           "count as misses (ScaleEval eq. 2).")
 if meta["gold_accuracy"] is None and meta["n_gold"]:
     st.info(f"The gold set holds {meta['n_gold']} verdict(s), but none is about a comparison a judge here "
             "judged (same question, pair and criterion).")
@@ -33,7 +42,7 @@ else:
     chart_col, table_col = st.columns([3, 2])
     chart_col.plotly_chart(charts.agreement_chart(meta["gold_accuracy"], metrics=data.ACCURACY_METRICS,
                                                   title="Each judge against the gold set"), key="meta_gold_chart")
-    table_col.dataframe(data.accuracy_display(meta["gold_accuracy"]), width="stretch", key="meta_gold_table")
+    table_col.dataframe(reports.accuracy_display(meta["gold_accuracy"]), width="stretch", key="meta_gold_table")
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
     criteria = ["All criteria", *meta["criteria"]]
@@ -54,11 +63,12 @@ st.header("Against human annotations")
 if meta["human_accuracy"] is None:
     st.info("No human annotations in this study. Import them on **Data** (judges named `human:<name>`).")
 else:
-    st.caption(f"Reference: the majority of {meta['n_humans']} human annotator(s) per comparison.")
+    st.caption(f"Reference: {safe.md(meta['human_reference'])}. Cohen's kappa is MT-Bench's measure, Fleiss' "
+               "kappa (judge and reference as two raters) is what PRD's Table 3 reports.")
     chart_col, table_col = st.columns([3, 2])
     chart_col.plotly_chart(charts.agreement_chart(meta["human_accuracy"], metrics=data.ACCURACY_METRICS,
                                                   title="Each judge against the human majority"), key="meta_human_chart")
-    table_col.dataframe(data.accuracy_display(meta["human_accuracy"]), width="stretch", key="meta_human_table")
+    table_col.dataframe(reports.accuracy_display(meta["human_accuracy"]), width="stretch", key="meta_human_table")
 
 # ------------------------------------------------------------------ cost vs agreement
 st.header("Cost versus agreement")
@@ -70,7 +80,7 @@ st.plotly_chart(charts.cost_agreement_chart(costs["table"], cost="cost", agreeme
 # ------------------------------------------------------------------ criteria variation
 st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
 if len(meta["variation"]):
-    st.dataframe(data.variation_display(meta["variation"]), width="stretch", key="meta_variation")
+    st.dataframe(reports.variation_display(meta["variation"]), width="stretch", key="meta_variation")
 else:
     st.info("Appears when judges were also run with varied criteria prompts (general, shortened, gibberish, "
             "shuffled, flipped, masked), recorded as criterion `<criterion>/<variant>`; "

@@ -33,10 +33,15 @@ with st.expander("Add a reviewer", expanded=not reviewers):
         provider_col.selectbox("Provider", list(runs.PROVIDERS), format_func=runs.PROVIDERS.get, key=runs.F_PROVIDER)
         model_col.text_input("Model", key=runs.F_MODEL, placeholder="gpt-4o-mini, claude-3-5-haiku-latest, qwen2.5-coder-1.5b …")
         temp_col.number_input("Temperature", min_value=0.0, max_value=2.0, step=0.1, key=runs.F_TEMPERATURE)
-        url_col, name_col = st.columns(2)
-        url_col.text_input("Base URL (OpenAI-compatible servers)", key=runs.F_URL, placeholder="http://127.0.0.1:8080/v1")
+        url_col, key_col, name_col = st.columns([2, 1, 1])
+        url_col.text_input("Base URL (OpenAI-compatible servers)", key=runs.F_URL, placeholder="http://127.0.0.1:8080/v1",
+                           help="Without a key: a URL carrying one (?api_key=..., user:password@) is refused.")
+        key_col.text_input("Key variable (optional)", key=runs.F_KEY_ENV, placeholder="MY_SERVER_KEY",
+                           help="The name of the environment variable (or secrets.toml entry) holding the server's "
+                                "key; the key itself is read at launch and never stored.")
         name_col.text_input("Name (optional)", key=runs.F_NAME, help="The judge name in the results; "
-                            "needed when one model plays several roles.")
+                            "needed when one model plays several roles. Leave it out and another configuration of "
+                            "a model already in the study gets a variant name of its own.")
         st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary")
     st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset)
 if st.session_state.get("rv_error"):
@@ -55,18 +60,24 @@ else:
     options["contestants"] = pick_col.multiselect("Contestants to compare", contestants, key="rv_contestants",
                                                   help="Default: every contestant with answers.")
     options["strategy"] = strategy_col.selectbox("Selection strategy", ["all", "random", "no-repeat", "symmetric", "greedy"],
-                                                 key="rv_strategy", help="all = every ordered pair (PRD); the others "
-                                                 "pick K comparisons per question (Liusie et al. 2024).")
+                                                 key="rv_strategy", help="all = every ordered pair, both presentation "
+                                                 "orders (PRD); the others pick K comparisons per question (Liusie et "
+                                                 "al. 2024). no-repeat and greedy show each pair in one order only.")
+    if options["strategy"] in runs.ONE_ORDER_STRATEGIES:
+        st.caption(f"{options['strategy']} shows each pair in one order only, so these verdicts cannot measure "
+                   "position bias (the Bias page and the health check need both orders: use all or symmetric).")
     options["comparisons"] = k_col.number_input("K per question", min_value=1, value=4, key="rv_k",
                                                 disabled=options["strategy"] == "all")
     options["budget"] = budget_col.number_input("Call budget", min_value=0, value=0, key="rv_budget",
                                                 help="Stop planning at this many calls (0 = no limit).")
     if kind == "review":
         method_col, criterion_col, template_col = st.columns(3)
-        options["method"] = method_col.selectbox("Verdict from", data.review_methods(), key="rv_method",
-                                                 help="verdict: the reply's verdict line (PRD); logprobs / logits: the "
-                                                      "probability of '1' vs '2' (Liusie et al.); samples: K samples; "
-                                                      "auto: the best the backend supports")
+        options["method"] = method_col.selectbox(
+            "Verdict from", data.review_methods(), key="rv_method", format_func=runs.method_label,
+            help="default: each backend's own, as `peercore review` without --method (the label-probability "
+                 "classifier for local models and log-probability servers; the verdict prompt for OpenAI and "
+                 "Anthropic); verdict: the reply's verdict line (PRD); logprobs / logits: the probability of '1' vs "
+                 "'2' (Liusie et al.); samples: K samples; auto: the best the backend supports")
         options["samples"] = method_col.number_input("Samples", min_value=2, value=5, key="rv_samples",
                                                       disabled=options["method"] != "samples")
         options["criterion"] = criterion_col.text_input("Criterion (optional)", key="rv_criterion",
@@ -82,7 +93,9 @@ else:
         options["criteria"] = criteria_col.multiselect("Criteria", data.rubrics(), default=["helpfulness"], key="rv_criteria")
         options["max_rounds"] = rounds_col.number_input("Rounds (incl. initial)", min_value=1, max_value=6, value=3,
                                                         key="rv_rounds")
-        options["panel"] = panel_col.text_input("Panel name", value="scaleeval", key="rv_panel")
+        options["panel"] = panel_col.text_input("Panel name (optional)", key="rv_panel", placeholder="scaleeval",
+                                                help="The consensus judge is debate:<name>. Left empty, another "
+                                                     "configuration of an existing panel gets a variant name.")
         options["layout"] = st.radio("Prompt layout", list(runs.DEBATE_LAYOUTS), key="rv_layout", horizontal=True,
                                      help="ScaleEval's prompts ask for the verdict on the last line; the compact "
                                           "ones ask for it first, so a small local model's verdict survives a short "
@@ -144,8 +157,19 @@ if live is not None:
             st.error(f"The run stopped: {safe.md_lines(error)}")
         elif result.error:
             st.warning(f"Run {safe.md(result.status)}: {safe.md_lines(result.error)}")
+        elif result.status == "cancelled":
+            st.info(f"Run cancelled: {result.done:,} of {result.total:,} items done; launch it again to go on.")
         else:
             st.success(f"Run {safe.md(result.status)}: {result.done:,} of {result.total:,} items done.")
+        if getattr(result, "accounting", None):
+            st.caption(safe.md(runs.accounting_text(result.accounting)))
+        if result is not None:
+            for label, name in runs.renamed_judges(live).items():
+                st.info(f"Judge {safe.code(label)} is stored as {safe.code(name)}: its configuration differs from the "
+                        "judge of that name already in the study (a judge is its whole configuration).")
+            judged = runs.run_judges(live)
+            if judged:
+                data.show_flags(db, study, data.revision(study), judged)
         st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)
         st.button("Close", key="rv_clear", on_click=runs.clear)
 

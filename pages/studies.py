@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from peercore.ui import data, safe, state, views
+from peercore import reports
+from peercore.ui import data, safe, state
 
 PICK = "studies_pick"
 NEW_NAME, NEW_DESCRIPTION = "studies_new_name", "studies_new_description"
@@ -73,7 +74,7 @@ if description:
     safe.text(description)
 
 cells = st.columns(7)
-for cell, (label, value) in zip(cells, data.summary_metrics(summary)):
+for cell, (label, value) in zip(cells, reports.summary_metrics(summary)):
     cell.metric(label, value)
 
 source_col, judges_col = st.columns([2, 3], gap="large")
@@ -81,7 +82,7 @@ with source_col:
     st.subheader("Where the data came from")
     source = all_studies.set_index("name").loc[study, "source"]
     if source:
-        st.dataframe(data.source_table(source), hide_index=True, width="stretch")
+        st.dataframe(reports.source_table(source), hide_index=True, width="stretch")
     else:
         st.caption("No provenance was recorded for this study.")
     st.caption(f"Created {all_studies.set_index('name').loc[study, 'created_at'][:19].replace('T', ' ')} UTC; "
@@ -94,8 +95,12 @@ with judges_col:
         contestants = data.contestants(db, study, rev)
         edited = st.data_editor(
             data.judge_editor_frame(db, study, rev), hide_index=True, width="stretch", key="studies_judges",
-            disabled=["name", "verdicts"],
+            disabled=["name", "verdicts", "unparsed", "origin", "model", "configuration"],
             column_config={
+                "origin": st.column_config.TextColumn("origin", help="import: from a file; run: produced by a "
+                                                      "PeerBoard run, with its whole configuration recorded"),
+                "model": st.column_config.TextColumn("model", help="Variants of one model (another method, "
+                                                     "template, temperature ...) are judges of their own."),
                 "kind": st.column_config.SelectboxColumn("kind", options=["llm", "human", "debate", "adjudicator", "vote", "other"]),
                 "model_alias": st.column_config.SelectboxColumn(
                     "is contestant", options=[""] + contestants,
@@ -106,7 +111,7 @@ with judges_col:
             data.save_judges(study, edited)
             st.toast("Judges saved.")
             st.rerun()
-        groups = views.judge_groups(judges["name"])
+        groups = reports.judge_groups(judges["name"], data.kinds(db, study, rev))
         st.caption(" · ".join(f"{label}: {len(names)}" for label, names in groups.items()))
     else:
         st.caption("No judge yet: import judgments on **Data** or run reviewers on **Reviewers & runs**.")

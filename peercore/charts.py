@@ -1,7 +1,7 @@
 """Plotly figure builders for the dashboard: DataFrame in, Figure out.
 
 Pure functions: no streamlit, no I/O, no state. Each takes the table a peercore
-function returns (or :mod:`peercore.ui.views` assembles) and draws it; a frame missing
+function returns (or :mod:`peercore.reports` assembles) and draws it; a frame missing
 a column raises ``ValueError`` naming it, and an empty frame gives a figure that says
 there is nothing to show.
 
@@ -108,7 +108,7 @@ def elo_curves_chart(curves: pd.DataFrame, *, title: str | None = "Elo over batt
 
     Parameters
     ----------
-    curves : long table ``judge, battles, model, elo`` (:func:`peercore.ui.views.elo_curves`).
+    curves : long table ``judge, battles, model, elo`` (:func:`peercore.reports.elo_curves`).
     """
     _require(curves, ("judge", "battles", "model", "elo"), "curves")
     if len(curves) == 0:
@@ -199,7 +199,7 @@ def weight_history_chart(history: pd.DataFrame, *, title: str | None = "Weights 
 def rank_change_chart(comparison: pd.DataFrame, *, title: str | None = "Rank with and without the unticked reviewers") -> go.Figure:
     """Dumbbell chart of each model's rank before and after removing reviewers.
 
-    ``comparison`` is :func:`peercore.ui.views.what_if` (``model, rank, rank_without``).
+    ``comparison`` is :func:`peercore.reports.what_if` (``model, rank, rank_without``).
     """
     _require(comparison, ("model", "rank", "rank_without"), "comparison")
     if len(comparison) == 0:
@@ -399,16 +399,16 @@ def _rgba(hex_color: str, alpha: float) -> str:
 
 
 def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering and holding") -> go.Figure:
-    """Stacked bars of altered / held verdicts per speaker (:func:`peercore.ui.views.opinion_counts`)."""
+    """Stacked bars of held / altered opinions per speaker (PRD section 5; :func:`peercore.reports.opinion_chart_rows`)."""
     data = counts.reset_index() if "speaker" not in counts.columns else counts
     _require(data, ("speaker", "altered", "held"), "counts")
     if len(data) == 0 or (data["altered"] + data["held"]).sum() == 0:
-        return _empty(title, "No speaker spoke twice in a debate")
+        return _empty(title, "No reviewer's opinion was challenged")
     fig = _figure(title, height=max(240, 40 * len(data) + 120))
     speakers = _labels(data["speaker"])
     fig.add_trace(go.Bar(x=data["held"], y=speakers, orientation="h", name="held", marker_color="#2ca02c"))
     fig.add_trace(go.Bar(x=data["altered"], y=speakers, orientation="h", name="altered", marker_color="#d62728"))
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title="later turns")
+    fig.update_xaxes(title="turns challenged by the other reviewer")
     fig.update_yaxes(type="category", autorange="reversed")
     return fig

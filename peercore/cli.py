@@ -48,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="weighted Elo: weights summing to 1 (PRD Table 2, default) or W/mean(W) (Algorithm 1)")
     rank.add_argument("--soft", action="store_true",
                       help="count the judges' probabilities p_a as fractional wins where given (soft verdicts)")
-    rank.add_argument("--bootstrap", type=_non_negative_int, default=0, metavar="N",
-                      help="bootstrap rounds for 95%% intervals (default 0: none)")
+    rank.add_argument("--bootstrap", type=_non_negative_int, default=100, metavar="N",
+                      help="bootstrap rounds for 95%% intervals (default 100, as the Leaderboard page; 0: none)")
     rank.add_argument("--seed", type=int, default=0)
     rank.add_argument("--elo-shuffles", type=_non_negative_int, default=100, metavar="R",
                       help="Elo: average over R random battle orders (0 = file order; default 100)")

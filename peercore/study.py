@@ -38,7 +38,7 @@ from peercore.ranking._battles import SOFT_COLUMN
 
 __all__ = [
     "Study", "Selection", "Ranking", "RANK_METHODS", "PEER_WEIGHT_MODES", "KINDS", "KIND_LABELS", "GOLD_KINDS",
-    "DEFAULT_ELO_SHUFFLES", "PRELIMINARY_BATTLES", "TINY_STUDY", "gold_judgments", "with_gold", "final_verdicts",
+    "DEFAULT_ELO_SHUFFLES", "DEFAULT_BOOTSTRAP", "PRELIMINARY_BATTLES", "TINY_STUDY", "gold_judgments", "with_gold", "final_verdicts",
     "majority_of_votes", "poe_table", "select", "rank", "agreement_table", "aliases_of",
 ]
 
@@ -52,6 +52,7 @@ KIND_LABELS = {"llm": "LLM reviewers", "human": "Humans", "debate": "Debate gold
 _KIND_CHOICES = {"llm": ("llm",), "human": ("human",), "gold": GOLD_KINDS, "debate": ("debate",),
                  "adjudicator": ("adjudicator",), "vote": ("vote",), "other": ("other",)}
 DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
+DEFAULT_BOOTSTRAP = 100      # bootstrap rounds of the 95% intervals (CLI and pages alike)
 PRELIMINARY_BATTLES = 30     # a contestant with fewer battles is marked preliminary
 TINY_STUDY = 50              # fewer judgments than this in a ranking: say the numbers are unreliable
 CONSENSUS = "debate:consensus"  # the panel of debates whose panel is not recorded
@@ -323,7 +324,7 @@ class Study:
     # ----------------------------------------------------------------- rankings
 
     def leaderboard(self, selection: Selection | None = None, *, method: str = "bt", peer_weights: str = "none",
-                    weights_from: str = "winrate", bootstrap: int = 0, seed: int = 0,
+                    weights_from: str = "winrate", bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
                     elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False,
                     weight_normalisation: str = "sum") -> Ranking:
         """A leaderboard from the selected judgments.
@@ -340,7 +341,8 @@ class Study:
             that are no contestant are left out (said in ``left_out`` and a warning).
         weights_from : the score Peer Rank's weights come from (``winrate``, as PRD's
             Table 2 for both its weighted win rates and weighted Elo; ``elo``; ``bt``).
-        bootstrap, seed : bootstrap rounds for 95% intervals (0 = none) and the seed.
+        bootstrap, seed : bootstrap rounds for 95% intervals (default 100, as the page; 0 = none)
+            and the seed.
         soft : count the judges' probabilities ``p_a`` as fractional wins where given.
         weight_normalisation : Elo with peer weights (PRD Appendix E), ``sum`` or ``mean``.
 
@@ -460,7 +462,7 @@ def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str,
 
 
 def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none", weights_from: str = "winrate",
-         aliases: Mapping[str, str] | None = None, bootstrap: int = 0, seed: int = 0,
+         aliases: Mapping[str, str] | None = None, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
          elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False, weight_normalisation: str = "sum",
          flagged: Mapping[str, str] | None = None) -> Ranking:
     """Rank the contestants of already selected judgments (:meth:`Study.leaderboard` without the store).
@@ -753,12 +755,17 @@ def with_gold(stored: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFrame:
 
     Adjudications are always added (they live only in the adjudication table). A
     panel's derived consensus rows are added only when that panel's consensus is not
-    stored as verdicts already (debate runs and debate-table imports store theirs), so
-    a debate is never counted twice.
+    stored as verdicts already (debate runs and debate-table imports store theirs), and
+    the consensus of debates with no recorded panel only when no debate judge is stored,
+    so a debate is never counted twice.
     """
     if len(gold) == 0:
         return stored
-    extra = gold[~gold["judge"].isin(set(stored["judge"]))][list(COLUMNS)]
+    extra = gold[~gold["judge"].isin(set(stored["judge"]))]
+    if stored["judge"].astype(str).str.startswith("debate:").any():
+        # Debates with no recorded panel: their consensus is the stored debate judge's (older imports).
+        extra = extra[extra["judge"] != CONSENSUS]
+    extra = extra[list(COLUMNS)]
     if len(extra) == 0:
         return stored
     if "vote" in stored.columns:

@@ -5,7 +5,10 @@ Caching rules (STYLE.md):
 - :func:`store` is ``st.cache_resource`` keyed on the database path. That is safe
   because a :class:`peercore.store.Store` object never shares a sqlite connection
   between threads: it opens one connection per thread on first use (Streamlit runs
-  each session's script in its own thread). Nothing else is a cached resource.
+  each session's script in its own thread). :func:`study` is the other cached
+  resource: the :class:`peercore.study.Study` handle (the application layer the CLI
+  and the exports use too) of one study of that store; it holds no connection, only
+  memos of what it read, each stamped with the study's revision.
 - Every DataFrame and every computed table is ``st.cache_data`` keyed on
   ``(db path, study, store.revision(study), options...)``. Any write to a study bumps
   its revision, so the next run misses the cache and reads fresh data; two sessions
@@ -22,10 +25,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from peercore import bias
-from peercore.ranking import battle_counts, leaderboard, pairwise_win_fraction
+from peercore import bias, reports
+from peercore.ranking import battle_counts, pairwise_win_fraction
 from peercore.store import Store, default_db_path
-from peercore.ui import safe, views
+from peercore.study import DEFAULT_BOOTSTRAP, Selection, Study
+from peercore.ui import safe
 
 SAMPLE_STUDY = "sample"
 
@@ -133,152 +137,177 @@ def studies() -> pd.DataFrame:
     return store().studies()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def judgments(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).judgments(study)
+@st.cache_resource(show_spinner=False)
+def _study(path: str, name: str) -> Study:
+    return Study(_store(path), name)
+
+
+def study(db: str, name: str) -> Study:
+    """The :class:`peercore.study.Study` of ``name`` (one handle per process; its memos follow the revision)."""
+    return _study(db, name)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def judges(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).judges(study)
+def judgments(db: str, study_: str, rev: int) -> pd.DataFrame:
+    """The study's valid verdicts as stored (canonical)."""
+    return _store(db).judgments(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def aliases(db: str, study: str, rev: int) -> dict[str, str]:
-    """judge -> contestant: stored aliases, else matched by name (:func:`views.auto_aliases`)."""
-    frame = judgments(db, study, rev)
-    contestants = set(frame["model_a"]) | set(frame["model_b"])
-    names = judges(db, study, rev)["name"]
-    return views.auto_aliases(names, contestants, _store(db).judge_aliases(study))
+def judges(db: str, study_: str, rev: int) -> pd.DataFrame:
+    """Every judge with its kind, origin, base name, alias (the one rule) and counts (:meth:`Study.judges`)."""
+    return study(db, study_).judges()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def questions(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).questions(study)
+def kinds(db: str, study_: str, rev: int) -> dict[str, str]:
+    """judge -> kind, from the store (:meth:`Study.kinds`)."""
+    return study(db, study_).kinds()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def answers(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).answers(study)
+def aliases(db: str, study_: str, rev: int) -> dict[str, str]:
+    """judge -> the contestant it is (:meth:`Study.aliases`, the rule the CLI uses too)."""
+    return study(db, study_).aliases()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def debates(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).debates(study)
+def questions(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).questions(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def turns(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).debate_turns(debates(db, study, rev)["id"].tolist())
+def answers(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).answers(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def adjudications(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).adjudications(study)
+def debates(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).debates(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def runs(db: str, study: str, rev: int) -> pd.DataFrame:
-    return _store(db).runs(study)
+def turns(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).debate_turns(debates(db, study_, rev)["id"].tolist())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def gold(db: str, study: str, rev: int) -> pd.DataFrame:
-    """Debate consensus + human adjudications as canonical judgments (the ScaleEval gold set)."""
-    return views.gold_judgments(debates(db, study, rev), adjudications(db, study, rev))
+def adjudications(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).adjudications(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def rankable(db: str, study: str, rev: int) -> pd.DataFrame:
-    """The study's judgments plus the gold rows not already stored as judgments (:func:`views.with_gold`)."""
-    return views.with_gold(judgments(db, study, rev), gold(db, study, rev))
+def runs(db: str, study_: str, rev: int) -> pd.DataFrame:
+    return _store(db).runs(study_)
 
 
-def judge_names(db: str, study: str, rev: int) -> list[str]:
-    return sorted(set(rankable(db, study, rev)["judge"]))
+@st.cache_data(show_spinner=False, max_entries=16)
+def panels(db: str, study_: str, rev: int) -> list[str]:
+    """The study's debate panels, most debates first (:meth:`Study.panels`)."""
+    return study(db, study_).panels()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def gold(db: str, study_: str, rev: int, panel: str | None = None) -> pd.DataFrame:
+    """One panel's (or every panel's) ScaleEval gold set: debate consensus + adjudications (:meth:`Study.gold`)."""
+    return study(db, study_).gold(panel)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def judge_names(db: str, study_: str, rev: int) -> list[str]:
+    """Every judge a ranking can count (stored verdicts and gold), sorted with variants after their model."""
+    names = study(db, study_).rankable()["judge"].astype(str).unique()
+    return sorted(names, key=lambda n: (reports.judge_label(n).split(" · ")[0], n))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def has_probabilities(db: str, study_: str, rev: int) -> bool:
+    """Whether any stored verdict carries p_a (the leaderboard then offers soft verdicts)."""
+    return bool(judgments(db, study_, rev)["p_a"].notna().any())
 
 
 # ------------------------------------------------------------------ computed (cached)
 
 
-def _select(db, study, rev, judges_: Sequence[str] | None) -> pd.DataFrame:
-    frame = rankable(db, study, rev)
-    if judges_ is None:
-        return frame
-    return frame[frame["judge"].isin(list(judges_))].reset_index(drop=True)
+@st.cache_data(show_spinner=False, max_entries=32)
+def selected(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFrame:
+    """The judgments a selection picks (:meth:`Study.judgments`)."""
+    return study(db, study_).judgments(selection)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def ranked(db: str, study: str, rev: int, method: str, judges_: tuple[str, ...], peer: str, base: str,
-           bootstrap: int) -> dict:
-    """A ranked table for the Leaderboard page.
-
-    ``method`` is a label of :data:`views.LEADERBOARD_METHODS`; ``peer`` a label of
-    :data:`views.WEIGHT_MODES` (Peer Rank), ``base`` of :data:`views.BASE_SCORES`
-    (Peer Rank's score) or of :data:`views.POE_METHODS` (PoE).
+def ranked(db: str, study_: str, rev: int, selection: Selection, method: str, peer: str, *,
+           bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False, weights_from: str = "winrate"):
+    """:meth:`Study.leaderboard` (the CLI's ``peercore rank --study`` computes the same).
 
     Returns
     -------
-    dict with ``table`` (``model, score, rank, ci_low, ci_high, battles``),
-    ``weights`` (Series or None), ``history`` (DataFrame or None), ``n`` (judgments
-    counted), ``score_label``, ``iterations``, ``converged``.
+    peercore.study.Ranking
+        ``table`` (``model, score, rank, ci_low, ci_high, battles, preliminary``),
+        ``weights``, ``history``, ``n_judgments``, ``score_label``, ``verdicts``,
+        ``warnings`` ...
     """
-    chosen = _select(db, study, rev, judges_)
-    if method == "PoE":
-        table = views.poe_table(chosen, method=views.POE_METHODS.get(base, "poe_gaussian"))
-        return dict(table=table, weights=None, history=None, n=len(chosen), score_label=f"{base} score",
-                    iterations=None, converged=None)
-    if method == "Peer Rank weighted":
-        code, mode = views.BASE_SCORES.get(base, "winrate"), views.WEIGHT_MODES[peer]
-    else:
-        code, mode = views.BASE_SCORES[method], "none"
-    board = leaderboard(chosen, method=code, peer_weights=mode, aliases=aliases(db, study, rev), bootstrap=bootstrap,
-                        seed=0, elo_shuffles=20)
-    peer_rank = board.peer_rank
-    label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[code]
-    return dict(table=board.table, weights=board.weights, history=None if peer_rank is None else peer_rank.history,
-                n=board.n_judgments, score_label=label, iterations=None if peer_rank is None else peer_rank.iterations,
-                converged=None if peer_rank is None else peer_rank.converged)
+    return study(db, study_).leaderboard(selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0,
+                                         soft=soft, weights_from=weights_from)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def peer_weights(db: str, study: str, rev: int, judges_: tuple[str, ...], peer: str, base: str) -> dict:
-    """Peer Rank weights of the reviewers among ``judges_`` that are contestants (weights tab)."""
-    from peercore.ranking import fixed_point_weights, prd_weights
-
-    alias = aliases(db, study, rev)
-    reviewers = [j for j in judges_ if j in alias]
+def peer_weights(db: str, study_: str, rev: int, selection: Selection, peer: str, base: str) -> dict:
+    """Peer Rank weights of the chosen judges that are contestants (the weights tab)."""
+    alias = aliases(db, study_, rev)
+    chosen = selection.judges or ()
+    reviewers = [j for j in chosen if j in alias]
     if len(reviewers) < 2:
         return dict(reviewers=reviewers, weights=None, history=None, iterations=None)
-    chosen = _select(db, study, rev, reviewers)
-    code = views.BASE_SCORES.get(base, "winrate")
-    if views.WEIGHT_MODES[peer] == "prd":
-        result = prd_weights(chosen, aliases=alias, method=code, elo_shuffles=20)
-    else:
-        result = fixed_point_weights(chosen, aliases=alias, method=code, elo_shuffles=20)
-    return dict(reviewers=reviewers, weights=result.weights, history=result.history, iterations=result.iterations)
+    from dataclasses import replace
+
+    board = study(db, study_).leaderboard(replace(selection, judges=tuple(reviewers)), method=base, peer_weights=peer,
+                                          bootstrap=0)
+    return dict(reviewers=reviewers, weights=board.weights, history=board.history, iterations=board.iterations)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def elo_curves(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> pd.DataFrame:
-    return views.elo_curves(rankable(db, study, rev), judges_)
+def elo_curves(db: str, study_: str, rev: int, selection: Selection, judges_: tuple[str, ...]) -> pd.DataFrame:
+    return reports.elo_curves(selected(db, study_, rev, selection), judges_)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def heatmap(db: str, study: str, rev: int, judge: str) -> pd.DataFrame:
-    return pairwise_win_fraction(_select(db, study, rev, [judge]))
+def heatmap(db: str, study_: str, rev: int, selection: Selection, judge: str) -> pd.DataFrame:
+    frame = selected(db, study_, rev, selection)
+    return pairwise_win_fraction(frame[frame["judge"] == judge])
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def counts(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> pd.DataFrame:
-    return battle_counts(_select(db, study, rev, judges_))
+def counts(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFrame:
+    return battle_counts(selected(db, study_, rev, selection))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def health(db: str, study_: str, rev: int) -> pd.DataFrame:
+    """Each LLM judge's health (:meth:`Study.health`): position bias, identical and unparsed verdicts, flag."""
+    return study(db, study_).health()
+
+
+def flagged(db: str, study_: str, rev: int, judges_) -> dict[str, tuple[str, str]]:
+    """judge -> (why it carries no information, what to try), for the chosen judges that are flagged."""
+    table = health(db, study_, rev)
+    table = table[table.index.isin(list(judges_)) & table["flagged"]]
+    return {j: (r, f) for j, r, f in zip(table.index, table["reasons"], table["fix"])}
+
+
+def show_flags(db: str, study_: str, rev: int, judges_) -> None:
+    """A warning on the page for every chosen judge the health check flags (with the fix to try)."""
+    for judge, (reason, fix) in flagged(db, study_, rev, judges_).items():
+        st.warning(f"Judge {safe.code(judge)} carries no information: {safe.md(reason)}. Try: {safe.md(fix)}.",
+                   icon=":material/report:")
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def bias_tables(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> dict:
+def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     """Position bias, swap consistency, self-enhancement, thresholds for the Bias page."""
-    chosen = _select(db, study, rev, judges_)
-    alias = {j: m for j, m in aliases(db, study, rev).items() if j in judges_}
+    chosen = selected(db, study_, rev, selection)
+    judges_ = set(chosen["judge"])
+    alias = {j: m for j, m in aliases(db, study_, rev).items() if j in judges_}
     out = dict(position=bias.position_bias(chosen), swap=bias.swap_consistency(chosen), aliases=alias)
     enhancement = bias.self_enhancement(chosen, aliases=alias)
     out["self_matrix"], out["self_summary"] = enhancement.win_rates, enhancement.summary
@@ -291,19 +320,21 @@ def bias_tables(db: str, study: str, rev: int, judges_: tuple[str, ...]) -> dict
         out["debiased"] = pd.concat([before, after])
     else:
         out["debiased"] = None
-    texts = views.answers_for(chosen, answers(db, study, rev))
-    usable = views.with_answers(chosen, texts)
+    texts = reports.answers_for(chosen, answers(db, study_, rev))
+    usable = reports.with_answers(chosen, texts)
     out["length"] = bias.length_bias(usable, texts) if len(usable) else None
+    table = health(db, study_, rev)
+    out["health"] = table[table.index.isin(judges_)]
     return out
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def discussion_bias(db: str, study: str, rev: int) -> pd.DataFrame | None:
+def discussion_bias(db: str, study_: str, rev: int) -> pd.DataFrame | None:
     """Position bias of the speakers' first and last verdicts in debates and discussions."""
-    table = views.turn_judgments(debates(db, study, rev), turns(db, study, rev))
+    table = reports.turn_judgments(debates(db, study_, rev), turns(db, study_, rev))
     if len(table) == 0:
         return None
-    before, after = views.initial_and_final(table)
+    before, after = reports.initial_and_final(table)
     return pd.concat([bias.position_bias(before).assign(stage="before discussion"),
                       bias.position_bias(after).assign(stage="after discussion")])
 
@@ -340,59 +371,40 @@ def current_study() -> str:
 
 # ------------------------------------------------------------------ Studies helpers
 
-_SUMMARY_LABELS = (("questions", "Questions"), ("contestants", "Contestants"), ("judges", "Judges"),
-                   ("judgments", "Judgments"), ("human_votes", "Human votes"), ("debates", "Debates"),
-                   ("open_adjudications", "Open adjudications"))
-
-
-def summary_metrics(summary: dict) -> list[tuple[str, str]]:
-    """(label, formatted count) for the Studies page header, in display order."""
-    return [(label, f"{summary[key]:,}") for key, label in _SUMMARY_LABELS]
-
 
 def studies_overview(frame: pd.DataFrame) -> pd.DataFrame:
     """Every study with its main counts (cached per study revision)."""
     rows = []
     for name, rev, description in zip(frame["name"], frame["revision"], frame["description"]):
         counts = summary(db_path(), name, int(rev))
-        rows.append({"study": name, "judgments": counts["judgments"], "contestants": counts["contestants"],
+        rows.append({"study": name, "judgments": reports.judgment_count(counts), "contestants": counts["contestants"],
                      "judges": counts["judges"], "debates": counts["debates"],
                      "open adjudications": counts["open_adjudications"], "description": description})
     return pd.DataFrame(rows)
 
 
-def source_table(source: dict) -> pd.DataFrame:
-    """The study's provenance record as two columns (nested values as JSON; the import log is on Data)."""
-    shown = {k: v for k, v in source.items() if k != "imports"}
-    if isinstance(source.get("imports"), list):
-        shown["imports"] = f"{len(source['imports'])} file(s), listed on Data"
-    return pd.DataFrame({"field": list(shown), "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
-
-
 @st.cache_data(show_spinner=False, max_entries=16)
-def contestants(db: str, study: str, rev: int) -> list[str]:
-    frame = judgments(db, study, rev)
-    names = set(frame["model_a"]) | set(frame["model_b"]) | set(answers(db, study, rev)["model"])
-    return sorted(names)
+def contestants(db: str, study_: str, rev: int) -> list[str]:
+    """Every contestant: in a verdict or with an answer (:meth:`Study.contestants`)."""
+    return study(db, study_).contestants()
 
 
 def judge_editor_frame(db: str, study: str, rev: int) -> pd.DataFrame:
-    """Judges with their kind and contestant alias (detected when not stored), for the editor."""
+    """Judges with their kind, contestant alias (the one alias rule), origin and configuration, for the editor."""
     frame = judges(db, study, rev)
-    alias = aliases(db, study, rev)
     return pd.DataFrame({
         "name": frame["name"], "kind": frame["kind"],
-        "model_alias": [alias.get(n, "") for n in frame["name"]],
-        "verdicts": frame["n_judgments"].astype(int),
+        "model_alias": [a if isinstance(a, str) else "" for a in frame["model_alias"]],
+        "verdicts": frame["n_judgments"].astype(int), "unparsed": frame["n_invalid"].astype(int),
+        "origin": frame["origin"], "model": frame["base"],
+        "configuration": [reports.settings_text(s) for s in frame["settings"]],
     })
 
 
 def save_judges(study: str, edited: pd.DataFrame) -> None:
-    """Store each judge's kind and alias (an empty alias stores none)."""
-    store().add_judges(study, [
-        {"name": row["name"], "kind": row["kind"] or "other", "model_alias": row["model_alias"] or None}
-        for row in edited.to_dict("records")
-    ])
+    """Store each judge's kind and alias (an empty alias stores none); nothing else about a judge changes."""
+    for row in edited.to_dict("records"):
+        store().set_judge(study, row["name"], kind=row["kind"] or "other", model_alias=row["model_alias"] or None)
 
 
 # --------------------------------------------------------------- Leaderboard helpers
@@ -407,7 +419,7 @@ def judges_or_stop(db: str, study: str, rev: int, *, choice_key: str) -> tuple[l
     if not all_judges:
         st.info("This study has no judgments yet. Import some on **Data** or run reviewers on **Reviewers & runs**.")
         st.stop()
-    groups = views.judge_groups(all_judges)
+    groups = reports.judge_groups(all_judges, kinds(db, study, rev))
     seed_judge_choice(choice_key, all_judges, groups)
     return all_judges, groups
 
@@ -440,33 +452,6 @@ def seed_single_choice(key_: str, options: list[str], index: int) -> None:
         st.session_state[key_] = options[min(index, len(options) - 1)]
 
 
-def peer_rank_judges(db: str, study: str, rev: int, chosen: list[str]) -> tuple[list[str], list[str]]:
-    """Split the chosen judges into those Peer Rank can weigh (contestants) and the rest."""
-    alias = aliases(db, study, rev)
-    return [j for j in chosen if j in alias], [j for j in chosen if j not in alias]
-
-
-def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
-    """The ranked table with readable column names and the interval as one text cell."""
-    digits = 3 if score_label in ("win rate",) or "PoE" in score_label else 1
-    interval = [
-        "" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}"
-        for lo, hi in zip(table["ci_low"], table["ci_high"])
-    ]
-    return pd.DataFrame({
-        "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
-        "95% interval": interval, "battles": table["battles"].astype(int),
-    })
-
-
-def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:
-    arrows = ["" if pd.isna(c) or c == 0 else (f"▲ {int(c)}" if c > 0 else f"▼ {int(-c)}") for c in comparison["rank_change"]]
-    return pd.DataFrame({
-        "model": comparison["model"], "rank (all)": comparison["rank"], "rank (without)": comparison["rank_without"],
-        "change": arrows, "score (all)": comparison["score"].round(4), "score (without)": comparison["score_without"].round(4),
-    })
-
-
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """CSV for a download button, cells a spreadsheet would run as formulas neutralised (peercore.io.export)."""
     from peercore.io.export import table_bytes
@@ -475,18 +460,6 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
 
 
 # ---------------------------------------------------------------------- Bias helpers
-
-
-def position_display(position: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
-        "verdicts": position["n"], "decisive": position["n_decisive"], "P(first)": position["p_first"].round(3),
-        "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
-        "ties": position["tie_rate"].round(3),
-    }, index=position.index)
-
-
-def threshold_display(tau: pd.Series) -> pd.DataFrame:
-    return pd.DataFrame({"judge": tau.index, "tau (median p_a)": tau.round(4).to_numpy()})
 
 
 # ------------------------------------------------------------------- Debate helpers
@@ -523,69 +496,7 @@ def status_badge(status: str) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def debate_overview(db: str, study: str, rev: int) -> pd.DataFrame:
-    return views.debate_overview(debates(db, study, rev), turns(db, study, rev), adjudications(db, study, rev))
-
-
-def debate_metrics(overview: pd.DataFrame) -> list[tuple[str, str]]:
-    return [("Debates & discussions", f"{len(overview):,}"), ("Agreed", f"{int(overview['agreed'].sum()):,}"),
-            ("Unresolved", f"{int((overview['status'] == 'unresolved').sum()):,}"),
-            ("Adjudicated", f"{int((overview['decisions'] > 0).sum()):,}"),
-            ("Opinion changed", f"{int(overview['opinion_changed'].sum()):,}")]
-
-
-def filter_debates(overview: pd.DataFrame, *, kind: str, show: str) -> pd.DataFrame:
-    """Rows of :func:`debate_overview` matching the page's kind and "Show" filters."""
-    out = overview
-    if kind == "Debates":
-        out = out[out["kind"] == "debate"]
-    elif kind == "Discussions":
-        out = out[out["kind"] == "discussion"]
-    if show == "Agreed":
-        out = out[out["agreed"]]
-    elif show == "Unresolved":
-        out = out[out["status"] == "unresolved"]
-    elif show == "Adjudicated":
-        out = out[(out["decisions"] > 0) | (out["status"] == "adjudicated")]
-    elif show == "Opinion changed":
-        out = out[out["opinion_changed"]]
-    return out.reset_index(drop=True)
-
-
-def debate_list_display(overview: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
-        "id": overview["id"], "kind": overview["kind"], "question": overview["question_id"],
-        "submission 1": overview["model_a"], "submission 2": overview["model_b"],
-        "criterion": overview["criterion"], "scenario": overview["scenario"], "status": overview["status"],
-        "consensus": overview["consensus"].map(views.verdict_label), "speakers": overview["speakers"],
-        "first verdicts": overview["initial"], "last verdicts": overview["final"],
-        "opinion changed": overview["opinion_changed"], "human decisions": overview["decisions"],
-    })
-
-
-def debate_label(overview: pd.DataFrame):
-    labels = {row.id: f"#{row.id} · {row.question_id} · {row.model_a} vs {row.model_b} · {row.status}"
-              for row in overview.itertuples(index=False)}
-    return lambda debate_id: labels.get(debate_id, str(debate_id))
-
-
-def opinion_display(counts: pd.DataFrame) -> pd.DataFrame:
-    return counts.assign(altering_rate=counts["altering_rate"].round(3)).rename(
-        columns={"turns": "later turns", "altering_rate": "altering rate"})
-
-
-def leader_display(leaders: pd.DataFrame) -> pd.DataFrame:
-    return leaders.assign(leader_share=leaders["leader_share"].round(3)).rename(
-        columns={"debates": "split → agreed", "followed_leader": "ended on leader's verdict", "leader_share": "share"})
-
-
-def rounds(all_turns: pd.DataFrame, debate_id: int):
-    """(round, turns in speaking order) for one debate."""
-    part = all_turns[all_turns["debate_id"] == debate_id].sort_values(["round", "position"], kind="stable")
-    return list(part.groupby("round", sort=True))
-
-
-def round_title(round_number: int) -> str:
-    return "Initial verdicts" if round_number == 0 else f"Round {round_number}"
+    return reports.debate_overview(debates(db, study, rev), turns(db, study, rev), adjudications(db, study, rev))
 
 
 def question_text(db: str, study: str, rev: int, question_id: str) -> str | None:
@@ -643,11 +554,14 @@ def decide(debate_id: int, verdict: str, annotator: str, note_key: str) -> None:
     """Button callback: store the decision at once, remember it for undo, clear the note."""
     from peercore.ui import state
 
+    import uuid
+
     note = (st.session_state.get(note_key) or "").strip()
-    store().adjudicate(int(debate_id), annotator, verdict, note=note)
-    st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator)]
+    token = uuid.uuid4().hex  # this tab's decision: undo removes it and nothing decided elsewhere
+    store().adjudicate(int(debate_id), annotator, verdict, note=note, token=token)
+    st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator, token)]
     st.session_state[state.ADJ_NOTE_VERSION] += 1
-    st.session_state[state.ADJ_FLASH] = f"Saved: debate #{debate_id} → {views.VERDICT_NAMES[verdict]}" + (
+    st.session_state[state.ADJ_FLASH] = f"Saved: debate #{debate_id} → {reports.VERDICT_NAMES[verdict]}" + (
         " (with a note)" if note else "") + ". Press U to undo."
 
 
@@ -668,74 +582,76 @@ def clear_skipped() -> None:
 def can_undo(annotator: str) -> bool:
     from peercore.ui import state
 
-    return any(name == annotator for _, name in st.session_state[state.ADJ_HISTORY])
+    return any(entry[1] == annotator for entry in st.session_state[state.ADJ_HISTORY])
 
 
 def undo_last(annotator: str) -> None:
-    """Button callback: remove this session's last decision by ``annotator``."""
+    """Button callback: remove this tab's last decision by ``annotator`` (only if it is still the one stored).
+
+    Each decision carries the token this tab gave it; if the same annotator has decided
+    the debate again in another tab since, that decision stays and the undo says so.
+    """
     from peercore.ui import state
 
     history = list(st.session_state[state.ADJ_HISTORY])
     for k in range(len(history) - 1, -1, -1):
-        debate_id, name = history[k]
+        debate_id, name, token = history[k]
         if name == annotator:
             del history[k]
-            store().undo_adjudication(debate_id, annotator)
+            removed = store().undo_adjudication(debate_id, annotator, token=token)
             st.session_state[state.ADJ_HISTORY] = history
-            st.session_state[state.ADJ_FLASH] = f"Undone: your decision on debate #{debate_id} is removed; it is back in the queue."
+            st.session_state[state.ADJ_FLASH] = (
+                f"Undone: your decision on debate #{debate_id} is removed; it is back in the queue." if removed else
+                f"Nothing undone: debate #{debate_id} was decided again in another tab since; that decision stays.")
             return
-
-
-def annotator_agreement_display(table: pd.DataFrame) -> pd.DataFrame:
-    return table.assign(agreement=table["agreement"].round(3), cohen_kappa=table["cohen_kappa"].round(3)).rename(
-        columns={"annotator_1": "annotator", "annotator_2": "with", "n": "debates both decided",
-                 "cohen_kappa": "Cohen's kappa"})
-
-
-def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
-        "debate": decisions["debate_id"], "question": decisions["question_id"], "annotator": decisions["annotator"],
-        "decision": decisions["verdict"].map(views.verdict_label), "note": decisions["note"],
-        "when (UTC)": decisions["created_at"].str.slice(0, 19).str.replace("T", " "),
-    })
 
 
 # ---------------------------------------------------------- Meta-evaluation helpers
 
 ACCURACY_METRICS = {"accuracy": "accuracy (with ties)", "accuracy_without_ties": "accuracy (without ties)",
-                    "kappa": "Cohen's kappa"}
+                    "cohen_kappa": "Cohen's kappa", "fleiss_kappa": "Fleiss' kappa"}
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def meta_evaluation(db: str, study: str, rev: int) -> dict:
-    """Everything the Meta-evaluation page shows, computed once per revision."""
-    stored = judgments(db, study, rev)
-    kinds = stored["judge"].map(views.judge_kind)
-    evaluated = stored[kinds.isin(["llm", "human"])].reset_index(drop=True)
-    humans = stored[kinds == "human"].reset_index(drop=True)
-    gold_rows = gold(db, study, rev)
+def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) -> dict:
+    """Everything the Meta-evaluation page shows, computed once per revision and panel.
+
+    Judges are the study's LLM judges and humans (kinds from the store), final debate
+    verdicts only, their unparsed replies counted as misses (ScaleEval eq. 2); the gold
+    is one panel's (:meth:`Study.gold`); the human reference is the majority of the human
+    votes on each comparison, a human never compared with its own votes.
+    """
+    handle = study(db, study_)
+    evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
+    judge_kind = handle.kinds()
+    humans = evaluated[evaluated["judge"].map(lambda j: judge_kind.get(j) == "human") & (evaluated["valid"] == 1)]
+    gold_rows = handle.gold(panel)
     if len(gold_rows) and evaluated["criterion"].isna().all():
         # Verdicts recorded without a criterion are compared with the gold of any criterion.
         gold_rows = gold_rows.assign(criterion=pd.Series(pd.NA, index=gold_rows.index, dtype="str"))
-    group_of = views.question_groups(debates(db, study, rev), questions(db, study, rev))
+    group_of = handle.question_groups()
+    debates_ = debates(db, study_, rev)
+    if panel is not None:
+        debates_ = debates_[debates_["panel"].replace("", "debate:consensus") == panel]
     out: dict = {"n_judges": int(evaluated["judge"].nunique()), "n_humans": int(humans["judge"].nunique()),
-                 "n_gold": len(gold_rows)}
-    debates_ = debates(db, study, rev)
+                 "n_gold": len(gold_rows), "panel": panel}
+    decided = adjudications(db, study_, rev)
     out["metrics"] = [
         ("Judges evaluated", f"{out['n_judges']}"),
         ("Gold verdicts", f"{len(gold_rows):,}"),
         ("Debates agreed", f"{int((debates_['status'] == 'agreed').sum()):,}"),
-        ("Adjudicated debates", f"{adjudications(db, study, rev)['debate_id'].nunique():,}"),
+        ("Adjudicated debates", f"{decided[decided['debate_id'].isin(debates_['id'])]['debate_id'].nunique():,}"),
     ]
-    gold_accuracy = views.accuracy_table(evaluated, gold_rows) if len(gold_rows) else None
+    gold_accuracy = reports.accuracy_table(evaluated, gold_rows) if len(gold_rows) else None
     out["gold_accuracy"] = gold_accuracy if gold_accuracy is not None and len(gold_accuracy) else None
-    out["scaleeval"] = views.scaleeval_table(evaluated, gold_rows, group_of) if out["gold_accuracy"] is not None else pd.DataFrame()
+    out["scaleeval"] = reports.scaleeval_table(evaluated, gold_rows, group_of) if out["gold_accuracy"] is not None else pd.DataFrame()
     out["criteria"] = sorted(out["scaleeval"]["criterion"].fillna("(none)").unique()) if len(out["scaleeval"]) else []
-    machine = evaluated[evaluated["judge"].map(views.judge_kind) != "human"]
-    human_accuracy = views.accuracy_table(machine, humans) if len(humans) and len(machine) else None
+    machine = evaluated[evaluated["judge"].map(lambda j: judge_kind.get(j) != "human")]
+    human_accuracy = reports.accuracy_table(machine, humans) if len(humans) and len(machine) else None
     out["human_accuracy"] = human_accuracy if human_accuracy is not None and len(human_accuracy) else None
-    out["costs"] = _cost_table(db, study, rev, out["gold_accuracy"], out["human_accuracy"], evaluated)
-    out["variation"] = views.criteria_variation(evaluated, gold_rows)
+    out["human_reference"] = reports.reference_description(humans)
+    out["costs"] = _cost_table(db, study_, rev, out["gold_accuracy"], out["human_accuracy"], evaluated)
+    out["variation"] = reports.criteria_variation(evaluated, gold_rows)
     return out
 
 
@@ -744,7 +660,7 @@ def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated) -> dic
     verdicts = evaluated.groupby("judge").size()
     run_frame = runs(db, study, rev)
     configs = {run_id: _store(db).run(run_id)["config"] for run_id in run_frame["id"]}
-    cost = views.run_costs(configs, dict(zip(run_frame["id"], run_frame["cost_usd"])))
+    cost = reports.run_costs(configs, dict(zip(run_frame["id"], run_frame["cost_usd"])))
     judges_ = sorted(set(verdicts.index) if accuracy is None else set(accuracy.index))
     agreement = accuracy["accuracy"] if accuracy is not None else pd.Series(dtype=float)
     if len(cost.reindex(judges_).dropna()):
@@ -760,20 +676,9 @@ def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated) -> dic
                        f"agreement is accuracy with {against}. Runs launched on **Reviewers & runs** record their cost."}
 
 
-def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
-    return table.round(3).rename(columns={"n": "matched", "accuracy": "accuracy", "kappa": "kappa",
-                                          "n_without_ties": "matched w/o ties",
-                                          "accuracy_without_ties": "accuracy w/o ties",
-                                          "kappa_without_ties": "kappa w/o ties"})
-
-
 def scaleeval_pivots(table: pd.DataFrame, criterion: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    example, system = views.scaleeval_pivots(table, criterion)
+    example, system = reports.scaleeval_pivots(table, criterion)
     return example.round(3), system.round(3)
-
-
-def variation_display(table: pd.DataFrame) -> pd.DataFrame:
-    return table.pivot(index="judge", columns="variant", values="example_agreement").round(3)
 
 
 # ----------------------------------------------------------------- Efficiency helpers
@@ -793,7 +698,8 @@ def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     verdicts); "all LLM reviewers pooled" comes last when there are several.
     """
     frame = judgments(db, study, rev)
-    frame = frame[frame["judge"].map(views.judge_kind).isin(["llm", "human"])]
+    kind = kinds(db, study, rev)
+    frame = frame[frame["judge"].map(lambda j: kind.get(j, "llm")).isin(["llm", "human"])]
     per_question = frame.groupby(["judge", "question_id"]).apply(
         lambda g: len(set(g["model_a"]) | set(g["model_b"])), include_groups=False)
     usable = per_question[per_question >= 3].groupby(level="judge").size()
@@ -802,7 +708,7 @@ def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     with_p = frame[frame["p_a"].notna()].groupby("judge").size().reindex(usable.index).fillna(0)
     order = sorted(usable.index, key=lambda j: (-with_p[j], -usable[j], j))
     labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''})" for j in order}
-    llm = [j for j in order if views.judge_kind(j) == "llm"]
+    llm = [j for j in order if kind.get(j, "llm") == "llm"]
     if len(llm) > 1:
         labels[POOLED] = f"all LLM reviewers pooled ({len(llm)})"
     return labels
@@ -815,7 +721,8 @@ def efficiency(db: str, study: str, rev: int, judge: str, methods: tuple[str, ..
 
     frame = judgments(db, study, rev)
     if judge == POOLED:
-        rows = frame[frame["judge"].map(views.judge_kind) == "llm"]
+        kind = kinds(db, study, rev)
+        rows = frame[frame["judge"].map(lambda j: kind.get(j, "llm")) == "llm"]
     else:
         rows = frame[frame["judge"] == judge]
     problems = problems_from_judgments(rows)[:max_questions]
@@ -847,11 +754,11 @@ def review_templates() -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def review_methods() -> list[str]:
-    """How a review's verdict can be read (peercore.reviewers.METHODS), the default first."""
+    """How a review's verdict can be read: each backend's default first (as the CLI), then peercore.reviewers.METHODS."""
     from peercore.reviewers import METHODS
+    from peercore.ui.runs import DEFAULT_METHOD
 
-    default = "verdict" if "verdict" in METHODS else METHODS[0]
-    return [default, *[m for m in METHODS if m != default]]
+    return [DEFAULT_METHOD, *METHODS]
 
 
 @st.cache_data(show_spinner=False)

@@ -34,6 +34,7 @@ JOBS: dict[str, str] = {"review": "Peer review", "answers": "Answers", "discussi
 LOCAL_PRESET = {"name": "", "provider": "local", "model": "qwen2.5-coder-1.5b", "base_url": "", "temperature": 0.0,
                 "api_key_env": ""}
 DEFAULT_METHOD = "default"  # the review method option meaning "each backend's default"
+ONE_ORDER_STRATEGIES = ("no-repeat", "greedy")  # peercore.jobs.review.ONE_ORDER_STRATEGIES (no import at page load)
 
 # widget keys of the "Add a reviewer" form
 F_PROVIDER, F_MODEL, F_URL, F_TEMPERATURE, F_NAME = "rv_provider", "rv_model", "rv_url", "rv_temperature", "rv_name"
@@ -220,6 +221,17 @@ def range_text(low: int, high: int) -> str:
 # ------------------------------------------------------------------------- live runs
 
 
+def method_label(method: str) -> str:
+    return "default (per backend, as the CLI)" if method == DEFAULT_METHOD else method
+
+
+def accounting_text(accounting: dict) -> str:
+    """Where every paid call of the run ended (:func:`peercore.jobs.commands.accounting_line`)."""
+    from peercore.jobs.commands import accounting_line
+
+    return accounting_line(accounting)
+
+
 @dataclass
 class LiveRun:
     """A run started from this session: the runner's handle plus a log the run's thread appends to."""
@@ -228,6 +240,7 @@ class LiveRun:
     kind: str
     log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=200))
     lock: threading.Lock = field(default_factory=threading.Lock)
+    job: object = None
 
     def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
         line = f"{event.done}/{event.total} {event.status}" + (f" — {event.message}" if event.message else "")
@@ -256,10 +269,22 @@ def launch(study: str, kind: str, reviewers: list[dict], options: dict, *, run_i
     _start(job, kind, run_id=run_id, prices=load_prices())
 
 
+def renamed_judges(live: LiveRun) -> dict[str, str]:
+    """label -> stored name, for the run's judges stored under another (variant) name."""
+    names = live.job.judge_names() if live.job is not None and hasattr(live.job, "judge_names") else {}
+    return {label: name for label, name in names.items() if label != name}
+
+
+def run_judges(live: LiveRun) -> list[str]:
+    """The judge names the run's verdicts are stored under."""
+    names = live.job.judge_names() if live.job is not None and hasattr(live.job, "judge_names") else {}
+    return sorted(set(names.values()))
+
+
 def _start(job, kind: str, *, run_id: str | None, prices) -> None:
     from peercore.runner import start_run
 
-    live = LiveRun(handle=None, kind=kind)
+    live = LiveRun(handle=None, kind=kind, job=job)
     live.handle = start_run(job, data.store(), run_id=run_id, on_progress=live.on_progress, prices=prices)
     st.session_state[state.RUN_HANDLE] = live
 
@@ -295,10 +320,19 @@ def runs_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "run": frame["id"].str.slice(0, 12), "kind": frame["kind"], "status": frame["status"],
         "done": [f"{d:,} / {n:,}" for d, n in zip(frame["n_done"], frame["n_items"])],
+        "paid calls → stored, failed": [runs_accounting(run_id) for run_id in frame["id"]],
         "tokens": (frame["prompt_tokens"] + frame["completion_tokens"]).astype(int),
         "cost (USD)": frame["cost_usd"].round(4), "error": frame["error"].fillna(""),
         "updated (UTC)": frame["updated_at"].str.slice(0, 19).str.replace("T", " "),
     })
+
+
+def runs_accounting(run_id: str) -> str:
+    """``"120 → 118 verdicts, 2 failed"`` for the runs table (:meth:`peercore.store.Store.run_accounting`)."""
+    acc = data.store().run_accounting(run_id)
+    stored = [f"{acc['verdicts']:,} verdicts"] + ([f"{acc['debates']:,} debates"] if acc["debates"] else []) + (
+        [f"{acc['answers']:,} answers"] if acc["answers"] else [])
+    return f"{acc['calls_paid']:,} → {', '.join(stored)}, {acc['items_failed']:,} failed"
 
 
 def job_from_run(study: str, run: dict):

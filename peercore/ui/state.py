@@ -19,7 +19,7 @@ STUDY = "study"                      # name of the open study (sidebar selectbox
 ANNOTATOR = "annotator"              # adjudicator's name (Adjudication page)
 
 # --- Leaderboard ------------------------------------------------------------------
-LB_METHOD = "lb_method"              # label from peercore.ui.views.LEADERBOARD_METHODS
+LB_METHOD = "lb_method"              # label from peercore.reports.LEADERBOARD_METHODS
 LB_JUDGES = "lb_judges"              # judges that count (list of names); None = default set
 LB_WEIGHT_MODE = "lb_weight_mode"    # Peer Rank weight mode label
 LB_BASE = "lb_base"                  # Peer Rank base score: winrate / elo / bt
@@ -46,7 +46,7 @@ DEB_SELECTED = "deb_selected"
 
 # --- Adjudication -----------------------------------------------------------------
 ADJ_SKIPPED = "adj_skipped"          # debate ids skipped in this session
-ADJ_HISTORY = "adj_history"          # [(debate_id, annotator)] decided in this session, for undo
+ADJ_HISTORY = "adj_history"          # [(debate_id, annotator, token)] decided in this tab, for undo
 ADJ_NOTE_VERSION = "adj_note_version"  # bumps to clear the note box after a decision
 ADJ_FLASH = "adj_flash"              # one-line confirmation of the last action
 ADJ_ONLY_UNSEEN = "adj_only_unseen"  # hide items someone else already decided

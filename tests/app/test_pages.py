@@ -205,8 +205,10 @@ def test_leaderboard_download_is_a_csv_of_the_table(synthetic):
 
 def test_bias_page_shows_every_section_for_llm_judges(synthetic):
     at = open_page(app_test(), "bias")
-    assert [h.value for h in at.header] == ["Position bias", "Swap consistency", "Self-enhancement",
+    assert [h.value for h in at.header] == ["Judge health", "Position bias", "Swap consistency", "Self-enhancement",
                                             "Length bias", "Debiasing threshold"]
+    health = table(at, "carries information")
+    assert set(health["judge"]) == {"openai:alpha", "anthropic:bravo", "local:charlie"}
     assert not at.info  # every section has data for the synthetic LLM judges
     position = table(at, "P(first)")
     # local:charlie leans to the first answer, the others do not
@@ -242,13 +244,19 @@ def test_debate_filters_and_transcript(synthetic):
 
 
 def test_opinion_counts_and_leader_effect(synthetic):
+    # PRD section 5: a turn is held / altered only when another reviewer disagreed at that point.
+    # Unresolved debates (initial 1 / 2 / tie, final 1 / 2 / 2): alpha and bravo hold, charlie alters.
+    # Agreed debates (initial 1 / 2 / 1, final all 1): bravo alters, alpha and charlie hold (bravo disagreed).
+    # The discussion (alpha 1 then 1, bravo 2 then 1): alpha holds, bravo alters.
     at = open_page(app_test(), "debates")
-    counts = table(at, "altering rate")
-    # in every unresolved debate local:charlie alters (tie -> 2); in agreed ones anthropic:bravo alters (2 -> 1)
-    assert counts.loc["local:charlie", "altered"] == 4
-    assert counts.loc["anthropic:bravo", "altered"] == 5 + 1
-    leaders = table(at, "ended on leader's verdict")
-    assert leaders.loc["openai:alpha", "ended on leader's verdict"] == 6
+    counts = table(at, "altering rate").groupby("speaker")[["held", "altered"]].sum()
+    assert counts.loc["local:charlie"].tolist() == [5, 4]
+    assert counts.loc["anthropic:bravo"].tolist() == [4, 5 + 1]
+    assert counts.loc["openai:alpha"].tolist() == [4 + 5 + 1, 0]
+    leaders = table(at, "leader held")  # PRD Fig. 6: alpha speaks first in every debate and leads the discussion
+    assert leaders.loc["openai:alpha", "leader held"] == 10
+    adoption = table(at, "ended on leader's verdict")  # the old measure, under its own name
+    assert adoption.loc["openai:alpha", "ended on leader's verdict"] == 6
 
 
 # ------------------------------------------------------------------------ adjudication

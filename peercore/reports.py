@@ -1,15 +1,17 @@
-"""Pure DataFrame assembly for the dashboard pages (no streamlit, no SQL).
+"""Pure DataFrame assembly for what the dashboard shows (no streamlit, no SQL).
 
-Pages describe the screen; everything that turns store tables into what a page shows
-(the gold set, transcripts, opinion changes, annotator agreement, what-if tables)
-lives here, as plain functions of DataFrames that tests call directly. The maths
-itself stays in :mod:`peercore.ranking`, :mod:`peercore.bias` and
-:mod:`peercore.agreement`.
+Pages describe the screen; the tables they show (transcripts, opinion changes,
+annotator agreement, what-if tables, meta-evaluation tables) are built here, as plain
+functions of DataFrames that tests call directly, and formatted for display by the
+``*_display`` functions. Which judgments a number is computed from (selection, the
+gold set, judge kinds, aliases) is decided once, in :mod:`peercore.study`; the maths
+stays in :mod:`peercore.ranking`, :mod:`peercore.bias` and :mod:`peercore.agreement`.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Iterable, Mapping
 
@@ -17,38 +19,44 @@ import numpy as np
 import pandas as pd
 
 from peercore.agreement import agreement_by_judge, cohen_kappa, scaleeval_agreement
+from peercore.judges import VARIANT_MARK, base_name
 from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
-from peercore.ranking import arena_ranks, battle_counts, comparisons_from_judgments, elo_trajectory, poe_gaussian, poe_scores
+from peercore.ranking import elo_trajectory
+from peercore.study import KIND_LABELS
 
 __all__ = [
-    "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "JUDGE_KINDS",
-    "judge_kind", "judge_groups", "auto_aliases", "gold_judgments", "with_gold", "poe_table", "what_if",
-    "elo_curves", "turn_judgments", "initial_and_final", "debate_overview", "opinion_counts",
-    "leader_effect", "final_turns", "annotator_agreement", "decisions_by_item", "with_answers",
-    "accuracy_table", "scaleeval_table", "system_summary", "criteria_variation", "question_groups",
-    "VERDICT_LABELS", "verdict_label",
+    "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "VERDICT_LABELS", "VERDICT_NAMES",
+    "leaderboard_method", "judge_groups", "judge_label", "verdict_label", "what_if", "elo_curves", "turn_judgments",
+    "initial_and_final", "debate_overview", "opinion_counts", "leader_effect", "leader_adoption", "final_turns",
+    "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "accuracy_table", "scaleeval_table",
+    "system_summary", "criteria_variation", "run_costs", "scaleeval_pivots", "health_display",
+    "reference_description", "settings_text", "opinion_chart_rows", "adoption_display",
 ]
 
-# Leaderboard methods as the page names them -> peercore codes.
+# Leaderboard methods as the page names them -> peercore.study codes.
 LEADERBOARD_METHODS: tuple[str, ...] = ("Win rate", "Elo", "Bradley-Terry", "Peer Rank weighted", "PoE")
 BASE_SCORES: dict[str, str] = {"Win rate": "winrate", "Elo": "elo", "Bradley-Terry": "bt"}
 WEIGHT_MODES: dict[str, str] = {
     "PRD (5 iterations, min-max)": "prd",
     "Fixed point (softmax, keeps every reviewer)": "fixed-point",
 }
-POE_METHODS: dict[str, str] = {"PoE-Gaussian": "poe_gaussian", "PoE-BT": "poe_bt"}
-JUDGE_KINDS: dict[str, str] = {
-    "llm": "LLM reviewers",
-    "human": "Humans",
-    "debate": "Debate gold",
-    "adjudicator": "Debate gold",
-    "vote": "Derived votes",
-}
+POE_METHODS: dict[str, str] = {"PoE-Gaussian": "poe-gaussian", "PoE-BT": "poe-bt"}
 VERDICT_LABELS = {"model_a": "1", "model_b": "2", "tie": "tie"}
 VERDICT_NAMES = {"model_a": "Submission 1", "model_b": "Submission 2", "tie": "Tie"}
 
-CONSENSUS_JUDGE = "debate:consensus"
-_Z95 = 1.959963984540054
+
+def leaderboard_method(label: str, *, base: str = "Win rate", peer: str | None = None,
+                       poe: str = "PoE-Gaussian") -> tuple[str, str]:
+    """``(method, peer_weights)`` codes of :meth:`peercore.study.Study.leaderboard` for the page's choice.
+
+    ``Peer Rank weighted`` ranks by ``base`` with weights of mode ``peer``; ``PoE`` by
+    ``poe``; the others by themselves without weights.
+    """
+    if label == "Peer Rank weighted":
+        return BASE_SCORES[base], WEIGHT_MODES[peer or next(iter(WEIGHT_MODES))]
+    if label == "PoE":
+        return POE_METHODS[poe], "none"
+    return BASE_SCORES[label], "none"
 
 
 def verdict_label(verdict: object) -> str:
@@ -61,158 +69,25 @@ def verdict_label(verdict: object) -> str:
 # ------------------------------------------------------------------------------ judges
 
 
-def judge_kind(name: str) -> str:
-    """``llm``, ``human``, ``debate``, ``adjudicator`` or ``vote`` from a judge name (CONTRACTS.md)."""
-    prefix = name.split(":", 1)[0] if ":" in name else ""
-    return prefix if prefix in ("human", "debate", "adjudicator", "vote") else "llm"
+def judge_groups(judges: Iterable[str], kinds: Mapping[str, str]) -> dict[str, list[str]]:
+    """Judges grouped for the pickers by their kind in the study (LLM reviewers, Humans, Debate gold ...).
 
-
-def judge_groups(judges: Iterable[str]) -> dict[str, list[str]]:
-    """Judges grouped for the pickers: LLM reviewers, Humans, Debate gold, Derived votes.
-
-    Groups with no judge are left out; names are sorted within a group.
+    Within a group, the variants of one model follow their base name
+    (``openai:gpt-4o``, ``openai:gpt-4o~logprobs``). Groups with no judge are left out.
     """
     groups: dict[str, list[str]] = {}
-    for name in sorted(set(judges)):
-        groups.setdefault(JUDGE_KINDS[judge_kind(name)], []).append(name)
-    order = list(dict.fromkeys(JUDGE_KINDS.values()))
+    for name in sorted(set(judges), key=lambda n: (base_name(n), n)):
+        groups.setdefault(KIND_LABELS.get(kinds.get(name, "llm"), "Other judges"), []).append(name)
+    order = list(dict.fromkeys(KIND_LABELS.values()))
     return {label: groups[label] for label in order if label in groups}
 
 
-def auto_aliases(judges: Iterable[str], contestants: Iterable[str], stored: Mapping[str, str] | None = None) -> dict[str, str]:
-    """judge -> the contestant it is: the stored alias, else the same name, else the name after ``backend:``.
-
-    Judges that are no contestant are left out (humans, debate gold).
-    """
-    stored = dict(stored or {})
-    contestants = set(contestants)
-    out: dict[str, str] = {}
-    for judge in judges:
-        if stored.get(judge) in contestants:
-            out[judge] = stored[judge]
-        elif judge in contestants:
-            out[judge] = judge
-        elif ":" in judge and judge_kind(judge) == "llm" and judge.split(":", 1)[1] in contestants:
-            out[judge] = judge.split(":", 1)[1]
-    return out
-
-
-# -------------------------------------------------------------------------------- gold
-
-
-def gold_judgments(debates: pd.DataFrame, adjudications: pd.DataFrame) -> pd.DataFrame:
-    """The ScaleEval gold set as canonical judgments.
-
-    * every debate (``kind == "debate"``) that ended in agreement gives one row, judge
-      ``debate:consensus``, winner = the consensus;
-    * every human adjudication gives one row, judge ``adjudicator:<annotator>``;
-    * a debate imported as already ``adjudicated`` with a consensus but no stored
-      decision gives one row, judge ``adjudicator:imported``.
-
-    Several decisions about one debate are reduced by majority wherever the gold set
-    is matched (:func:`peercore.agreement.match_reference`).
-    """
-    rows = []
-    if len(debates):
-        kind = debates["kind"] if "kind" in debates.columns else pd.Series("debate", index=debates.index)
-        decided_ids = set(adjudications["debate_id"]) if len(adjudications) else set()
-        for row, is_debate in zip(debates.itertuples(index=False), (kind == "debate").tolist()):
-            if not is_debate or row.consensus is None or (isinstance(row.consensus, float) and math.isnan(row.consensus)):
-                continue
-            if row.status == "agreed":
-                judge = CONSENSUS_JUDGE
-            elif row.status == "adjudicated" and row.id not in decided_ids:
-                judge = "adjudicator:imported"
-            else:
-                continue
-            rows.append(_gold_row(row, judge, row.consensus))
-    for row in adjudications.itertuples(index=False):
-        rows.append(_gold_row(row, f"adjudicator:{row.annotator}", row.verdict))
-    if not rows:
-        return empty_judgments()
-    return judgments_from_frame(pd.DataFrame(rows), source="gold set")
-
-
-def _gold_row(row, judge: str, winner: str) -> dict:
-    return {
-        "question_id": row.question_id, "model_a": row.model_a, "model_b": row.model_b, "judge": judge,
-        "winner": winner, "criterion": (row.criterion or None) if isinstance(row.criterion, str) else None,
-    }
-
-
-def with_gold(stored: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFrame:
-    """The stored judgments plus the gold rows a ranking can count as judges.
-
-    Adjudications are always added (they live only in the adjudication table). The
-    derived ``debate:consensus`` rows are added only when no debate consensus is stored
-    as judgments already (debate runs and debate-table imports store theirs as
-    ``debate:<panel>``), so a debate is never counted twice.
-    """
-    if len(gold) == 0:
-        return stored
-    has_consensus = stored["judge"].map(judge_kind).eq("debate").any()
-    extra = gold[~gold["judge"].isin(set(stored["judge"]))]
-    if has_consensus:
-        extra = extra[extra["judge"] != CONSENSUS_JUDGE]
-    return concat([stored, extra]) if len(extra) else stored
-
-
-def question_groups(debates: pd.DataFrame, questions: pd.DataFrame) -> dict[str, str]:
-    """question_id -> scenario (from debates) or category (from questions); ``"(none)"`` when unknown."""
-    out: dict[str, str] = {}
-    if len(questions):
-        for qid, category in zip(questions["question_id"], questions["category"]):
-            out[str(qid)] = category or "(none)"
-    if len(debates):
-        for qid, scenario in zip(debates["question_id"], debates["scenario"]):
-            if scenario:
-                out[str(qid)] = scenario
-    return out
-
-
-# ------------------------------------------------------------------------- leaderboard
-
-
-def poe_table(judgments: pd.DataFrame, *, method: str = "poe_gaussian", debias: bool = False) -> pd.DataFrame:
-    """A ranked table like :func:`peercore.ranking.leaderboard` for the PoE scores.
-
-    PoE-Gaussian gets 95% intervals from its posterior (Liusie et al. 2024): score
-    +- 1.96 sd of :math:`s_i - \\bar s`, i.e. of the centred covariance
-    :math:`P \\Sigma P` with :math:`P = I - \\mathbf 1 \\mathbf 1^T / N` (the anchor's
-    uncertainty about a common shift says nothing about the ranking), with the expert
-    variance :math:`\\sigma^2` estimated by the residual mean square
-    :math:`\\lVert \\mu - W s \\rVert^2 / (K - N + 1)`. PoE-BT has no intervals. Ranks
-    follow the Arena rule on the interval (or on the score when there is none).
-
-    Returns
-    -------
-    DataFrame ``model, score, rank, ci_low, ci_high, battles``, best first.
-    """
-    if method == "poe_gaussian":
-        comparisons = comparisons_from_judgments(judgments)
-        fit = poe_gaussian(comparisons, debias=debias)
-        n, k = comparisons.n, len(comparisons)
-        beta = float(np.mean(comparisons.p)) if debias and k else 0.5
-        residual = (comparisons.p - beta) - (fit.scores[comparisons.i] - fit.scores[comparisons.j])
-        sigma2 = float(residual @ residual) / max(k - n + 1, 1)
-        centre = np.eye(n) - 1.0 / n
-        sd = np.sqrt(np.clip(np.diag(centre @ fit.covariance @ centre), 0.0, None) * sigma2)
-        models = list(comparisons.candidates)
-        score = pd.Series(fit.scores, index=models)
-        low = pd.Series(fit.scores - _Z95 * sd, index=models)
-        high = pd.Series(fit.scores + _Z95 * sd, index=models)
-    else:
-        score = poe_scores(judgments, method=method, debias=debias)
-        score.index = list(score.index)
-        low = high = pd.Series(np.nan, index=score.index)
-    counts = battle_counts(judgments).sum(axis=1)
-    ranks = arena_ranks(low.where(low.notna(), score), high.where(high.notna(), score))
-    table = pd.DataFrame({
-        "model": score.index, "score": score.to_numpy(), "rank": ranks.reindex(score.index).to_numpy(),
-        "ci_low": low.to_numpy(), "ci_high": high.to_numpy(), "battles": counts.reindex(score.index).to_numpy(),
-    })
-    table = table.sort_values(["rank", "score", "model"], ascending=[True, False, True], kind="stable")
-    return table.astype({"battles": int, "rank": int}).reset_index(drop=True)
+def judge_label(name: str) -> str:
+    """A judge as a picker shows it: a variant names its settings after its model (``gpt-4o · variant logprobs``)."""
+    if VARIANT_MARK not in name:
+        return name
+    base, variant = name.split(VARIANT_MARK, 1)
+    return f"{base} · variant {variant}"
 
 
 def what_if(full: pd.DataFrame, reduced: pd.DataFrame) -> pd.DataFrame:
@@ -308,10 +183,10 @@ def debate_overview(debates: pd.DataFrame, turns: pd.DataFrame, adjudications: p
     speaker altered its verdict, :func:`peercore.discussion.opinion_changes`),
     ``agreed`` (status is agreed) and ``decisions`` (number of human adjudications).
     """
-    from peercore.discussion import opinion_changes
+    from peercore.discussion import verdict_changes
 
     out = debates.copy()
-    changes = opinion_changes(turns) if len(turns) else pd.DataFrame(columns=["debate_id", "altered"])
+    changes = verdict_changes(turns) if len(turns) else pd.DataFrame(columns=["debate_id", "altered"])
     changed = set(changes.loc[changes["altered"].astype(bool), "debate_id"])
     spoken = turns[turns["verdict"].notna()].sort_values(["debate_id", "round", "position"], kind="stable") if len(turns) else turns
     initial: dict[int, str] = {}
@@ -334,57 +209,30 @@ def debate_overview(debates: pd.DataFrame, turns: pd.DataFrame, adjudications: p
     return out
 
 
-def opinion_counts(turns: pd.DataFrame) -> pd.DataFrame:
-    """Opinion altering and holding per speaker (PRD section 5), from :func:`peercore.discussion.opinion_changes`.
+def opinion_counts(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Opinion holding and altering per speaker and role, as PRD section 5 defines them.
 
-    Every time a speaker gives a verdict after an earlier one in the same debate it
-    either *alters* (a different verdict) or *holds* (the same).
-
-    Returns
-    -------
-    DataFrame indexed by speaker: ``turns`` (verdicts after the first), ``altered``,
-    ``held``, ``altering_rate`` (altered / turns, NaN with no later turns).
+    :func:`peercore.discussion.opinion_altering_holding`: a turn counts as *held* or
+    *altered* only when the other reviewer disagreed with the speaker's opinion at that
+    point; changes after agreement are counted apart.
     """
-    from peercore.discussion import opinion_changes
+    from peercore.discussion import opinion_altering_holding
 
-    speakers = sorted(set(turns["speaker"])) if len(turns) else []
-    changes = opinion_changes(turns) if len(turns) else pd.DataFrame(columns=["speaker", "altered"])
-    altered = changes["altered"].astype(bool).groupby(changes["speaker"]).sum()
-    total = changes.groupby("speaker").size()
-    out = pd.DataFrame(index=pd.Index(speakers, name="speaker"))
-    out["turns"] = total.reindex(out.index).fillna(0).astype(int)
-    out["altered"] = altered.reindex(out.index).fillna(0).astype(int)
-    out["held"] = out["turns"] - out["altered"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["altering_rate"] = np.where(out["turns"] > 0, out["altered"] / out["turns"].where(out["turns"] > 0, 1), np.nan)
-    return out
+    return opinion_altering_holding(debates, turns)
 
 
 def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Does the final verdict follow whoever spoke first? (PRD section 5, the leader effect.)
+    """Each model's opinion holding and altering as leader versus as follower (PRD Fig. 6)."""
+    from peercore.discussion import leader_effect as effect
 
-    From :func:`peercore.discussion.discussion_outcomes`: among debates whose speakers
-    disagreed at first and agreed at the end, those that ended on the leader's (the
-    first speaker's) initial verdict, counted per leader.
+    return effect(debates, turns)
 
-    Returns
-    -------
-    DataFrame indexed by leader: ``debates`` (initially split, finally agreed),
-    ``followed_leader``, ``leader_share``.
-    """
-    from peercore.discussion import discussion_outcomes
 
-    columns = ["debates", "followed_leader", "leader_share"]
-    if len(debates) == 0 or len(turns) == 0:
-        return pd.DataFrame(columns=columns, index=pd.Index([], name="leader"))
-    outcomes = discussion_outcomes(debates, turns)
-    decided = outcomes[outcomes["followed_leader"].notna()]
-    grouped = decided.groupby("leader")
-    out = pd.DataFrame({"debates": grouped.size(), "followed_leader": grouped["followed_leader"].sum()})
-    out.index.name = "leader"
-    out = out.astype({"debates": int, "followed_leader": int})
-    out["leader_share"] = out["followed_leader"] / out["debates"]
-    return out
+def leader_adoption(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Share of split-then-agreed discussions that ended on the leader's first verdict (not PRD's measure)."""
+    from peercore.discussion import leader_adoption as adoption
+
+    return adoption(debates, turns)
 
 
 def final_turns(turns: pd.DataFrame, debate_id: int) -> pd.DataFrame:
@@ -464,26 +312,33 @@ def with_answers(judgments: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame
 
 
 def accuracy_table(judgments: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Each judge against a reference: accuracy with and without ties, Cohen's kappa.
+    """Each judge against a reference: accuracy with and without ties, Cohen's and Fleiss' kappa.
 
     The reference is reduced by majority per comparison and matched in either
-    orientation (:func:`peercore.agreement.agreement_by_judge`).
+    orientation (:func:`peercore.agreement.agreement_by_judge`). Unparsed replies of a
+    judge (rows with ``valid == 0``) count as misses (ScaleEval eq. 2) and are
+    counted in ``unparsed``. Fleiss' kappa treats the judge and the reference as two
+    raters, as PRD's Table 3 reports it; Cohen's kappa is MT-Bench's.
 
     Returns
     -------
-    DataFrame indexed by judge: ``n``, ``accuracy``, ``kappa`` (ties counted),
-    ``n_without_ties``, ``accuracy_without_ties``, ``kappa_without_ties``.
+    DataFrame indexed by judge: ``n``, ``accuracy``, ``cohen_kappa``, ``fleiss_kappa``
+    (ties counted), ``unparsed``, ``n_without_ties``, ``accuracy_without_ties``,
+    ``cohen_kappa_without_ties``.
     """
+    columns = ["n", "accuracy", "cohen_kappa", "fleiss_kappa", "unparsed", "n_without_ties", "accuracy_without_ties",
+               "cohen_kappa_without_ties"]
     if len(judgments) == 0 or len(reference) == 0:
-        return pd.DataFrame(columns=["n", "accuracy", "kappa", "n_without_ties", "accuracy_without_ties", "kappa_without_ties"])
+        return pd.DataFrame(columns=columns)
     with_ties = agreement_by_judge(judgments, reference, ties="include")
     without = agreement_by_judge(judgments, reference, ties="exclude")
     out = pd.DataFrame({
-        "n": with_ties["n"], "accuracy": with_ties["agreement"], "kappa": with_ties["cohen_kappa"],
+        "n": with_ties["n"], "accuracy": with_ties["agreement"], "cohen_kappa": with_ties["cohen_kappa"],
+        "fleiss_kappa": with_ties["fleiss_kappa"], "unparsed": with_ties["unparsed"],
         "n_without_ties": without["n"], "accuracy_without_ties": without["agreement"],
-        "kappa_without_ties": without["cohen_kappa"],
+        "cohen_kappa_without_ties": without["cohen_kappa"],
     })
-    return out[out["n"] > 0]
+    return out[out["n"] > 0][columns]
 
 
 def scaleeval_table(judgments: pd.DataFrame, gold: pd.DataFrame, group_of: Mapping[str, str]) -> pd.DataFrame:
@@ -521,6 +376,45 @@ def system_summary(table: pd.DataFrame) -> pd.DataFrame:
 # Criteria-prompt variants of ScaleEval section 6 (Table 5), as peercore.prompts makes
 # them; a variant is written after the criterion, e.g. "helpfulness/gibberish".
 from peercore.prompts import VARIATIONS as CRITERIA_VARIANTS  # noqa: E402
+
+
+def reference_description(humans: pd.DataFrame) -> str:
+    """What the human reference is: how many annotators and how many votes each comparison has.
+
+    The reference is the majority of the human votes on each comparison, so its
+    strength is the number of votes per comparison, not the number of annotator names
+    (PRD's ``human:prd`` is one name holding three votes per pair).
+    """
+    if len(humans) == 0:
+        return "no human votes"
+    key = [humans[c].astype(str) for c in ("question_id", "model_a", "model_b")]
+    pair = pd.Series([tuple(sorted(k[1:])) + (k[0],) for k in zip(*key)])
+    votes = pair.value_counts()
+    names = humans["judge"].nunique()
+    spread = f"{votes.min()}" if votes.min() == votes.max() else f"{votes.min()}–{votes.max()}, median {votes.median():g}"
+    return (f"the majority of the human votes on each comparison ({len(humans):,} votes by {names} annotator "
+            f"name{'s' if names != 1 else ''}; {spread} vote{'s' if votes.max() != 1 else ''} per comparison)")
+
+
+def settings_text(settings: Mapping | None) -> str:
+    """A judge's recorded configuration in one line (``method=logits, template=...``); '' for imported judges."""
+    if not settings:
+        return ""
+    shown = {k: v for k, v in settings.items() if k not in ("backend", "model", "template_version", "discussion_template_version",
+                                                            "rubric_version") and v is not None}
+    return ", ".join(f"{k}={v}" for k, v in shown.items())
+
+
+def health_display(health: pd.DataFrame) -> pd.DataFrame:
+    """The judge health table (:func:`peercore.bias.judge_health`) with readable columns."""
+    interval = ["" if pd.isna(lo) else f"{lo:.2f} – {hi:.2f}" for lo, hi in zip(health["ci_low"], health["ci_high"])]
+    return pd.DataFrame({
+        "judge": health.index, "replies": health["n"].astype(int),
+        "P(first chosen)": health["p_first"].round(3), "95% interval": interval,
+        "identical verdicts": health["identical_share"].round(3), "unparsed": health["invalid_share"].round(3),
+        "carries information": ["no: " + r if f else "yes" for f, r in zip(health["flagged"], health["reasons"])],
+        "what to try": health["fix"],
+    })
 
 
 def criteria_variation(judgments: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFrame:
@@ -598,3 +492,177 @@ def scaleeval_pivots(table: pd.DataFrame, criterion: str | None) -> tuple[pd.Dat
     system = both.pivot(index="judge", columns="group", values="system_agreement")
     order = [c for c in example.columns if c != "all"] + ["all"]
     return example[order], system[order]
+
+
+# ------------------------------------------------------------------ display tables
+
+_SUMMARY_LABELS = (("questions", "Questions"), ("contestants", "Contestants"), ("judges", "Judges"),
+                   ("judgments", "Judgments"), ("human_votes", "Human votes"), ("debates", "Debates"),
+                   ("open_adjudications", "Open adjudications"))
+
+
+def summary_metrics(summary: dict) -> list[tuple[str, str]]:
+    """(label, formatted count) for the Studies page header, in display order.
+
+    Judgments are counted as everywhere else (import summaries, ``peercore`` output):
+    readable verdicts, plus the unparsed replies kept with their raw text shown apart.
+    """
+    return [(label, judgment_count(summary) if key == "judgments" else f"{summary[key]:,}")
+            for key, label in _SUMMARY_LABELS]
+
+
+def judgment_count(summary: dict) -> str:
+    """``"1,234"`` or ``"1,234 (+5 unparsed)"`` from :meth:`peercore.store.Store.summary`."""
+    unparsed = int(summary.get("invalid_judgments", 0))
+    return f"{summary['judgments']:,}" + (f" (+{unparsed:,} unparsed)" if unparsed else "")
+
+
+def source_table(source: dict) -> pd.DataFrame:
+    """The study's provenance record as two columns (nested values as JSON; the import log is on Data)."""
+    shown = {k: v for k, v in source.items() if k != "imports"}
+    if isinstance(source.get("imports"), list):
+        shown["imports"] = f"{len(source['imports'])} file(s), listed on Data"
+    return pd.DataFrame({"field": list(shown), "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
+
+
+def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
+    """The ranked table with readable column names and the interval as one text cell."""
+    digits = 3 if score_label in ("win rate",) or "PoE" in score_label else 1
+    interval = [
+        "" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}"
+        for lo, hi in zip(table["ci_low"], table["ci_high"])
+    ]
+    return pd.DataFrame({
+        "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
+        "95% interval": interval, "battles": table["battles"].astype(int),
+    })
+
+
+def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:
+    arrows = ["" if pd.isna(c) or c == 0 else (f"▲ {int(c)}" if c > 0 else f"▼ {int(-c)}") for c in comparison["rank_change"]]
+    return pd.DataFrame({
+        "model": comparison["model"], "rank (all)": comparison["rank"], "rank (without)": comparison["rank_without"],
+        "change": arrows, "score (all)": comparison["score"].round(4), "score (without)": comparison["score_without"].round(4),
+    })
+
+
+def position_display(position: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdicts": position["n"], "decisive": position["n_decisive"], "P(first)": position["p_first"].round(3),
+        "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
+        "ties": position["tie_rate"].round(3),
+    }, index=position.index)
+
+
+def threshold_display(tau: pd.Series) -> pd.DataFrame:
+    return pd.DataFrame({"judge": tau.index, "tau (median p_a)": tau.round(4).to_numpy()})
+
+
+def debate_metrics(overview: pd.DataFrame) -> list[tuple[str, str]]:
+    return [("Debates & discussions", f"{len(overview):,}"), ("Agreed", f"{int(overview['agreed'].sum()):,}"),
+            ("Unresolved", f"{int((overview['status'] == 'unresolved').sum()):,}"),
+            ("Adjudicated", f"{int((overview['decisions'] > 0).sum()):,}"),
+            ("Opinion changed", f"{int(overview['opinion_changed'].sum()):,}")]
+
+
+def filter_debates(overview: pd.DataFrame, *, kind: str, show: str) -> pd.DataFrame:
+    """Rows of :func:`debate_overview` matching the page's kind and "Show" filters."""
+    out = overview
+    if kind == "Debates":
+        out = out[out["kind"] == "debate"]
+    elif kind == "Discussions":
+        out = out[out["kind"] == "discussion"]
+    if show == "Agreed":
+        out = out[out["agreed"]]
+    elif show == "Unresolved":
+        out = out[out["status"] == "unresolved"]
+    elif show == "Adjudicated":
+        out = out[(out["decisions"] > 0) | (out["status"] == "adjudicated")]
+    elif show == "Opinion changed":
+        out = out[out["opinion_changed"]]
+    return out.reset_index(drop=True)
+
+
+def debate_list_display(overview: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "id": overview["id"], "kind": overview["kind"], "question": overview["question_id"],
+        "submission 1": overview["model_a"], "submission 2": overview["model_b"],
+        "criterion": overview["criterion"], "scenario": overview["scenario"], "status": overview["status"],
+        "consensus": overview["consensus"].map(verdict_label), "speakers": overview["speakers"],
+        "first verdicts": overview["initial"], "last verdicts": overview["final"],
+        "opinion changed": overview["opinion_changed"], "human decisions": overview["decisions"],
+    })
+
+
+def debate_label(overview: pd.DataFrame):
+    labels = {row.id: f"#{row.id} · {row.question_id} · {row.model_a} vs {row.model_b} · {row.status}"
+              for row in overview.itertuples(index=False)}
+    return lambda debate_id: labels.get(debate_id, str(debate_id))
+
+
+def opinion_display(counts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`opinion_counts` with readable column names."""
+    return counts.assign(altering_rate=counts["altering_rate"].astype(float).round(3)).rename(columns={
+        "turns": "challenged turns", "changed_after_agreement": "changed after agreement",
+        "altering_rate": "altering rate"})
+
+
+def opinion_chart_rows(counts: pd.DataFrame) -> pd.DataFrame:
+    """One bar per reviewer and role (``gpt4 (leader)``) for :func:`peercore.charts.opinion_chart`."""
+    if len(counts) == 0:
+        return pd.DataFrame(columns=["speaker", "held", "altered"])
+    label = [f"{s} ({r})" if isinstance(r, str) and r else str(s) for s, r in zip(counts["speaker"], counts["role"])]
+    return pd.DataFrame({"speaker": label, "held": counts["held"].to_numpy(), "altered": counts["altered"].to_numpy()})
+
+
+def leader_display(leaders: pd.DataFrame) -> pd.DataFrame:
+    """:func:`leader_effect` (PRD Fig. 6) with readable column names."""
+    out = leaders.copy()
+    for column in [c for c in out.columns if c.endswith("altering_rate")]:
+        out[column] = out[column].astype(float).round(3)
+    out.columns = [c.replace("_", " ") for c in out.columns]
+    return out
+
+
+def adoption_display(adoption: pd.DataFrame) -> pd.DataFrame:
+    """:func:`leader_adoption` with readable column names."""
+    return adoption.assign(share=adoption["share"].astype(float).round(3)).rename(
+        columns={"debates": "split → agreed", "ended_on_leader_verdict": "ended on leader's verdict"})
+
+
+def rounds(all_turns: pd.DataFrame, debate_id: int):
+    """(round, turns in speaking order) for one debate."""
+    part = all_turns[all_turns["debate_id"] == debate_id].sort_values(["round", "position"], kind="stable")
+    return list(part.groupby("round", sort=True))
+
+
+def round_title(round_number: int) -> str:
+    return "Initial verdicts" if round_number == 0 else f"Round {round_number}"
+
+
+def annotator_agreement_display(table: pd.DataFrame) -> pd.DataFrame:
+    return table.assign(agreement=table["agreement"].round(3), cohen_kappa=table["cohen_kappa"].round(3)).rename(
+        columns={"annotator_1": "annotator", "annotator_2": "with", "n": "debates both decided",
+                 "cohen_kappa": "Cohen's kappa"})
+
+
+def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "debate": decisions["debate_id"], "question": decisions["question_id"], "annotator": decisions["annotator"],
+        "decision": decisions["verdict"].map(verdict_label), "note": decisions["note"],
+        "when (UTC)": decisions["created_at"].str.slice(0, 19).str.replace("T", " "),
+    })
+
+
+def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`accuracy_table` with readable column names (each kappa named)."""
+    return table.round(3).rename(columns={"n": "matched", "cohen_kappa": "Cohen's kappa",
+                                          "fleiss_kappa": "Fleiss' kappa (PRD Table 3)",
+                                          "unparsed": "unparsed (counted as misses)",
+                                          "n_without_ties": "matched w/o ties",
+                                          "accuracy_without_ties": "accuracy w/o ties",
+                                          "cohen_kappa_without_ties": "Cohen's kappa w/o ties"})
+
+
+def variation_display(table: pd.DataFrame) -> pd.DataFrame:
+    return table.pivot(index="judge", columns="variant", values="example_agreement").round(3)

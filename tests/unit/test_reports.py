@@ -1,4 +1,4 @@
-"""peercore.ui.views: the pure assembly behind the pages (no streamlit involved)."""
+"""peercore.reports (and the study layer's pure helpers): the tables behind the pages, no streamlit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from peercore.judgments import judgments_from_frame
 from peercore.ranking import leaderboard
-from peercore.ui import views
+from peercore import reports as views
+from peercore import study
 
 
 def debates_frame(rows):
@@ -25,15 +26,22 @@ ADJ_COLUMNS = ["debate_id", "question_id", "model_a", "model_b", "criterion", "s
                "note", "created_at"]
 
 
-def test_judge_groups_and_kinds():
-    groups = views.judge_groups(["human:b", "gpt4", "debate:x", "adjudicator:y", "human:a", "vote:v"])
-    assert groups == {"LLM reviewers": ["gpt4"], "Humans": ["human:a", "human:b"],
+def test_judge_groups_come_from_the_stores_kinds_with_variants_after_their_model():
+    names = ["human:b", "gpt4", "debate:x", "adjudicator:y", "human:a", "vote:v", "crowd", "gpt4~logprobs"]
+    kinds = {"human:b": "human", "gpt4": "llm", "debate:x": "debate", "adjudicator:y": "adjudicator",
+             "human:a": "human", "vote:v": "vote", "crowd": "human", "gpt4~logprobs": "llm"}
+    groups = views.judge_groups(names, kinds)
+    assert groups == {"LLM reviewers": ["gpt4", "gpt4~logprobs"], "Humans": ["crowd", "human:a", "human:b"],
                       "Debate gold": ["adjudicator:y", "debate:x"], "Derived votes": ["vote:v"]}
+    assert views.judge_label("gpt4~logprobs") == "gpt4 · variant logprobs" and views.judge_label("gpt4") == "gpt4"
 
 
-def test_aliases_prefer_stored_then_name_then_suffix():
-    aliases = views.auto_aliases(["gpt4", "openai:gpt-4o", "human:x", "j"], ["gpt4", "gpt-4o", "m"], {"j": "m"})
-    assert aliases == {"gpt4": "gpt4", "openai:gpt-4o": "gpt-4o", "j": "m"}
+def test_aliases_prefer_stored_then_name_then_base_then_suffix():
+    frame = judgments([("1", "gpt4", "gpt-4o", "gpt4", "model_a", None), ("1", "gpt4", "m", "openai:gpt-4o", "tie", None),
+                       ("1", "gpt4", "m", "human:x", "tie", None), ("1", "gpt4", "m", "j", "tie", None),
+                       ("1", "gpt4", "m", "openai:gpt-4o~verdict", "tie", None)])
+    assert study.aliases_of(frame, {"j": "m"}) == {"gpt4": "gpt4", "openai:gpt-4o": "gpt-4o", "j": "m",
+                                                   "openai:gpt-4o~verdict": "gpt-4o"}
 
 
 def test_gold_is_consensus_of_agreed_debates_plus_adjudications():
@@ -44,11 +52,14 @@ def test_gold_is_consensus_of_agreed_debates_plus_adjudications():
         (4, "d", "debate", "q4", "x", "y", "", "", "adjudicated", "tie", 3),      # imported already decided
     ])
     adjudications = pd.DataFrame([(2, "q2", "x", "y", "help", "s", "ann", "model_b", "", "t")], columns=ADJ_COLUMNS)
-    gold = views.gold_judgments(debates, adjudications)
-    assert gold[["question_id", "judge", "winner"]].values.tolist() == [
-        ["q1", "debate:consensus", "model_a"], ["q4", "adjudicator:imported", "tie"], ["q2", "adjudicator:ann", "model_b"]]
+    gold = study.gold_judgments(debates, adjudications)
+    assert gold[["question_id", "judge", "winner", "debate_id"]].values.tolist() == [
+        ["q1", "debate:consensus", "model_a", 1], ["q4", "adjudicator:imported", "tie", 4],
+        ["q2", "adjudicator:ann", "model_b", 2]]
     assert gold["criterion"].tolist()[:1] == ["help"]
-    assert len(views.gold_judgments(debates.iloc[0:0], adjudications.iloc[0:0])) == 0
+    assert len(study.gold_judgments(debates.iloc[0:0], adjudications.iloc[0:0])) == 0
+    paneled = study.gold_judgments(debates.assign(panel=["debate:p", "", "", ""]), adjudications)
+    assert paneled["judge"].iloc[0] == "debate:p"  # gold is per panel
 
 
 def test_opinions_leader_and_overview():
@@ -60,12 +71,15 @@ def test_opinions_leader_and_overview():
         (2, 0, 0, "B", "tie", ""), (2, 0, 1, "A", "model_a", ""),
         (2, 1, 0, "B", "tie", ""), (2, 1, 1, "A", "model_a", ""),
     ])
-    counts = views.opinion_counts(turns)
-    assert counts.loc["A", ["turns", "altered", "held"]].tolist() == [2, 0, 2]
-    assert counts.loc["B", ["turns", "altered", "held"]].tolist() == [2, 1, 1]
-    assert counts.loc["B", "altering_rate"] == 0.5
-    leaders = views.leader_effect(debates, turns)
-    assert leaders.to_dict("index") == {"A": {"debates": 1, "followed_leader": 1, "leader_share": 1.0}}
+    # PRD section 5: held / altered only when the other reviewer disagrees at that point.
+    counts = views.opinion_counts(debates, turns).groupby("speaker")[["turns", "altered", "held"]].sum()
+    assert counts.loc["A"].tolist() == [2, 0, 2]
+    assert counts.loc["B"].tolist() == [2, 1, 1]
+    leaders = views.leader_effect(debates, turns)  # PRD Fig. 6: as leader vs as follower
+    assert leaders.loc["A", ["leader_held", "follower_held"]].tolist() == [1, 1]
+    assert leaders.loc["B", ["leader_held", "follower_altered"]].tolist() == [1, 1]
+    adoption = views.leader_adoption(debates, turns)
+    assert adoption.to_dict("index") == {"A": {"debates": 1, "ended_on_leader_verdict": 1, "share": 1.0}}
     overview = views.debate_overview(debates, turns)
     assert overview["opinion_changed"].tolist() == [True, False]
     assert overview["initial"].tolist() == ["1 / 2", "tie / 1"]
@@ -106,12 +120,12 @@ def test_poe_table_ranks_with_centred_intervals():
             strength = {"x": 1.0, "y": 0.0, "z": -1.0}
             p = float(np.clip(0.5 + 0.25 * (strength[a] - strength[b]) + rng.normal(0, 0.05), 0, 1))
             rows.append((str(q), a, b, "j", "model_a" if p > 0.5 else "model_b", p))
-    table = views.poe_table(judgments(rows))
+    table = study.poe_table(judgments(rows))
     assert table["model"].tolist() == ["x", "y", "z"] and table["rank"].tolist() == [1, 2, 3]
     width = (table["ci_high"] - table["ci_low"]).to_numpy()
     assert (width > 0).all() and (width < 0.05).all()  # centred: no common-shift uncertainty
     assert (table["ci_low"] < table["score"]).all() and (table["score"] < table["ci_high"]).all()
-    bt = views.poe_table(judgments(rows), method="poe_bt")
+    bt = study.poe_table(judgments(rows), method="poe_bt")
     assert bt["ci_low"].isna().all() and bt["model"].tolist() == ["x", "y", "z"]
 
 
@@ -169,7 +183,7 @@ def test_gold_is_added_for_ranking_without_counting_a_debate_twice():
     gold = judgments_from_frame(pd.DataFrame({"question_id": ["1", "2"], "model_a": "x", "model_b": "y",
                                               "judge": ["debate:consensus", "adjudicator:ann"],
                                               "winner": ["model_a", "tie"]}))
-    assert sorted(views.with_gold(stored, gold)["judge"]) == ["adjudicator:ann", "debate:consensus", "gpt4"]
+    assert sorted(study.with_gold(stored, gold)["judge"]) == ["adjudicator:ann", "debate:consensus", "gpt4"]
     panel = judgments([("1", "x", "y", "gpt4", "model_a", None), ("1", "x", "y", "debate:scaleeval", "model_a", None)])
-    assert sorted(views.with_gold(panel, gold)["judge"]) == ["adjudicator:ann", "debate:scaleeval", "gpt4"]
-    assert views.with_gold(stored, gold.iloc[0:0]) is stored
+    assert sorted(study.with_gold(panel, gold)["judge"]) == ["adjudicator:ann", "debate:scaleeval", "gpt4"]
+    assert study.with_gold(stored, gold.iloc[0:0]) is stored
