@@ -184,15 +184,19 @@ def _scan(source, *, json_mode: bool, chunk: int = 16 * MiB) -> LineScan:
             current = len(data) - int(newlines[-1]) - 1
         else:
             current += len(data)
-        if json_mode:
-            opening = np.flatnonzero((data == 91) | (data == 123))
-            counts = np.bincount(np.searchsorted(newlines, opening), minlength=len(newlines) + 1)
+        if json_mode:  # per line segment (each ends with its newline; the last one continues in the next block)
+            starts = np.concatenate(([0], newlines + 1))
+            inside = starts < len(data)
+            opening = (data == 91) | (data == 123)
+            counts = np.zeros(len(starts), dtype=np.int64)
+            if opening.any():
+                counts[inside] = np.add.reduceat(opening, starts[inside], dtype=np.int64)
             counts[0] += carry_brackets
             heavy.extend(lines + int(i) for i in np.flatnonzero(counts[:-1] > MAX_JSON_DEPTH))
             carry_brackets = int(counts[-1])
-            solid = np.flatnonzero((data != 32) & (data != 9) & (data != 13) & (data != 10))
-            has = np.zeros(len(newlines) + 1, dtype=bool)
-            has[np.searchsorted(newlines, solid)] = True
+            solid = (data != 32) & (data != 9) & (data != 13) & (data != 10)
+            has = np.zeros(len(starts), dtype=bool)
+            has[inside] = np.logical_or.reduceat(solid, starts[inside])
             has[0] |= carry_content
             content += int(has[:-1].sum())
             carry_content = bool(has[-1])
