@@ -532,10 +532,13 @@ def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
         "" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}"
         for lo, hi in zip(table["ci_low"], table["ci_high"])
     ]
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
         "95% interval": interval, "battles": table["battles"].astype(int),
     })
+    if "preliminary" in table.columns:  # fewer battles than peercore.study.PRELIMINARY_BATTLES
+        out["preliminary"] = table["preliminary"].astype(bool).to_numpy()
+    return out
 
 
 def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:
