@@ -315,6 +315,22 @@ def test_same_annotator_twice_keeps_one_decision_and_two_annotators_agree(synthe
     assert agreement.iloc[0]["debates both decided"] == 1 and agreement.iloc[0]["agreement"] == 1.0
 
 
+def test_two_tabs_one_annotator_undo_removes_only_that_tabs_decision(synthetic):
+    # Issue 8: tab 1 decided debate 1, tab 2 (same annotator, still showing debate 1) decided it again;
+    # tab 1's undo deleted tab 2's decision. Each decision now carries its tab's token.
+    first, second = open_page(app_test(), "adjudication"), open_page(app_test(), "adjudication")
+    for at in (first, second):
+        at.text_input(key="annotator").input("carol").run()
+    first.button(key="adj_one").click().run()
+    second.button(key="adj_tie").click().run()
+    first.button(key="adj_undo").click().run()
+    assert "decided again in another tab" in page_text(first)
+    rows = Store(synthetic["db"]).adjudications("synthetic")
+    assert rows[["annotator", "verdict"]].values.tolist() == [["carol", "tie"]]
+    second.button(key="adj_undo").click().run()  # the tab that made it can undo it
+    assert len(Store(synthetic["db"]).adjudications("synthetic").query("annotator == 'carol'")) == 0
+
+
 def test_adjudication_needs_a_name(synthetic):
     at = open_page(app_test(), "adjudication")
     assert any("Type your name" in i.value for i in at.info)

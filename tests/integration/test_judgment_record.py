@@ -240,7 +240,8 @@ def test_forcing_a_panel_name_another_configuration_holds_is_refused(setup, caps
 # --------------------------------------------------------------------------------- keys
 
 
-def test_a_servers_key_comes_from_a_named_variable_and_never_reaches_disk_or_output(tmp_path, monkeypatch, capsys):
+def test_a_servers_key_comes_from_a_named_variable_and_never_reaches_disk_or_output(tmp_path, monkeypatch, capsys,
+                                                                                    caplog):
     marker = "sk-MARKER-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:24]
     db = tmp_path / "keys.sqlite"
     store = Store(db)
@@ -250,7 +251,9 @@ def test_a_servers_key_comes_from_a_named_variable_and_never_reaches_disk_or_out
         return default_reply(body, api).replace("both answers", f"(called with key {marker}) both answers")
 
     log = tmp_path / "run.log"
+    caplog.set_level("DEBUG")
     with FakeLLMServer(reply=echo) as server:
+        server.inject("500", "429")  # retries are logged too
         monkeypatch.setenv("MY_SERVER_KEY", marker)
         spec = f"compatible:judge@{server.openai_base_url}?api_key_env=MY_SERVER_KEY"
         code = main(["review", "--study", "s", "--db", str(db), "--reviewer", spec, "--method", "verdict",
@@ -266,7 +269,8 @@ def test_a_servers_key_comes_from_a_named_variable_and_never_reaches_disk_or_out
     assert main(["export", "--study", "s", "--what", "judgments", "--format", "csv", "--output", str(export),
                  "--db", str(db)]) == 0
     assert "***" in export.read_text()  # the echoed key was scrubbed, the reply kept
-    log.write_text(out.out + out.err)
+    log.write_text(out.out + out.err + "\n".join(r.getMessage() for r in caplog.records))
+    assert any("attempt 1 failed" in r.getMessage() for r in caplog.records)  # the log was captured
     for path in [db, Path(f"{db}-wal"), export, log]:
         if path.exists():
             assert marker.encode() not in path.read_bytes(), path

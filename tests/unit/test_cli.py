@@ -127,3 +127,17 @@ def test_bias_json(tmp_path, capsys):
     payload = json.loads(capsys.readouterr().out)["j"]
     assert payload["n"] == 4 and payload["n_decisive"] == 3 and payload["p_first"] == 1.0
     assert payload["n_pairs"] == 4 and payload["swap_consistency"] == 0.0
+
+
+def test_a_database_url_is_refused_not_taken_for_a_folder(tmp_path, monkeypatch, capsys):
+    # Issue 8: PEERBOARD_DB=postgresql://... silently created a SQLite file under a folder named "postgresql:".
+    path = tmp_path / "j.csv"
+    make_judgments([("a", "b", "model_a", "gpt")]).to_csv(path, index=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PEERBOARD_DB", "postgresql://me:s3cret-password@127.0.0.1:1/peer")
+    assert main(["import", str(path), "--study", "s"]) == 2
+    err = capsys.readouterr().err
+    assert "$PEERBOARD_DB is a database URL (postgresql://...)" in err and "s3cret" not in err
+    assert not (tmp_path / "postgresql:").exists()
+    assert main(["rank", "--study", "s", "--db", "sqlite:///x.db"]) == 2
+    assert "is a database URL (sqlite://...)" in capsys.readouterr().err
