@@ -31,6 +31,7 @@ methods = method_col.multiselect("Scorers", list(data.EFFICIENCY_METHODS), defau
 if not methods:
     st.warning("Pick at least one scorer.")
     st.stop()
+data.show_flags(db, study, rev, [judge] if judge != data.POOLED else list(data.health(db, study, rev).index))
 
 with st.spinner("Sub-sampling comparisons…"):
     result = data.efficiency(db, study, rev, judge, tuple(methods), repeats, questions, reference)

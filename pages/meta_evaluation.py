@@ -26,6 +26,7 @@ if meta["n_judges"] == 0:
 cells = st.columns(4)
 for cell, (label, value) in zip(cells, meta["metrics"]):
     cell.metric(label, value)
+data.show_flags(db, study, rev, data.health(db, study, rev).index)
 
 # ------------------------------------------------------------------ against the gold
 st.header("Against the gold set")

@@ -539,7 +539,8 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                         "(preliminary)")
     for judge, reason in (flagged or {}).items():
         if judge in judges:
-            warnings.append(f"judge {judge} is flagged as carrying no information ({reason})")
+            warnings.append(f"judge {judge} is flagged as carrying no information ({reason}); try the "
+                            "label-probability classifier (--method auto) scored in both orders, or a stronger judge")
     return replace(ranking, table=table, left_out=tuple(left_out), warnings=tuple(warnings))
 
 

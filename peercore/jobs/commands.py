@@ -1,4 +1,4 @@
-"""``peercore answer | review | discuss | debate``: run LLM jobs on a study from the shell.
+"""``peercore answer | review | discuss | debate | runs``: run LLM jobs on a study from the shell.
 
 Every command takes ``--study``, the judges as specs (``--reviewer openai:gpt-4o``, see
 :mod:`peercore.jobs.specs`), pair-selection and budget options, ``--dry-run`` (print the
@@ -96,6 +96,12 @@ def add_commands(subparsers) -> None:
                              "scaleeval_compact_discussion puts the verdict first)")
     debate.set_defaults(handler=_debate)
 
+    runs = subparsers.add_parser("runs", help="the study's runs: status, items, and where every paid call ended")
+    runs.add_argument("--study", required=True, help="study name in the database")
+    runs.add_argument("--db", default=None, metavar="PATH", help="database file (default $PEERBOARD_DB or the user data dir)")
+    runs.add_argument("--json", action="store_true", help="print the runs as JSON")
+    runs.set_defaults(handler=_runs)
+
 
 def _common(parser) -> None:
     parser.add_argument("--study", required=True, help="study name in the database")
@@ -166,6 +172,32 @@ def _debate(args) -> int:
                     temperature=args.temperature, max_tokens=args.max_tokens,
                     initial_template=args.initial_template, discussion_template=args.discussion_template)
     return _run(job, args)
+
+
+def _runs(args) -> int:
+    from peercore.store import Store
+
+    store = Store(args.db, create=False)
+    frame = store.runs(args.study)
+    rows = []
+    for run in frame.itertuples(index=False):
+        accounting = store.run_accounting(run.id)
+        rows.append({"run": run.id, "kind": run.kind, "status": run.status, "items": int(run.n_items),
+                     "done": int(run.n_done), "cost_usd": float(run.cost_usd), "error": run.error,
+                     "updated_at": run.updated_at, "accounting": accounting})
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if not rows:
+        print(f"study {args.study!r} has no runs")
+        return 0
+    for row in rows:
+        print(f"{row['run']}  {row['kind']:<10} {row['status']:<11} {row['done']:,}/{row['items']:,} items  "
+              f"${row['cost_usd']:,.4f}  {row['updated_at'][:19]}")
+        print(f"    {accounting_line(row['accounting'])}")
+        if row["error"]:
+            print(f"    error: {row['error']}")
+    return 0
 
 
 def _pair_options(args) -> dict:

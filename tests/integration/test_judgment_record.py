@@ -76,6 +76,10 @@ def test_a_second_review_with_another_configuration_keeps_both_results(setup, ca
     assert f"stored as {names[1]!r}" in out
     assert f"paid calls: {18 * calls_per_verdict} calls paid by this run -> 18 verdicts stored" in out
     # The first judge's recorded configuration was not rewritten by the second run.
+    assert main(["runs", "--study", "s", "--db", db, "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert sum(r["accounting"]["calls_paid"] for r in runs) == server.requests_total
+    assert sum(r["accounting"]["verdicts"] for r in runs) == 36
     judges = store.judges("s").set_index("name")
     assert judges.loc["openai:gpt-4o", "settings"]["method"] == "verdict"
     assert judges.loc["openai:gpt-4o", "settings"]["template"] == "prd_review"
