@@ -36,6 +36,7 @@ from peercore.io._common import (
     dedupe_questions,
     fail,
     file_kind,
+    first_non_scalar,
     parquet_frame,
     quote,
     require_columns,
@@ -47,6 +48,8 @@ from peercore.io._common import (
 from peercore.io.rules import (
     INTEGER_BOUNDS,
     MAX_JSON_DEPTH,
+    is_scalar,
+    kind_of,
     MAX_LINE_BYTES,
     MAX_ROWS,
     json_depth_problem,
@@ -54,7 +57,7 @@ from peercore.io.rules import (
     scan_file,
     type_depth,
 )
-from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, _validate
+from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, _as_text, _validate
 
 __all__ = [
     "read_canonical_judgments",
@@ -141,7 +144,15 @@ def _careful_canonical(frame: pd.DataFrame, *, name: str, line_of, judge_prefix:
     canonical["winner"] = canonical["winner"].where(good)
     if judge_prefix:
         canonical["judge"] = _prefixed(canonical["judge"], judge_prefix)
-    raw = frame["raw"].astype(object).where(frame["raw"].notna(), None) if "raw" in frame.columns else None
+    raw = None
+    if "raw" in frame.columns:  # the judge's unparsed reply: one text (a number is written as text)
+        row = first_non_scalar(frame["raw"])
+        if row is not None:
+            value = frame["raw"].iloc[row]
+            fail(f"raw is {kind_of(value)} ({quote(value)}); the judge's reply is one text", source=name,
+                 line=line_of(row), row=row, column="raw", value=quote(value))
+        raw = _as_text(frame["raw"])
+        raw = raw.astype(object).where(raw.notna(), None)
     out = with_validity(canonical, valid=valid, raw=None if raw is None else raw.tolist())
     if "vote" in frame.columns:
         out["vote"] = whole_numbers(frame, "vote", source=name, line_of=line_of, default=0).astype(np.int64).to_numpy()
@@ -470,6 +481,10 @@ def questions_frame(frame: pd.DataFrame, *, name: str, line_of) -> pd.DataFrame:
     reference = [None] * len(frame)
     if "reference" in frame.columns:
         for row, value in enumerate(frame["reference"].tolist()):
+            if isinstance(value, dict) or (isinstance(value, (list, tuple, np.ndarray))
+                                           and not all(is_scalar(v) for v in value)):
+                fail(f"reference {quote(value)} is not a text or a list of texts (one per turn)", source=name,
+                     line=line_of(row), row=row, column="reference", value=quote(value))
             if isinstance(value, (list, tuple, np.ndarray)):
                 value = [str(v) for v in value]
                 if len(value) > 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -224,3 +225,28 @@ def test_detection_by_fields(tmp_path):
     for name, text in cases.items():
         (tmp_path / name).write_text(text + ("x\n" if name.endswith(".csv") else ""))
         assert detect_format(tmp_path / name) == expected[name], name
+
+
+def test_an_unparsed_reply_and_a_reference_must_be_text(tmp_path):
+    """A list as the raw reply reached SQLite on main (a traceback); an object as a reference was stored as its repr."""
+    raw = jsonl(tmp_path / "raw.jsonl", {"question_id": "q1", "model_a": "a", "model_b": "b", "judge": "j",
+                                         "winner": None, "valid": 0, "raw": ["no", "verdict"]})
+    with pytest.raises(JudgmentError, match=r"^raw\.jsonl, line 1, column 'raw': raw is a list \(\['no', 'verdict'\]\)"):
+        read_path(raw)
+    kept = jsonl(tmp_path / "kept.jsonl", {"question_id": "q1", "model_a": "a", "model_b": "b", "judge": "j",
+                                           "winner": None, "valid": 0, "raw": "  I cannot decide\n"})
+    assert read_path(kept).judgments["raw"].tolist() == ["  I cannot decide\n"]  # kept as the judge wrote it
+    reference = jsonl(tmp_path / "questions.jsonl", {"question_id": "q1", "question": "hi", "reference": {"a": 1}})
+    with pytest.raises(JudgmentError, match=r"^questions\.jsonl, line 1, column 'reference': reference \{'a': 1\} is "
+                                            r"not a text or a list of texts"):
+        read_path(reference)
+
+
+def test_messages_quote_values_escaped_and_cut_to_80_characters(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("question_id,model_a,model_b,judge,winner\nq1,a,b,j," + "\x1b[31m" + "w" * 500 + "\n")
+    with pytest.raises(JudgmentError) as info:
+        read_path(path)
+    message = str(info.value)
+    quoted = re.search(r"winner ('.*?\.\.\.) is not one of", message)[1]
+    assert len(quoted) == 80 and "\\x1b[31m" in quoted and "\x1b" not in message
