@@ -269,3 +269,11 @@ def test_the_file_level_properties_can_fail(tmp_path, monkeypatch):
     nan.write_text("".join(json.dumps(_valid(k)) + "\n" for k in range(5)).replace('"p_a": 0.5,', '"p_a": NaN,', 1))
     fast, careful = _both_paths(nan, monkeypatch)
     assert fast is None and isinstance(careful, PeercoreError) and "p_a is nan" in str(careful)
+    monkeypatch.undo()
+    clean = pd.DataFrame([_valid(k) for k in range(5)])
+    clean.drop(columns="p_a").to_csv(tmp_path / "ok.csv", index=False)
+    clean.to_parquet(tmp_path / "ok.parquet")
+    for name in ("ok.csv", "ok.parquet"):  # the fast path does take honest CSV and Parquet files
+        fast, careful = _both_paths(tmp_path / name, monkeypatch)
+        monkeypatch.undo()
+        assert fast is not None and not isinstance(careful, Exception), name

@@ -53,9 +53,13 @@ def test_large_files_take_the_fast_path_and_get_the_same_result(tmp_path, monkey
     path = tmp_path / "battles.jsonl"
     frame.to_json(path, orient="records", lines=True)
     assert path.stat().st_size > 1 << 20
-    fast = read_arena(path).judgments
     import peercore.io.canonical as canonical
 
+    careful_path = canonical._careful_canonical
+    with monkeypatch.context() as patch:  # the fast path must not need the careful one here
+        patch.setattr(canonical, "_careful_canonical", lambda *a, **k: pytest.fail("the fast path gave up"))
+        fast = read_arena(path).judgments
+    assert canonical._careful_canonical is careful_path
     monkeypatch.setattr(canonical, "fast_canonical", lambda raw, **kw: None)  # force the careful path
     careful = read_arena(path).judgments
     pd.testing.assert_frame_equal(fast, careful)
