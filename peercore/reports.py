@@ -417,12 +417,17 @@ def health_display(health: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def criteria_variation(judgments: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFrame:
+def criteria_variation(judgments: pd.DataFrame, gold: pd.DataFrame, *,
+                       families: Mapping[str, str] | None = None) -> pd.DataFrame:
     """ScaleEval Table 5: each judge's agreement with the gold under varied criteria prompts.
 
     A verdict belongs to a variant when its ``criterion`` is ``<criterion>/<variant>`` or
     ``<criterion>:<variant>`` with a variant from :data:`CRITERIA_VARIANTS`; its
     ``criterion`` is then compared with the gold's plain criterion.
+
+    ``families`` (judge -> the judge apart from its criterion,
+    :meth:`peercore.study.Study.judge_families`) puts the runs of one configuration
+    under the varied rubrics on one row, as the paper's table does.
 
     Returns
     -------
@@ -430,21 +435,29 @@ def criteria_variation(judgments: pd.DataFrame, gold: pd.DataFrame) -> pd.DataFr
     """
     if len(judgments) == 0 or len(gold) == 0:
         return pd.DataFrame(columns=["judge", "variant", "n", "example_agreement"])
-    parts = judgments["criterion"].fillna("").str.extract(r"^(?P<base>.*?)[/:](?P<variant>[a-z]+)$")
+    criterion = judgments["criterion"].fillna("").astype(str)
+    parts = criterion.str.extract(r"^(?P<base>.*?)[/:](?P<variant>[a-z]+)$")
     variant = parts["variant"].where(parts["variant"].isin(CRITERIA_VARIANTS))
-    varied = judgments[variant.notna()]
-    if len(varied) == 0:
+    base = parts["base"].where(variant.notna(), criterion)
+    judge = judgments["judge"].astype(str)
+    if families:
+        judge = judge.map(lambda j: families.get(j, j))
+    varied_judges = set(judge[variant.notna()])
+    if not varied_judges:
         return pd.DataFrame(columns=["judge", "variant", "n", "example_agreement"])
-    base = parts.loc[variant.notna(), "base"].replace("", None)
+    # A judge's runs on the plain criterion are its "general" column (unless it ran /general itself).
+    explicit_general = set(judge[variant == "general"])
+    plain = variant.isna() & (criterion != "") & judge.isin(varied_judges - explicit_general)
+    variant = variant.where(~plain, "general")
+    keep = variant.notna().to_numpy()
+    frame = judgments[keep].assign(judge=judge[keep].to_numpy(), criterion=base[keep].replace("", None).to_numpy())
     rows = []
-    for name in sorted(variant.dropna().unique()):
-        mask = (variant[variant.notna()] == name).to_numpy()
-        chunk = varied[mask].assign(criterion=base[mask].to_numpy())
-        chunk = concat([chunk[list(COLUMNS)]])
+    for name in [v for v in CRITERIA_VARIANTS if v in set(variant.dropna())]:
+        chunk = frame[(variant[keep] == name).to_numpy()]
         table = agreement_by_judge(chunk, gold, ties="include")
-        for judge, result in table.iterrows():
+        for who, result in table.iterrows():
             if result["n"] > 0:
-                rows.append((judge, name, int(result["n"]), float(result["agreement"])))
+                rows.append((who, name, int(result["n"]), float(result["agreement"])))
     return pd.DataFrame(rows, columns=["judge", "variant", "n", "example_agreement"])
 
 

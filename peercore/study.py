@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.judges import base_name, model_of
+from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
 from peercore.ranking._battles import SOFT_COLUMN
 
@@ -242,6 +243,28 @@ class Study:
                     out[judge] = model
             return out
         return self._memo("aliases", make)
+
+    def judge_families(self) -> dict[str, str]:
+        """judge -> the judge it is apart from its criterion (ScaleEval Table 5 rows).
+
+        Runs of one configuration under varied criteria (``helpfulness``,
+        ``helpfulness/gibberish`` ...) are distinct judges (a judge is its whole
+        configuration, criterion included); for the criteria-variation table they are
+        one judge read under several rubrics. The family is named after its shortest
+        member name (the plain one, when it exists).
+        """
+        def make():
+            frame = self.store.judges(self.name)
+            keys: dict[str, str] = {}
+            for name, settings in zip(frame["name"], frame["settings"]):
+                if settings:
+                    rest = {k: v for k, v in settings.items() if k not in ("criterion", "rubric_version")}
+                    keys[name] = judge_fingerprint(rest)
+            members: dict[str, list[str]] = {}
+            for name, key in keys.items():
+                members.setdefault(key, []).append(name)
+            return {name: min(members[key], key=lambda n: (len(n), n)) for name, key in keys.items()}
+        return self._memo("families", make)
 
     def counts(self) -> dict[str, int]:
         """The study's counts, one definition for every page and command.

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from peercore.prompts import format_turns, load_rubric, load_template, parse_verdict
+from peercore.prompts import format_turns, load_rubric, load_template, parse_verdict, split_criterion
 from peercore.prompts.criteria import RubricError
 from peercore.prompts.templates import PromptTemplate, TemplateError
 from peercore.reviewers.base import ChatRequest, Completion
@@ -79,7 +79,16 @@ def criterion_fields(template: PromptTemplate, criterion: str | None) -> dict:
 
 
 def _rubric_fields(template: PromptTemplate, criterion: str | None) -> dict:
+    """The ``criterion`` and ``rubric`` fields of a rubric-bearing template.
+
+    A criterion variation (``helpfulness/gibberish``, ScaleEval Table 5) changes what the
+    judge reads, so a template without a ``{rubric}`` cannot run one: refused.
+    """
     fields: dict[str, str] = {}
+    if criterion and split_criterion(criterion)[1] is not None and "rubric" not in template.fields:
+        raise ValueError(f"criterion {criterion!r} is a criteria variation (ScaleEval Table 5), but template "
+                         f"{template.name!r} shows no rubric, so the varied rubric would never reach the judge; use a "
+                         "template with a {rubric} (e.g. scaleeval_initial or scaleeval_compact_initial)")
     if "criterion" in template.fields or "rubric" in template.fields:
         name = criterion or "helpfulness"
         try:

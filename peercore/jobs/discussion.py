@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from peercore import discussion as engines
 from peercore.jobs import _judging
-from peercore.prompts import list_rubrics
+from peercore.prompts import VARIATIONS, list_rubrics, split_criterion
 from peercore.jobs.base import Judge, as_judges, item_key, judge_identity, parse_item_key, resolve_judge_names, seeded_rng
 from peercore.jobs.review import PairedJob, judgment_row
 from peercore.prompts import load_template
@@ -213,7 +213,8 @@ class DebateJob(PairedJob):
     agents : m >= 2 backends or :class:`~peercore.jobs.base.Judge` (distinct names;
         e.g. one model at three temperatures under three names).
     criteria : criteria to debate, rubrics of :func:`peercore.prompts.load_rubric`
-        (``helpfulness``, ``creativity``, ``interpretability``, ``reasoning``); default
+        (``helpfulness``, ``creativity``, ``interpretability``, ``reasoning``), each
+        optionally with a ScaleEval variation (``helpfulness/gibberish``); default
         ``("helpfulness",)``.
     max_rounds : D, rounds in total including the initial verdicts (ScaleEval: 3).
     name : the panel's name; the consensus is stored as judge ``debate:<name>``.
@@ -253,9 +254,10 @@ class DebateJob(PairedJob):
         if not criteria or len(set(criteria)) != len(criteria):
             raise ValueError(f"criteria must be non-empty without duplicates, got {criteria}")
         known = list_rubrics()
-        unknown = [c for c in criteria if c not in known]
+        unknown = [c for c in criteria if split_criterion(c)[0] not in known]
         if unknown:
-            raise ValueError(f"criteria {unknown} have no rubric; choose from {known}")
+            raise ValueError(f"criteria {unknown} have no rubric; choose from {known} (optionally /<variation>, "
+                             f"one of {VARIATIONS}: ScaleEval Table 5)")
         self._explicit_name = name is not None
         name = DEFAULT_PANEL if name is None else name
         if not isinstance(name, str) or not name.strip() or ":" in name or "~" in name:

@@ -5,7 +5,15 @@ list and the format); rubrics are in ``scaleeval_rubrics.toml``. Nothing here ca
 model: :mod:`peercore.reviewers.judging` combines templates, backends and parsing.
 """
 
-from peercore.prompts.criteria import VARIATIONS, Rubric, RubricError, criteria_variation, list_rubrics, load_rubric
+from peercore.prompts.criteria import (
+    VARIATIONS,
+    Rubric,
+    RubricError,
+    criteria_variation,
+    list_rubrics,
+    load_rubric,
+    split_criterion,
+)
 from peercore.prompts.templates import (
     KINDS,
     PromptTemplate,
@@ -32,6 +40,7 @@ __all__ = [
     "list_rubrics",
     "list_templates",
     "load_rubric",
+    "split_criterion",
     "load_template",
     "parse_verdict",
     "template_from_mapping",

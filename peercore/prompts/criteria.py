@@ -9,8 +9,8 @@ released rubric files (``helpfulness-2`` ... ``helpfulness-6``):
 ``general``
     The rubric unchanged.
 ``shortened``
-    Each level loses its title prefix (``"Helpful - "``) and keeps only its first
-    sentence, so the judge gets the gist without detail.
+    Each level loses its title prefix (``"Helpful - "``) and keeps the rest of its
+    description as it is (ScaleEval's ``helpfulness-2``: the level titles removed).
 ``gibberish``
     About 40 % of the letters of each level are replaced by look-alike symbols
     (``$ # @ % & * ! /`` and digits), like ``"H$lpfu& - Th$ r!s0*n$e ..."``.
@@ -24,7 +24,14 @@ released rubric files (``helpfulness-2`` ... ``helpfulness-6``):
 
 The seed decides which characters or which order; ``general``, ``shortened`` and
 ``flipped`` do not use it. Level numbers (1-5) are never altered, so the output still
-reads as a 1-5 scale.
+reads as a 1-5 scale, and the criterion's own name (the template's ``{criterion}``)
+stays the general one: the judge is not told which variation it reads.
+
+A criterion with a variation is written ``<criterion>/<variation>`` (``helpfulness/gibberish``;
+``helpfulness:gibberish`` is read too): :func:`load_rubric` gives the varied rubric, review
+and debate jobs send it with rubric-bearing templates and store the verdicts under that
+criterion, and the Meta-evaluation compares them with the gold of the plain criterion
+(ScaleEval Table 5).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from typing import Mapping
 
 from ..errors import PeercoreError
 
-__all__ = ["Rubric", "RubricError", "VARIATIONS", "criteria_variation", "load_rubric", "list_rubrics"]
+__all__ = ["Rubric", "RubricError", "VARIATIONS", "criteria_variation", "load_rubric", "list_rubrics", "split_criterion"]
 
 VARIATIONS = ("general", "shortened", "gibberish", "shuffled", "flipped", "masked")
 _GIBBERISH = "$#@%&*!/0347"
@@ -93,18 +100,30 @@ def list_rubrics() -> list[str]:
     return sorted(_rubrics())
 
 
+def split_criterion(name: str) -> tuple[str, str | None]:
+    """``("helpfulness", "gibberish")`` from ``helpfulness/gibberish`` (or ``:``); ``(name, None)`` without one."""
+    for mark in ("/", ":"):
+        base, sep, variation = str(name).rpartition(mark)
+        if sep and variation in VARIATIONS:
+            return base, variation
+    return str(name), None
+
+
 def load_rubric(name: str) -> Rubric:
-    """A shipped rubric by name.
+    """A shipped rubric by name, or a variation of one (``helpfulness/gibberish``, see :func:`criteria_variation`).
 
     Raises
     ------
     RubricError
-        If the name is unknown (the known names are listed).
+        If the name (or the criterion before the variation) is unknown; the known names
+        and variations are listed.
     """
     table = _rubrics()
-    if name not in table:
-        raise RubricError(f"rubric must be one of {sorted(table)}; got {name!r}")
-    return table[name]
+    base, variation = split_criterion(name)
+    if base not in table:
+        raise RubricError(f"rubric must be one of {sorted(table)} (optionally /<variation>, one of {VARIATIONS}); "
+                          f"got {name!r}")
+    return table[base] if variation is None else criteria_variation(table[base], variation)
 
 
 def criteria_variation(rubric: Rubric, kind: str, seed: int = 0) -> Rubric:
@@ -121,7 +140,8 @@ def criteria_variation(rubric: Rubric, kind: str, seed: int = 0) -> Rubric:
     Returns
     -------
     Rubric
-        Named ``"<name>-<kind>"`` (``general`` returns the rubric unchanged).
+        Named ``"<name>-<kind>"``, with the general rubric's title (``general`` returns
+        the rubric unchanged).
 
     Raises
     ------
@@ -135,7 +155,7 @@ def criteria_variation(rubric: Rubric, kind: str, seed: int = 0) -> Rubric:
     transform = {"shortened": _shorten, "gibberish": _gibberish, "shuffled": _shuffle,
                  "flipped": _flip, "masked": _mask}[kind]
     levels = {level: transform(text, _rng(seed, kind, rubric.name, level)) for level, text in rubric.levels.items()}
-    return Rubric(name=f"{rubric.name}-{kind}", title=f"{rubric.title} ({kind})", levels=levels)
+    return Rubric(name=f"{rubric.name}-{kind}", title=rubric.title, levels=levels)
 
 
 def _rng(seed: int, kind: str, name: str, level: int) -> random.Random:
@@ -144,9 +164,7 @@ def _rng(seed: int, kind: str, name: str, level: int) -> random.Random:
 
 
 def _shorten(text: str, rng: random.Random) -> str:
-    body = _TITLE.sub("", text, count=1).strip()
-    match = re.search(r"^(.+?[.!?])(\s|$)", body)
-    return match.group(1) if match else body
+    return _TITLE.sub("", text, count=1).strip()
 
 
 def _replace_letters(text: str, rng: random.Random, *, rate: float, alphabet: str) -> str:

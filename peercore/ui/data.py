@@ -651,7 +651,7 @@ def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) ->
     out["human_accuracy"] = human_accuracy if human_accuracy is not None and len(human_accuracy) else None
     out["human_reference"] = reports.reference_description(humans)
     out["costs"] = _cost_table(db, study_, rev, out["gold_accuracy"], out["human_accuracy"], evaluated)
-    out["variation"] = reports.criteria_variation(evaluated, gold_rows)
+    out["variation"] = reports.criteria_variation(evaluated, gold_rows, families=handle.judge_families())
     return out
 
 

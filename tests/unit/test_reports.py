@@ -158,7 +158,9 @@ def test_criteria_variation_compares_each_variant_with_the_plain_gold():
         "winner": ["model_a", "model_b", "model_b", "model_b", "model_a"],
         "criterion": ["help/gibberish", "help/gibberish", "help:flipped", "help:flipped", "help"]}))
     table = views.criteria_variation(runs, gold)
-    assert table.set_index("variant")["example_agreement"].to_dict() == {"flipped": 0.5, "gibberish": 1.0}
+    # ScaleEval Table 5: the judge's runs on the plain criterion are its "general" column.
+    assert table.set_index("variant")["example_agreement"].to_dict() == {"general": 1.0, "flipped": 0.5,
+                                                                         "gibberish": 1.0}
     assert len(views.criteria_variation(runs[runs["criterion"] == "help"], gold)) == 0
 
 

@@ -32,10 +32,41 @@ def test_general_is_the_rubric_itself():
     assert criteria_variation(SIMPLE, "general", seed=4) is SIMPLE
 
 
-def test_shortened_drops_the_title_and_keeps_the_first_sentence():
+def test_shortened_drops_the_titles_only_as_scaleeval_does():
+    # ScaleEval (Chern et al. 2024) section 8 / Table 5, its released helpfulness-2: the level titles removed,
+    # the descriptions kept whole (main cut each level to its first sentence as well).
     short = criteria_variation(SIMPLE, "shortened")
-    assert short.levels == {1: "The answer is confusing and hard to follow.", 2: "The answer is easy to follow."}
-    assert short.name == "clarity-shortened"
+    assert short.levels == {1: "The answer is confusing and hard to follow.",
+                            2: "The answer is easy to follow. It uses plain words."}
+    assert short.name == "clarity-shortened" and short.title == "Clarity"  # the judge is not told the variation
+
+
+@pytest.mark.golden
+def test_shortened_matches_scaleevals_own_helpfulness_2():
+    import json
+
+    from peerboard_testing import require_dataset
+
+    folder = require_dataset("scaleeval")
+    criteria: dict[str, dict[int, str]] = {}
+    current = None
+    for line in (folder / "criteria" / "metaeval_helpfulness.yaml").read_text(encoding="utf-8").splitlines():
+        block = re.match(r"^  (helpfulness-\d):\s*$", line)
+        level = re.match(r'^    "(\d)": (".*")\s*$', line)
+        if block:
+            current = criteria.setdefault(block.group(1), {})
+        elif level and current is not None:
+            current[int(level.group(1))] = json.loads(level.group(2))
+    general = Rubric("helpfulness", "Helpfulness", criteria["helpfulness-1"])
+    assert criteria_variation(general, "shortened").levels == criteria["helpfulness-2"]
+
+
+def test_a_variation_is_loaded_by_name():
+    varied = load_rubric("helpfulness/gibberish")
+    assert varied.levels != load_rubric("helpfulness").levels and varied.title == "Helpfulness"
+    assert load_rubric("helpfulness:masked").name == "helpfulness-masked"
+    with pytest.raises(RubricError, match="optionally /<variation>"):
+        load_rubric("fluency/gibberish")
 
 
 def test_flipped_reverses_each_word_keeping_punctuation():
