@@ -352,6 +352,11 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
             numbers = np.full(n, np.nan)
         elif pd.api.types.is_numeric_dtype(p_a.dtype) and not pd.api.types.is_bool_dtype(p_a.dtype):
             numbers = p_a.to_numpy(dtype=float, na_value=np.nan)
+        elif p_a.dtype == "str":  # CSV text, parsed exactly as the careful path parses it
+            numbers = pd.to_numeric(p_a.astype(object).where(p_a.notna()), errors="coerce").to_numpy(
+                dtype=float, na_value=np.nan)
+            if (p_a.notna().to_numpy() & np.isnan(numbers)).any():
+                return None
         else:
             return None
         with np.errstate(invalid="ignore"):
@@ -383,7 +388,7 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
             elif pd.api.types.is_float_dtype(values.dtype):
                 numbers = values.to_numpy(dtype=float, na_value=np.nan)
             elif values.dtype == "str":
-                parsed = pd.to_numeric(values, errors="coerce")
+                parsed = pd.to_numeric(values.astype(object).where(values.notna()), errors="coerce")
                 if (parsed.isna() & values.notna()).any():
                     return None
                 numbers = parsed.to_numpy(dtype=float, na_value=np.nan)

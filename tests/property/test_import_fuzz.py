@@ -212,7 +212,8 @@ def test_fast_and_careful_agree_on_jsonl_files(bad, extra, tmp_path_factory, mon
 
 
 CSV_CELLS = st.one_of(
-    st.sampled_from(["NaN", "nan", "inf", "-Infinity", "1e20", "-1", "1.5", "0.5", "1", "2.0", "", " ", "true",
+    st.sampled_from(["NaN", "nan", "-nan", "+nan", "inf", "-Infinity", "1e20", "-1", "1.5", "0.5", "1", "2.0", "", " ",
+                     "true", " 0.5 ", "1e-1", "0x1", "1_0", ".5", "5.", "-0", "1e400", "0.5\t",
                      "model_a", "tie (bothbad)", "TIE", "=1", "\u00a0a", "\x1ca", '"a\nb"', "a" * 1001, "x\x00y"]),
     st.text(alphabet="ab ,\"-:", max_size=5),
 )
@@ -224,9 +225,9 @@ CSV_CELLS = st.one_of(
                       max_size=3),
        header=st.sampled_from(["plain", "repeated", "spaced", "bom"]))
 def test_fast_and_careful_agree_on_csv_files(cells, header, tmp_path_factory, monkeypatch):
-    columns = ["question_id", "model_a", "model_b", "judge", "winner", "turn", "round", "criterion"]
-    rows = [{"question_id": f"q{k}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie", "turn": "1",
-             "round": "", "criterion": "help"} for k in range(6)]
+    columns = ["question_id", "model_a", "model_b", "judge", "winner", "p_a", "turn", "round", "criterion"]
+    rows = [{"question_id": f"q{k}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie", "p_a": "",
+             "turn": "1", "round": "", "criterion": "help"} for k in range(6)]
     for row, column, value in cells:
         rows[row][column] = value
     head = list(columns)
