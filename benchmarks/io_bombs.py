@@ -29,7 +29,8 @@ The bombs, and the rule of :mod:`peercore.io.rules` that bounds each:
 
 And the largest honest inputs, which must stay under the bound too: a 100 MB JSONL of
 valid battles (fast path), the same with a bad last line (the fast path gives up and the
-careful path names the line), and a zip at the extraction budget.
+careful path names the line), 100 MB of the tiniest CSV rows with a bad last line (the
+most rows per byte: 5.3 million), and a zip at the extraction budget.
 
 Run: ``.venv/bin/python benchmarks/io_bombs.py [--quick]`` (``--quick`` skips the
 100 MB honest files). Internal: ``--upload FILE`` runs the dashboard upload path on FILE.
@@ -205,6 +206,18 @@ def honest_jsonl(folder: Path, *, size: int = 100_000_000, bad_last_line: bool =
     return path, path.stat().st_size
 
 
+def tiny_rows_csv(folder: Path, *, size: int = 100_000_000) -> tuple[Path, int]:
+    """The most rows 100 MB of canonical CSV can hold (``q123,a,b,j,tie``: 5.3 million), the last one bad."""
+    path = folder / "tiny_rows.csv"
+    with open(path, "w") as handle:
+        written, k = handle.write("question_id,model_a,model_b,judge,winner\n"), 0
+        while written < size:
+            written += handle.write("".join(f"q{i},a,b,j,tie\n" for i in range(k, k + 100_000)))
+            k += 100_000
+        handle.write("x,a,b,j,modelA\n")
+    return path, path.stat().st_size
+
+
 def zip_at_budget(folder: Path) -> tuple[Path, int]:
     """Honest battles just under the zip budget, compressed about 8 to 1."""
     from peercore.io.rules import ZIP_MAX_BYTES
@@ -241,7 +254,9 @@ HONEST = [
     Bomb("honest: 100 MB JSONL of battles (fast path)", "-", honest_jsonl, refused=False),
     Bomb("honest: 100 MB JSONL, bad last line (careful path names it)", "-",
          lambda folder: honest_jsonl(folder, bad_last_line=True), expect="winner 'modelA'"),
-    Bomb("honest: zip at the budget (~252 MiB of JSONL), dashboard upload", "-", zip_at_budget, upload=True,
+    Bomb("honest: 100 MB CSV of 5.3 million tiny rows, bad last line", "-", tiny_rows_csv,
+         expect="winner 'modelA'"),
+    Bomb("honest: zip at the budget (~240 MiB of JSONL), dashboard upload", "-", zip_at_budget, upload=True,
          refused=False),
 ]
 

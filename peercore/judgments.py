@@ -216,7 +216,9 @@ def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFra
         out[column] = values.str.strip()
 
     winner = _as_text(frame["winner"]).str.strip().str.lower()
-    canonical = winner.map(_WINNER_ALIASES)
+    codes, names = pd.factorize(winner)  # map the distinct values, not every row (no Python string per row)
+    mapped = np.array([_WINNER_ALIASES.get(name) for name in names] + [None], dtype=object)
+    canonical = pd.Series(pd.array(mapped[codes], dtype=_TEXT_DTYPE), index=winner.index)
     fail(canonical.isna().to_numpy(), "winner",
          lambda v: f"winner {quote(v)} is not one of model_a, model_b, tie (or 'tie (bothbad)')")
     out["winner"] = canonical

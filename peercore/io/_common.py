@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+from array import array
 import hashlib
 import io
 import math
@@ -436,9 +437,11 @@ def _array_element_lines(text: str, start: int, count: int) -> list[int]:
 def _json_frame(path: Path) -> tuple[pd.DataFrame, Sequence[int]]:
     """A JSON file as columns (no dict per record is kept), with each row's line."""
     columns: dict[str, list] = {}
-    lines: list = []
+    lines = array("q")  # 8 bytes a row (a JSON array's records have no line of their own: 0)
+    whole_array = False
     n = 0
     for line, record in _json_items(path):
+        whole_array = line is None
         grew = False
         for key, value in record.items():
             column = columns.get(key)
@@ -447,13 +450,13 @@ def _json_frame(path: Path) -> tuple[pd.DataFrame, Sequence[int]]:
                 grew = True
             column.append(value)
         n += 1
-        lines.append(line)
+        lines.append(line or 0)
         if grew or len(record) != len(columns):
             for column in columns.values():
                 if len(column) < n:
                     column.append(None)
     frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
-    if lines and lines[0] is None:
+    if whole_array:
         return frame, _ArrayLines(path, n)
     return frame, lines
 
@@ -585,8 +588,8 @@ class CsvLines:
             csv.field_size_limit(sys.maxsize)  # a long cell (a rationale) is fine; lines are limited elsewhere
             reader = csv.reader(_physical_lines(read_text(self._path)), delimiter=self._delimiter)
             next(reader, None)
-            self._lines = [reader.line_num for record in reader
-                           if record and not all(not cell.strip() for cell in record)]
+            self._lines = array("q", (reader.line_num for record in reader  # 8 bytes a row, not a Python int
+                                      if record and not all(not cell.strip() for cell in record)))
         return self._lines[row] if 0 <= row < len(self._lines) else row + 2
 
 

@@ -128,6 +128,7 @@ def _judgments_and_lines(path: Path, *, judge_prefix: str | None, default_judge:
             fast = fast_canonical(raw, judge_prefix=judge_prefix)
             if fast is not None:
                 return fast, _fast_lines(path, kind)
+            del raw  # the careful path reads the file again: free the fast path's copy first
     frame, line_of = table_records(path, format=kind, columns=READ_COLUMNS)
     if default_judge is not None and "judge" not in frame.columns:
         frame["judge"] = default_judge
@@ -139,9 +140,12 @@ def _careful_canonical(frame: pd.DataFrame, *, name: str, line_of, judge_prefix:
     check_identifiers(frame, IDENTIFIER_COLUMNS, source=name, line_of=line_of)
     valid = _validity(frame, name=name, line_of=line_of)
     good = valid == 1
-    stand_in = frame["winner"].astype(object).where(good, "tie")
-    canonical = _validate(frame.assign(winner=stand_in), source=name, line_of=line_of)
-    canonical["winner"] = canonical["winner"].where(good)
+    if good.all():
+        canonical = _validate(frame, source=name, line_of=line_of)
+    else:  # an unparsed verdict keeps its key: validate it with a stand-in winner, then blank it
+        stand_in = frame["winner"].astype(object).where(good, "tie")
+        canonical = _validate(frame.assign(winner=stand_in), source=name, line_of=line_of)
+        canonical["winner"] = canonical["winner"].where(good)
     if judge_prefix:
         canonical["judge"] = _prefixed(canonical["judge"], judge_prefix)
     raw = None
