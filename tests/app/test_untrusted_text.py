@@ -12,7 +12,7 @@ field. On every page, with its tabs, expanders and toggles opened:
   elements holding the data as written, line breaks included;
 - plotly figures hold names only escaped.
 
-tests/e2e/test_untrusted_text.py checks the same in a real browser.
+tests/e2e/test_browser_untrusted_text.py checks the same in a real browser.
 """
 
 from __future__ import annotations

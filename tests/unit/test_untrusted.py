@@ -9,7 +9,7 @@ Two properties are checked on every escaped string:
   autolink literals, typographic arrows);
 - *faithful*: undoing the escapes gives back the original text.
 
-The real rendering is checked in a browser by tests/e2e/test_untrusted_text.py.
+The real rendering is checked in a browser by tests/e2e/test_browser_untrusted_text.py.
 """
 
 from __future__ import annotations
