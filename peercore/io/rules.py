@@ -577,9 +577,11 @@ def parquet_table(path: Path, *, name: str, columns=None):
             size = array.nbytes
         decoded += size
         if decoded > MAX_PARQUET_BYTES:
+            stored = pages[column].uncompressed if column in pages else 0
+            why = (f"{_size(stored)} in the file: values stored once and repeated on many rows"
+                   if size > 20 * max(stored, 1) else f"{table.num_rows:,} rows")
             fail(f"expands to more than {_size(MAX_PARQUET_BYTES)} when decoded (column {column!r} alone: "
-                 f"{_size(size)}, e.g. one long dictionary value repeated on every row); split the file or drop "
-                 "columns", source=name, column=column)
+                 f"{_size(size)}, from {why}); split the file or drop columns", source=name, column=column)
     dense = []
     for column in wanted:
         array = table.column(column)
