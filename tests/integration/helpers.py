@@ -34,7 +34,11 @@ def messages_of(body: dict, api: str) -> str:
 
 
 def request_messages(request) -> str:
-    return json.dumps([{"role": m["role"], "content": m["content"]} for m in request.messages], sort_keys=True)
+    """The messages as the OpenAI wire format carries them (a prefill is a final assistant message)."""
+    messages = [{"role": m["role"], "content": m["content"]} for m in request.messages]
+    if request.prefill:
+        messages.append({"role": "assistant", "content": request.prefill})
+    return json.dumps(messages, sort_keys=True)
 
 
 def _text(content) -> str:
