@@ -46,6 +46,7 @@ run: setup
 bench: setup
 	$(BIN)/python benchmarks/ranking.py
 	$(BIN)/python benchmarks/io.py
+	$(BIN)/python benchmarks/io_bombs.py
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/app.py
 

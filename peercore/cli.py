@@ -105,6 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (``peercore rank ... | head -1``): what was asked is done, the
+        # rest of the output is not wanted. Not an error, and nothing blames the input.
+        _quiet_stdout()
+        return 0
     except PeercoreError as exc:
         return _fail(str(exc))
     except (ValueError, OSError) as exc:
@@ -284,6 +289,18 @@ def int_at_least(minimum: int):
 
 
 _non_negative_int = int_at_least(0)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null so the interpreter's final flush is silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - no real file descriptor (captured)
+        pass
 
 
 def fail(message: str) -> int:

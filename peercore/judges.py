@@ -119,7 +119,7 @@ def variant_name(requested: str, identity: Mapping, *, base_identity: Mapping | 
     else:
         order = [f for f in ("role", "method") if f in new and not (f == "role" and new[f] == "review")]
     order += [f for f in IDENTITY_FIELDS if f in new and f not in order and f not in ("backend", "model")]
-    order = [f for f in order if new.get(f) is not None]
+    order = [f for f in order if new.get(f) is not None and not (f == "role" and new[f] == "review")]
     tokens: list[str] = []
     for field in order or ["role"]:
         if field in new:

@@ -1609,12 +1609,26 @@ def _encode_judgments(judgments: pd.DataFrame) -> _Encoded:
     round_ = frame["round"].fillna(0).to_numpy(dtype=np.int64)
     question = _arrow(frame["question_id"])
     if "vote" in judgments.columns:
-        vote = pd.to_numeric(judgments["vote"]).fillna(0).astype(np.int64).to_numpy()
+        numbers = pd.to_numeric(judgments["vote"], errors="coerce").fillna(0).to_numpy(dtype=float)
+        bad = ~np.isfinite(numbers) | (numbers < 0) | (numbers > _MAX_VOTE) | (numbers % 1 != 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            value = judgments["vote"].iloc[row]
+            value = value.item() if hasattr(value, "item") else value
+            raise JudgmentError(f"vote {value!r} is not a whole number from 0 to {_MAX_VOTE:,}", row=row,
+                                column="vote", value=value)
+        vote = numbers.astype(np.int64)
     else:
         vote = _vote_numbers(question, coded["model_a"], coded["model_b"], coded["judge"], coded["criterion"],
                              turn, round_)
     rationale = frame["rationale"]
     raw = judgments["raw"] if "raw" in judgments.columns else None
+    if raw is not None:
+        odd = raw.notna() & ~raw.map(lambda v: isinstance(v, str))
+        if odd.any():
+            row = int(np.flatnonzero(odd.to_numpy())[0])
+            raise JudgmentError(f"raw must be text (the unparsed reply), got {type(raw.iloc[row]).__name__}",
+                                row=row, column="raw")
     return _Encoded(
         n=n, labels=list(labels), question_id=question.to_pylist(), model_a=coded["model_a"],
         model_b=coded["model_b"], judge=coded["judge"], criterion=coded["criterion"], winner=winner, turn=turn,
@@ -1707,6 +1721,7 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
 
 _KEY_FIELDS = ("question_id", "model_a", "model_b", "judge", "criterion", "turn", "round", "vote")
 _VERDICT_FIELDS = ("winner", "p_a", "valid", "rationale", "raw")
+_MAX_VOTE = 1_000_000  # the importers' bound (peercore.io.rules), for frames written directly too
 
 
 def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, lookup: np.ndarray) -> None:
