@@ -46,13 +46,13 @@ KINDS = ("human", "debate", "adjudicator", "vote")
 
 
 def canonical_identity(identity: Mapping) -> dict:
-    """The identity with JSON-safe values, ``None`` fields dropped, floats normalised."""
+    """The identity with JSON-safe values, ``None`` fields dropped, numbers as floats (0 == 0.0)."""
     out = {}
     for key, value in identity.items():
         if value is None:
             continue
-        if isinstance(value, float) and value.is_integer():
-            value = float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)  # 0 and 0.0 are one temperature
         out[str(key)] = json.loads(json.dumps(value, sort_keys=True, default=str))
     return dict(sorted(out.items()))
 
