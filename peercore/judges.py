@@ -89,6 +89,8 @@ def _token(field: str, value) -> str:
         return str(value).replace(" ", "-")
     if isinstance(value, (list, dict)):
         value = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:6]
+    elif isinstance(value, float):
+        value = f"{value:g}"  # 7 and 0.9, not 7.0
     return f"{field}={value}"
 
 
