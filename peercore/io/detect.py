@@ -11,6 +11,7 @@ Files, by the fields of the first record (CSV header, first JSON object, Parquet
 fields                                                 format
 =====================================================  ===================
 g1_winner, g2_winner, model_1, model_2                 fastchat-pair
+question, answer_a, answer_b, reviewer_1_model, ...    prd-discussions
 instruction, output_1, output_2, preference            alpacaeval
 Speaker 1 - Initial Evaluation, ... / ID, Score        scaleeval
 debate_id, speaker, round, verdict                     debates
@@ -41,7 +42,7 @@ from peercore.io.scaleeval import is_scaleeval_folder
 __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMATS", "DATA_SUFFIXES"]
 
 FILE_FORMATS = ("canonical", "arena", "fastchat-human", "fastchat-pair", "fastchat-answers", "fastchat-questions",
-                "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa")
+                "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa", "prd-discussions")
 FOLDER_FORMATS = ("prd", "scaleeval", "fastchat", "folder")
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet", ".pq")
 _ARENA_HINTS = ("tstamp", "anony", "language", "conversation_a", "conversation_b", "conv_metadata")
@@ -74,6 +75,8 @@ def detect_format(path: str | Path) -> str:
     found = set(fields)
     if {"g1_winner", "g2_winner"} <= found:
         return "fastchat-pair"
+    if {"question", "answer_a", "answer_b", "reviewer_1_model", "reviewer_2_model"} <= found:
+        return "prd-discussions"
     if {"instruction", "output_1", "output_2"} <= found and ("preference" in found or "generator_1" in found):
         return "alpacaeval"
     if any(f.startswith("Speaker ") and " - " in f for f in found) or {"ID", "Score"} <= found:

@@ -208,3 +208,101 @@ def _read_file(path: Path, model_a: str, model_b: str, judge: str) -> pd.DataFra
                       line_of=lambda row: lines[row])
     frame.attrs["origin"] = [(path.name, line) for line in lines]
     return frame
+
+
+# ------------------------------------------------------------------ discussion examples
+
+PRD_DISCUSSION_FIELDS = ("question", "answer_a", "answer_b", "reviewer_1_model", "reviewer_2_model")
+PRD_EXPERT_JUDGE = "human:lfqa-expert"
+
+
+def read_prd_discussions(path: str | Path) -> Bundle:
+    """PRD's released discussion examples (bcdnlp/PR_LLM_EVAL ``discussions_frame/data/data.json``).
+
+    Each record is one LFQA question with two answers, two reviewers' initial reviews,
+    the experts' preferences and the same two-reviewer discussion in both leader orders
+    (Li, Patel & Du 2023, section 3.2). The import holds, per record:
+
+    * the question (``prd_example:<n>``) and its two answers, as contestants ``answer_1``
+      and ``answer_2``;
+    * two discussions (one per leader), turn by turn, one speaker per turn
+      (:func:`peercore.discussion.discussions_from_prd_examples`), so the Debates page
+      shows them and counts opinion holding / altering (PRD section 5);
+    * the reviewers' initial reviews (round empty) and their final verdicts in each
+      discussion (round = the last turn; vote 0 as leader, 1 as follower), as a
+      discussion run stores them;
+    * each expert's preference as a vote of ``human:lfqa-expert``.
+
+    Preferences 1 / 2 are answer 1 / answer 2; any other value is an unparsed verdict,
+    kept with its raw value.
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file, record and field of the first problem.
+    """
+    from peercore.discussion import discussions_from_prd_examples
+
+    path = Path(path)
+    records, lines = json_records(path)
+    for number, (record, line) in enumerate(zip(records, lines)):
+        for field in PRD_DISCUSSION_FIELDS:
+            if not isinstance(record.get(field), str) or not record[field].strip():
+                fail(f"missing text field {quote(field)} of a PRD discussion example", source=path.name,
+                     line=line, row=None if line else number, column=field)
+    try:
+        debates, turns = discussions_from_prd_examples(records)
+    except ValueError as exc:
+        fail(str(exc), source=path.name)
+    questions = pd.DataFrame({"question_id": [f"prd_example:{n}" for n in range(len(records))],
+                              "question": [r["question"] for r in records], "category": "lfqa"})
+    answers = pd.DataFrame([{"question_id": f"prd_example:{n}", "model": model, "turn": 1, "answer": r[field]}
+                            for n, r in enumerate(records) for model, field in (("answer_1", "answer_a"),
+                                                                                 ("answer_2", "answer_b"))])
+    rows = []
+    by_id = dict(zip(debates["id"], debates.to_dict("records")))
+    for debate_id, part in turns.groupby("debate_id", sort=True):
+        debate = by_id[debate_id]
+        leader = debate["metadata"]["leader"]
+        part = part.sort_values(["round", "position"])
+        last = part.groupby("speaker").tail(1)
+        for turn in part[part["round"] == 0].itertuples(index=False):  # twice per record: deduplicated below
+            rows.append(_verdict_row(debate, turn.speaker, turn.verdict, turn.rationale, turn.raw, round_=None,
+                                     vote=0))
+        if debate["n_rounds"] > 0:
+            for turn in last.itertuples(index=False):
+                rows.append(_verdict_row(debate, turn.speaker, turn.verdict, turn.rationale, turn.raw,
+                                         round_=int(debate["n_rounds"]), vote=0 if turn.speaker == leader else 1))
+    for number, record in enumerate(records):
+        for vote, expert in enumerate(record.get("justification_human") or []):
+            if isinstance(expert, dict):
+                verdict = {1: "model_a", 2: "model_b"}.get(expert.get("preference"))
+                rows.append({"question_id": f"prd_example:{number}", "model_a": "answer_1", "model_b": "answer_2",
+                             "judge": PRD_EXPERT_JUDGE, "winner": verdict, "rationale": expert.get("justification"),
+                             "round": None, "vote": vote, "valid": int(verdict is not None),
+                             "raw": None if verdict is not None else str(expert.get("preference"))})
+    frame = pd.DataFrame(rows)
+    frame = frame.drop_duplicates(["question_id", "judge", "round", "vote"], keep="first").reset_index(drop=True)
+    valid = frame["valid"].to_numpy()
+    judgments = judgments_from_frame(frame.assign(winner=frame["winner"].where(valid == 1, "tie")), source=path.name)
+    judgments["winner"] = judgments["winner"].where(valid == 1)
+    judgments["valid"] = valid
+    judgments["raw"] = frame["raw"].astype(object).where(frame["raw"].notna(), None).to_numpy()
+    judgments["vote"] = frame["vote"].astype(int).to_numpy()
+    reviewers = sorted(set(debates["metadata"].map(lambda m: m["leader"])))
+    return Bundle(
+        source=str(path), format="prd-discussions",
+        questions=questions_frame(questions, name=path.name, line_of=lambda row: lines[row]), answers=answers,
+        judgments=judgments, files=[path],
+        judges=[*({"name": r, "kind": "llm"} for r in reviewers), {"name": PRD_EXPERT_JUDGE, "kind": "human"}],
+        debates=[({k: (None if k == "consensus" and not isinstance(v, str) else v) for k, v in d.items() if k != "id"}, [
+            {k: t[k] for k in ("round", "position", "speaker", "verdict", "rationale", "raw")}
+            for t in turns[turns["debate_id"] == d["id"]].to_dict("records")]) for d in debates.to_dict("records")],
+        notes={"discussions": len(debates), "discussion_turns": int((turns["round"] > 0).sum())},
+    )
+
+
+def _verdict_row(debate: dict, speaker: str, verdict, rationale, raw, *, round_, vote: int) -> dict:
+    return {"question_id": debate["question_id"], "model_a": debate["model_a"], "model_b": debate["model_b"],
+            "judge": speaker, "winner": verdict, "rationale": rationale or None, "round": round_, "vote": vote,
+            "valid": int(verdict is not None), "raw": None if verdict is not None else raw}
