@@ -4,7 +4,8 @@ What is timed: one ``AppTest.run()`` of ``pages/leaderboard.py`` through ``app.p
 (navigation, sidebar, the page's default settings: Bradley-Terry with 100 bootstrap
 rounds over the LLM reviewers) —
 
-- **cold**: every Streamlit cache cleared first, so the run reads the study from SQLite,
+- **cold**: every Streamlit cache cleared first (data and resources: the store and the
+  :class:`peercore.study.Study` handles with their memos), so the run reads the study from SQLite,
   validates it and ranks it (what the first visitor after a write waits for);
 - **warm**: the same run again (what every later rerun costs: the cached tables).
 
@@ -97,6 +98,7 @@ def time_page(db: Path, study: str, *, repeats: int) -> tuple[list[float], list[
             at.run()
             at.switch_page("pages/leaderboard.py")
             st.cache_data.clear()
+            st.cache_resource.clear()  # the store and the Study handles (with their memos) too
             start = time.perf_counter()
             at.run()
             cold.append(time.perf_counter() - start)
