@@ -317,3 +317,50 @@ def test_a_key_in_streamlit_secrets_counts_as_set_and_is_never_shown(synthetic, 
     assert "secrets.toml" in status["ANTHROPIC_API_KEY"].proto.help
     assert "sk-ant-from-secrets" not in str(at._tree)
     assert all("sk-ant-from-secrets" not in str(value) for value in at.session_state.to_dict().values())
+
+
+def test_a_servers_key_comes_from_the_key_variable_field_never_the_url(synthetic, monkeypatch):
+    # Issue 8: the Base URL field built `...v1?api_key=...`, which reached the database 14 times.
+    import hashlib
+
+    marker = "sk-dashboard-marker-0123456789"
+    monkeypatch.setenv("FAKE_SERVER_KEY", marker)
+    with FakeLLMServer() as server:
+        at = open_page(app_test(), "reviewers")
+        at.selectbox(key="rv_provider").set_value("compatible")
+        at.text_input(key="rv_model").input("fake-judge")
+        at.text_input(key="rv_url").input(f"{server.openai_base_url}?api_key={marker}")
+        at.button(key="FormSubmitter:add_reviewer-Add reviewer").click().run()
+        refused = texts(at.error)
+        assert "carries a credential" in refused and marker not in refused and "api_key=\\*\\*\\*" in refused
+        assert at.session_state["reviewers"] == []  # refused: nothing added; now with the variable's name
+        at.text_input(key="rv_key_env").input("FAKE_SERVER_KEY")
+        add_reviewer(at, server.openai_base_url)
+        assert at.session_state["reviewers"][0]["api_key_env"] == "FAKE_SERVER_KEY"
+        at.multiselect(key="rv_contestants").set_value(["alpha", "bravo"]).run()
+        at.selectbox(key="rv_strategy").set_value("random").run()
+        at.number_input(key="rv_k").set_value(1).run()
+        at.button(key="rv_launch").click().run()
+        rerun_until(at, "Run finished")
+        assert any("Run finished" in s.value for s in at.success), texts(at.error) + texts(at.warning)
+        assert {e["key_sha256"] for e in server.request_log} == {hashlib.sha256(marker.encode()).hexdigest()}
+    assert "paid calls:" in texts(at.caption)  # where every paid call ended
+    for path in (synthetic["db"], synthetic["db"].with_name(synthetic["db"].name + "-wal")):
+        if path.exists():
+            assert marker.encode() not in path.read_bytes()
+
+
+def test_meta_evaluation_names_the_human_reference_and_both_kappas(prd):
+    # Issue 8: on PRD the reference read "the majority of 1 human annotator(s)" although most pairs have
+    # three votes, and the page showed Cohen's kappa where the paper reports Fleiss' without saying which.
+    at = app_test()
+    at.sidebar.selectbox(key="study").set_value(prd["name"]).run()
+    open_page(at, "meta_evaluation")
+    assert problems(at) == []
+    caption = texts(at.caption)
+    assert "the majority of the human votes on each comparison" in caption and "votes per comparison" in caption
+    tables = [e.value for e in at.dataframe if "Fleiss' kappa (PRD Table 3)" in e.value.columns]
+    assert tables and "Cohen's kappa" in tables[0].columns
+    gpt4 = tables[0].loc["gpt4"]
+    assert gpt4["accuracy"] == pytest.approx(0.642, abs=1e-3)  # PRD Table 3: GPT-4 vs the human majority
+    assert gpt4["Fleiss' kappa (PRD Table 3)"] == pytest.approx(0.406, abs=1e-3)
