@@ -101,6 +101,71 @@ def encode(judgments: pd.DataFrame, *, models: list[str] | None = None) -> Battl
     )
 
 
+def as_battles(judgments: "pd.DataFrame | Battles") -> Battles:
+    """An encoded battle set: ``judgments`` itself when already encoded, else :func:`encode` of it.
+
+    Estimators accept either, so a caller that ranks one selection several ways
+    (plain and style-controlled, bootstrap and sandwich) encodes the table once.
+    """
+    return judgments if isinstance(judgments, Battles) else encode(judgments)
+
+
+def battle_weights(judgments: "pd.DataFrame | Battles", weights: Mapping[str, float] | None = None, *,
+                   reweight: bool = False, floor: float = 50.0) -> np.ndarray | None:
+    """Per-battle weights: judge weights (Peer Rank) times, with ``reweight``, LMArena's pair reweighting.
+
+    The judge part is :func:`row_weights`; the pair part :func:`pair_reweighting`.
+    Returns None when both are off (every battle counts 1).
+    """
+    battles = as_battles(judgments)
+    out = None
+    if weights is not None:
+        if isinstance(judgments, Battles):
+            out = _judge_weights(battles, weights)
+        else:
+            out = row_weights(judgments, weights)
+    if reweight:
+        pair = pair_reweighting(battles.a, battles.b, battles.n_models, floor=floor)
+        out = pair if out is None else out * pair
+    return out
+
+
+def pair_reweighting(a: np.ndarray, b: np.ndarray, n_models: int, *, floor: float = 50.0) -> np.ndarray:
+    """LMArena's inverse-propensity weights: battle weight :math:`1 / \\max(n_{pair}, 50)`, scaled to mean 1.
+
+    :math:`n_{pair}` counts the battles of the battle's unordered pair (both orders), so
+    pairs that were sampled very often do not dominate the fit (``arena-rank``
+    ``reweighted=True``, ``min_pair_count=50``). The mean-one scale leaves Bradley-Terry
+    ratings unchanged up to the tiny ridge and keeps a prior's strength meaningful.
+    """
+    if not floor > 0:
+        raise ValueError(f"floor must be > 0, got {floor!r}")
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if len(a) == 0:
+        return np.zeros(0)
+    key = np.minimum(a, b) * n_models + np.maximum(a, b)
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    weight = 1.0 / np.maximum(counts[inverse].astype(float), floor)
+    return weight / weight.mean()
+
+
+def _judge_weights(battles: Battles, weights: Mapping[str, float]) -> np.ndarray:
+    present = np.unique(battles.judge)
+    names = [battles.judges[k] for k in present]
+    missing = [j for j in names if j not in weights]
+    if missing:
+        raise ValueError(f"weights has no entry for judge(s) {sorted(missing)}")
+    values = np.array([float(weights[j]) for j in names])
+    if not np.all(np.isfinite(values)) or (values < 0).any():
+        raise ValueError(f"weights must be finite and non-negative, got {dict(zip(names, values))}")
+    if values.mean() == 0:
+        raise ValueError("weights are all zero for the judges present; nothing would count")
+    per_judge = np.zeros(len(battles.judges))
+    per_judge[present] = values / values.mean()
+    return per_judge[battles.judge]
+
+
 def row_weights(
     judgments: pd.DataFrame, weights: Mapping[str, float] | None
 ) -> np.ndarray | None:
@@ -137,7 +202,7 @@ def as_series(values: np.ndarray, models: tuple[str, ...], name: str) -> pd.Seri
 
 
 __all__ = [
-    "Battles", "encode", "row_weights", "as_series", "unique_rows", "multinomial_resample",
+    "Battles", "encode", "as_battles", "battle_weights", "pair_reweighting", "row_weights", "as_series", "unique_rows", "multinomial_resample",
     "resample_chunks", "draw_multinomial", "run_chunks",
 ]
 

@@ -1,4 +1,4 @@
-"""Bradley-Terry maximum likelihood on the Elo scale, with bootstrap intervals (Chatbot Arena).
+"""Bradley-Terry maximum likelihood on the Elo scale, with bootstrap and sandwich intervals (Chatbot Arena).
 
 The model (Zheng et al. 2023; Chiang et al. 2024, Chatbot Arena):
 
@@ -9,12 +9,19 @@ win for each side. Ratings are identified up to a shift, fixed by an anchor: the
 rating (default 1000) or one named model at a given rating.
 
 Implementation note (measured in ``benchmarks/ranking.py``): battles are aggregated to
-per-pair sufficient statistics (weighted score and count), the point estimate is found
-by Newton's method on the pair table, and the bootstrap draws the per-round counts of
-the unique (pair, outcome, weight) rows from a multinomial -- the same resampling
+per-pair sufficient statistics (weighted score and count) and solved by the one solver
+of :mod:`peercore.ranking.core`. The bootstrap draws the per-round counts of the
+distinct (pair, outcome, weight) battles from a multinomial -- the same resampling
 Chatbot Arena uses -- then solves all rounds together with a chord-Newton iteration
-that reuses the Cholesky factor of the full-data Hessian. This replaces the per-round
-scipy L-BFGS fit used by FastChat; the two agree to well under 0.5 rating points.
+(:func:`peercore.ranking.core.fit_rounds`). This replaces the per-round scipy L-BFGS fit
+used by FastChat; the two agree to well under 0.5 rating points. The sandwich (robust)
+interval is arena-rank's ``ci_method="sandwich"``: :math:`H^{-1} G H^{-1}` with the
+per-battle score outer products as :math:`G` (:func:`peercore.ranking.core.sandwich`).
+
+Options LMArena's leaderboard has: reweighting battles by :math:`1/\\max(n_{pair}, 50)`
+(``reweight``); a minimum-battles "preliminary" flag (in :mod:`peercore.study`). And one
+it has not: a weak Gaussian prior on the ratings (``prior``), so that a handful of
+verdicts cannot give ratings like 1739 / -479.
 """
 
 from __future__ import annotations
@@ -25,17 +32,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 import scipy.sparse
-from scipy.special import expit
+from scipy.special import ndtri
 
-from peercore.errors import ConvergenceError
-from peercore.ranking._battles import as_series, draw_multinomial, encode, resample_chunks, run_chunks
-from peercore.ranking._battles import row_weights as judge_row_weights
+from peercore.ranking import core
+from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, draw_multinomial, \
+    resample_chunks, run_chunks
 
-__all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "PairTable", "pair_table"]
+__all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
+           "pair_table", "INTERVALS"]
 
-DEFAULT_L2 = 1e-6
+DEFAULT_L2 = core.DEFAULT_L2
+INTERVALS = ("bootstrap", "sandwich")
 # Bootstrap rounds stop when the last step is under 1e-5 natural units (0.0017 Elo
 # points; the chord iteration contracts ~30x per step, so the error left is ~1e-7):
 # far below the Monte-Carlo error of a 1000-round percentile (~0.3 Elo points).
@@ -60,59 +68,86 @@ class PairTable:
     def n_models(self) -> int:
         return len(self.models)
 
+    def design(self) -> core.Design:
+        """The solver's rows: one per pair, outcome = share of points, weight = battles."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.where(self.games > 0, self.wins / np.where(self.games > 0, self.games, 1.0), 0.5)
+        return core.Design(self.n_models, self.i, self.j, np.clip(y, 0.0, 1.0), self.games)
 
-def pair_table(judgments: pd.DataFrame, *, weights: Mapping[str, float] | None = None) -> PairTable:
-    """Aggregate a canonical judgment table to per-pair sufficient statistics."""
-    return _prepare(judgments, weights).table
+
+def pair_table(judgments: pd.DataFrame | Battles, *, weights: Mapping[str, float] | None = None,
+               reweight: bool = False) -> PairTable:
+    """Aggregate a canonical judgment table (or encoded battles) to per-pair sufficient statistics."""
+    return _prepare(judgments, weights, reweight).table
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """Pair table plus the bootstrap layout.
+    """Pair table plus what the intervals need.
 
-    The resampled categories are (pair, outcome, judge weight) in a dense grid of shape
-    (pairs, outcomes * n_weights), flattened (outcomes: 0, 0.5, 1, or the distinct soft
-    outcomes to 1/1000); absent combinations have count 0. A category's
-    contribution to a pair's score W and count N depends only on its column, so per-round
-    pair statistics are one matrix product over contiguous memory.
+    ``categories`` are the distinct (pair, outcome, weight) battles with their counts:
+    the bootstrap resamples them (outcomes kept to 1/1000 for soft verdicts) and the
+    sandwich sums their per-battle scores.
     """
 
     table: PairTable
     played: np.ndarray           # battles per model
-    grid_count: np.ndarray       # (pairs * outcomes * n_weights,) battles per category
-    column_wins: np.ndarray      # (outcomes * n_weights,) score each battle adds to W
-    column_games: np.ndarray     # (outcomes * n_weights,) weight each battle adds to N
+    pair_of_battle: np.ndarray
+    score_lo: np.ndarray         # outcome for the lower-index model of each battle
+    weight: np.ndarray | None    # per-battle weight (None = 1)
 
 
-def _prepare(judgments: pd.DataFrame, weights) -> _Prepared:
-    battles = encode(judgments)
-    weight = judge_row_weights(judgments, weights)
+def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
+    battles = as_battles(judgments)
+    weight = battle_weights(judgments, weights, reweight=reweight)
     n = battles.n_models
     lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)
     played = np.bincount(battles.a, minlength=n) + np.bincount(battles.b, minlength=n)
-    pair_keys, pair_of_battle = np.unique(lo * n + hi, return_inverse=True)
-    if weight is None:
-        weight_codes, weight_values = np.zeros(len(battles), np.intp), np.ones(1)
+    pair_keys, pair_of_battle = np.unique(lo.astype(np.int64) * n + hi, return_inverse=True)
+    w = np.ones(len(battles)) if weight is None else weight
+    wins = np.bincount(pair_of_battle, w * score_lo, minlength=len(pair_keys))
+    games = np.bincount(pair_of_battle, w, minlength=len(pair_keys))
+    table = PairTable(battles.models, (pair_keys // n).astype(np.intp), (pair_keys % n).astype(np.intp), wins, games)
+    return _Prepared(table, played, pair_of_battle.astype(np.intp), score_lo, weight)
+
+
+def _categories(prepared: _Prepared, *, decimals: int | None):
+    """Distinct (pair, outcome, weight) battles: ``(pair, outcome, weight, count)``."""
+    outcome = prepared.score_lo if decimals is None else np.round(prepared.score_lo, decimals)
+    outcome_values, outcome_code = np.unique(outcome, return_inverse=True)
+    if prepared.weight is None:
+        weight_values, weight_code = np.ones(1), np.zeros(len(outcome), dtype=np.intp)
     else:
-        weight_codes, weight_values = pd.factorize(weight)
+        weight_code, weight_values = pd.factorize(prepared.weight)
         weight_values = np.asarray(weight_values, dtype=float)
-    # Outcome categories: 0, 0.5, 1 for hard verdicts; soft verdicts (probabilities as
-    # fractional wins) are kept to 1/1000, so the grid stays pairs x 1001 at most.
-    outcomes, outcome = np.unique(np.round(score_lo, 3), return_inverse=True)
-    columns = len(outcomes) * len(weight_values)
-    column = outcome.astype(np.intp) * len(weight_values) + weight_codes
-    grid_count = np.bincount(pair_of_battle * columns + column, minlength=len(pair_keys) * columns)
-    column_outcome = np.repeat(outcomes, len(weight_values))
-    column_weight = np.tile(weight_values, len(outcomes))
-    column_wins = column_weight * column_outcome
-    grid = grid_count.reshape(len(pair_keys), columns)
-    table = PairTable(battles.models, (pair_keys // n).astype(np.intp), (pair_keys % n).astype(np.intp),
-                      grid @ column_wins, grid @ column_weight)
-    return _Prepared(table, played, grid_count, column_wins, column_weight)
+    n_out, n_w = len(outcome_values), len(weight_values)
+    key = (prepared.pair_of_battle.astype(np.int64) * n_out + outcome_code) * n_w + weight_code
+    keys, count = np.unique(key, return_counts=True)
+    pair = (keys // (n_out * n_w)).astype(np.intp)
+    return pair, outcome_values[(keys // n_w) % n_out], weight_values[keys % n_w], count
+
+
+def prior_l2(prior: float | None, *, scale: float = 400.0, base: float = 10.0) -> float:
+    """Ridge (natural units) of a Gaussian prior with standard deviation ``prior`` Elo points (0 if None).
+
+    A prior :math:`R \\sim N(\\bar R, \\tau^2)` is the penalty :math:`\\tfrac12 \\theta^2 / \\tau_{nat}^2`
+    with :math:`\\tau_{nat} = \\tau \\ln\\beta / \\sigma`.
+
+    Raises
+    ------
+    ValueError
+        If ``prior`` is not a positive finite number.
+    """
+    if prior is None:
+        return 0.0
+    if isinstance(prior, bool) or not (isinstance(prior, (int, float)) and math.isfinite(prior) and prior > 0):
+        raise ValueError(f"prior must be a positive number of Elo points (the prior's standard deviation), got {prior!r}")
+    tau = prior * math.log(base) / scale
+    return 1.0 / (tau * tau)
 
 
 def bradley_terry(
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | Battles,
     *,
     scale: float = 400.0,
     base: float = 10.0,
@@ -120,6 +155,8 @@ def bradley_terry(
     anchor_rating: float = 1000.0,
     weights: Mapping[str, float] | None = None,
     l2: float = DEFAULT_L2,
+    prior: float | None = None,
+    reweight: bool = False,
     tol: float = 1e-9,
     max_iter: int = 200,
 ) -> pd.Series:
@@ -137,7 +174,8 @@ def bradley_terry(
 
     Parameters
     ----------
-    judgments : canonical judgment table.
+    judgments : canonical judgment table, or battles encoded once
+        (:func:`peercore.ranking._battles.encode`).
     scale, base : the Elo scale (400) and base (10).
     anchor_model : a model to pin at ``anchor_rating``; if None, the mean rating is
         ``anchor_rating``.
@@ -148,6 +186,12 @@ def bradley_terry(
         every battle: such a model then gets a very large (small) finite rating, and
         its bootstrap interval is correspondingly wide. Use 0 for the pure MLE, which
         exists only when the comparison graph is strongly connected.
+    prior : standard deviation, in Elo points, of a weak Gaussian prior on the ratings
+        around the anchor (adds :func:`prior_l2` to ``l2``). With ``prior=200`` five
+        verdicts give ratings within 1000 +- 200; with thousands of battles it moves
+        nothing. Default None (no prior, Chatbot Arena's estimate).
+    reweight : weigh each battle by :math:`1/\\max(n_{pair}, 50)` (LMArena; see
+        :func:`peercore.ranking._battles.pair_reweighting`).
     tol : stop when no rating moves by more than ``tol`` natural units (``tol * scale
         / ln(base)`` Elo points).
     max_iter : Newton iteration cap.
@@ -165,76 +209,94 @@ def bradley_terry(
         separable data).
     """
     _check_scale(scale, base, l2)
-    table = pair_table(judgments, weights=weights)
-    theta = _fit(table, l2=l2, tol=tol, max_iter=max_iter)
+    table = pair_table(judgments, weights=weights, reweight=reweight)
+    theta = _fit(table, l2=l2 + prior_l2(prior, scale=scale, base=base), tol=tol, max_iter=max_iter)
     ratings = _to_elo(theta[None, :], table.models, scale=scale, base=base,
                       anchor_model=anchor_model, anchor_rating=anchor_rating)[0]
     return as_series(ratings, table.models, "rating")
 
 
 def bradley_terry_intervals(
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | Battles,
     *,
     rounds: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    intervals: str = "bootstrap",
     scale: float = 400.0,
     base: float = 10.0,
     anchor_model: str | None = None,
     anchor_rating: float = 1000.0,
     weights: Mapping[str, float] | None = None,
     l2: float = DEFAULT_L2,
+    prior: float | None = None,
+    reweight: bool = False,
     tol: float = 1e-9,
     max_iter: int = 200,
     workers: int | None = None,
 ) -> pd.DataFrame:
-    """Bradley-Terry ratings with percentile-bootstrap intervals and Arena ranks.
+    """Bradley-Terry ratings with bootstrap and sandwich intervals, Arena ranks and rank spread.
 
-    Each round resamples the battles with replacement (as multinomial counts of the
-    unique (pair, outcome, weight) rows, as Chatbot Arena does), refits, and re-anchors.
-    The interval is the central ``level`` percentile range of the rounds; ``rank`` is
-    the Arena rule (see :func:`arena_ranks`).
+    Bootstrap: each round resamples the battles with replacement (as multinomial counts
+    of the distinct (pair, outcome, weight) battles, as Chatbot Arena does), refits, and
+    re-anchors; the interval is the central ``level`` percentile range of the rounds.
+    Sandwich: rating :math:`\\pm z_{(1+level)/2}` robust standard errors
+    (:func:`peercore.ranking.core.sandwich`, arena-rank's ``ci_method="sandwich"``),
+    computed whatever ``intervals`` is. ``rank`` is the Arena rule and ``rank_worst``
+    the worst rank the same intervals allow (:func:`rank_spread`).
 
     Parameters
     ----------
-    rounds : number of bootstrap rounds; 0 gives the point estimate with NaN intervals
-        and ranks from the point estimate alone.
+    rounds : number of bootstrap rounds; 0 gives NaN bootstrap intervals.
     seed : seed for ``numpy.random.SeedSequence``; results are identical for a given
         seed whatever ``workers`` is.
     level : interval coverage, in (0, 1).
+    intervals : which interval fills ``ci_low``/``ci_high`` and sets the ranks:
+        ``"bootstrap"`` (default; with ``rounds=0`` the ranks come from the point
+        estimate alone) or ``"sandwich"``.
     workers : threads used to draw the resamples (default: all CPUs).
     Other parameters as in :func:`bradley_terry`.
 
     Returns
     -------
     DataFrame indexed by model, sorted by rating (best first), with columns
-    ``rating, ci_low, ci_high, rank, battles``.
+    ``rating, ci_low, ci_high, rank, battles, sandwich_low, sandwich_high, rank_worst``.
     """
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, got {rounds!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if intervals not in INTERVALS:
+        raise ValueError(f"intervals must be one of {INTERVALS}, got {intervals!r}")
     _check_scale(scale, base, l2)
-    prepared = _prepare(judgments, weights)
+    prepared = _prepare(judgments, weights, reweight)
     table = prepared.table
-    theta = _fit(table, l2=l2, tol=tol, max_iter=max_iter)
+    penalty = l2 + prior_l2(prior, scale=scale, base=base)
+    design = table.design()
+    solution = core.fit(design, l2=penalty, tol=tol, max_iter=max_iter)
+    theta = solution.theta
     to_elo = dict(scale=scale, base=base, anchor_model=anchor_model, anchor_rating=anchor_rating)
     rating = _to_elo(theta[None, :], table.models, **to_elo)[0]
-    played = prepared.played
-    if rounds and len(table.i):
-        samples = _bootstrap(prepared, theta, rounds=rounds, seed=seed, l2=l2,
-                             tol=max(tol, BOOTSTRAP_TOL), max_iter=max_iter, workers=workers)
+    alpha = (1.0 - level) / 2.0
+    low = high = np.full(len(rating), np.nan)
+    if rounds and intervals == "bootstrap" and len(table.i):
+        samples = _bootstrap(prepared, solution, rounds=rounds, seed=seed, tol=max(tol, BOOTSTRAP_TOL),
+                             max_iter=max_iter, workers=workers)
         boot = _to_elo(samples, table.models, **to_elo)
-        alpha = (1.0 - level) / 2.0
         low, high = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
-    else:
-        low = high = np.full(len(rating), np.nan)
+    sd = _sandwich_sd(prepared, penalty, theta, table.models, scale=scale, base=base, anchor_model=anchor_model)
+    z = float(ndtri(1.0 - alpha))
+    s_low, s_high = rating - z * sd, rating + z * sd
+    if intervals == "sandwich":
+        low, high = s_low, s_high
     frame = pd.DataFrame(
-        {"rating": rating, "ci_low": low, "ci_high": high, "battles": played},
+        {"rating": rating, "ci_low": low, "ci_high": high, "battles": prepared.played,
+         "sandwich_low": s_low, "sandwich_high": s_high},
         index=pd.Index(table.models, name="model"),
     )
-    frame["rank"] = arena_ranks(frame["ci_low"].fillna(frame["rating"]), frame["ci_high"].fillna(frame["rating"]))
-    frame = frame[["rating", "ci_low", "ci_high", "rank", "battles"]]
+    spread = rank_spread(frame["ci_low"].fillna(frame["rating"]), frame["ci_high"].fillna(frame["rating"]))
+    frame["rank"], frame["rank_worst"] = spread["rank"], spread["rank_worst"]
+    frame = frame[["rating", "ci_low", "ci_high", "rank", "battles", "sandwich_low", "sandwich_high", "rank_worst"]]
     return frame.sort_values(["rating"], ascending=False, kind="stable")
 
 
@@ -258,6 +320,28 @@ def arena_ranks(ci_low: pd.Series, ci_high: pd.Series) -> pd.Series:
     return pd.Series(1 + beaten_by, index=getattr(ci_low, "index", None), name="rank")
 
 
+def rank_spread(ci_low: pd.Series, ci_high: pd.Series) -> pd.DataFrame:
+    """Best and worst rank the intervals allow (LMArena's "rank spread").
+
+    .. math:: \\mathrm{rank}_m = 1 + \\#\\{k : \\ell_k > u_m\\}, \\qquad
+              \\mathrm{rank\\_worst}_m = n - \\#\\{k : u_k < \\ell_m\\}
+
+    ``rank`` is :func:`arena_ranks` (the models surely better, plus one); ``rank_worst``
+    counts down from the last place the models surely worse. Equal bounds (no interval)
+    give ``rank == rank_worst`` for models with distinct scores.
+
+    Returns
+    -------
+    DataFrame with the index of ``ci_low`` and int columns ``rank, rank_worst``.
+    """
+    low = np.asarray(ci_low, dtype=float)
+    high = np.asarray(ci_high, dtype=float)
+    rank = arena_ranks(ci_low, ci_high)
+    below = (high[None, :] < low[:, None]).sum(axis=1)
+    worst = len(low) - below
+    return pd.DataFrame({"rank": rank.to_numpy(), "rank_worst": worst}, index=getattr(ci_low, "index", None))
+
+
 # ------------------------------------------------------------------------------ maths
 
 
@@ -276,143 +360,67 @@ def _orient(a: np.ndarray, b: np.ndarray, score_a: np.ndarray):
     return lo, hi, score_lo
 
 
-def _incidence(table: PairTable) -> scipy.sparse.csr_matrix:
-    """P x n matrix with +1 at (p, i_p) and -1 at (p, j_p)."""
-    p = len(table.i)
-    rows = np.repeat(np.arange(p), 2)
-    cols = np.column_stack([table.i, table.j]).ravel()
-    vals = np.tile([1.0, -1.0], p)
-    return scipy.sparse.csr_matrix((vals, (rows, cols)), shape=(p, table.n_models))
-
-
-def _hessian(table: PairTable, curvature: np.ndarray, l2: float) -> np.ndarray:
-    """Negative Hessian of the log-likelihood: graph Laplacian with edge weights N p (1-p)."""
-    n = table.n_models
-    h = np.zeros((n, n))
-    np.add.at(h, (table.i, table.j), -curvature)
-    np.add.at(h, (table.j, table.i), -curvature)
-    h[np.diag_indices(n)] = -h.sum(axis=1)
-    h[np.diag_indices(n)] += l2
-    return h
-
-
-def _gauge(h: np.ndarray) -> np.ndarray:
-    """Add c * 11'/n so the Laplacian's null direction (a common shift) is well conditioned.
-
-    Steps are taken with mean(theta) = 0 and gradients orthogonal to 1, so the added
-    term does not change the Newton step (it only fixes the shift).
-    """
-    n = h.shape[0]
-    c = max(float(np.mean(np.diag(h))), 1.0)
-    return h + c / n
-
-
 def _fit(table: PairTable, *, l2: float, tol: float, max_iter: int) -> np.ndarray:
-    n = table.n_models
-    theta = np.zeros(n)
-    if n == 0 or len(table.i) == 0:
-        return theta
-    incidence = _incidence(table)
-    change = np.inf
-    for iteration in range(1, max_iter + 1):
-        d = theta[table.i] - theta[table.j]
-        p = expit(d)
-        gradient = incidence.T @ (table.wins - table.games * p) - l2 * theta
-        h = _gauge(_hessian(table, table.games * p * (1.0 - p), l2))
-        step = scipy.linalg.solve(h, gradient, assume_a="pos")
-        # Backtrack if a full step overshoots (only happens far from the optimum).
-        objective = _loglik(theta, table, l2)
-        t = 1.0
-        while t > 1e-8:
-            candidate = theta + t * step
-            candidate -= candidate.mean()
-            if _loglik(candidate, table, l2) >= objective - 1e-12 * abs(objective):
-                break
-            t /= 2.0
-        change = float(np.max(np.abs(candidate - theta)))
-        theta = candidate
-        if change < tol:
-            return theta
-    raise ConvergenceError("Bradley-Terry Newton iteration", iterations=max_iter, change=change, tol=tol)
-
-
-def _loglik(theta: np.ndarray, table: PairTable, l2: float) -> float:
-    d = theta[table.i] - theta[table.j]
-    return float(
-        np.sum(table.wins * -np.logaddexp(0.0, -d) + (table.games - table.wins) * -np.logaddexp(0.0, d))
-        - 0.5 * l2 * theta @ theta
-    )
+    """Natural-scale ratings of a pair table (the one solver, :func:`peercore.ranking.core.fit`)."""
+    if table.n_models == 0 or len(table.i) == 0:
+        return np.zeros(table.n_models)
+    return core.fit(table.design(), l2=l2, tol=tol, max_iter=max_iter).theta
 
 
 def _to_elo(theta: np.ndarray, models, *, scale, base, anchor_model, anchor_rating) -> np.ndarray:
     ratings = theta * (scale / math.log(base))
     if anchor_model is None:
         return ratings - ratings.mean(axis=1, keepdims=True) + anchor_rating
+    return ratings - ratings[:, [_anchor_index(models, anchor_model)]] + anchor_rating
+
+
+def _anchor_index(models, anchor_model: str) -> int:
     try:
-        k = list(models).index(anchor_model)
+        return list(models).index(anchor_model)
     except ValueError:
         raise ValueError(f"anchor_model {anchor_model!r} is not a contestant; models are {list(models)}") from None
-    return ratings - ratings[:, [k]] + anchor_rating
 
 
-def _bootstrap(prepared: _Prepared, theta, *, rounds, seed, l2, tol, max_iter, workers) -> np.ndarray:
+def _sandwich_sd(prepared: _Prepared, penalty: float, theta: np.ndarray, models, *, scale, base,
+                 anchor_model) -> np.ndarray:
+    """Robust standard errors of the Elo-scale ratings (mean or model anchor)."""
+    n = len(models)
+    if n == 0 or len(prepared.table.i) == 0:
+        return np.full(n, np.nan)
+    pair, outcome, weight, count = _categories(prepared, decimals=None)
+    table = prepared.table
+    design = core.Design(n, table.i[pair], table.j[pair], outcome, weight * count, count=count)
+    solution = core.Solution(theta, np.zeros(0), 0, 0.0, np.full(n, penalty), np.zeros(0))
+    cov = core.sandwich(design, solution)
+    if anchor_model is not None:
+        k = _anchor_index(models, anchor_model)
+        contrast = np.eye(n)
+        contrast[:, k] -= 1.0
+        cov = contrast @ cov @ contrast.T
+    return np.sqrt(np.clip(np.diag(cov), 0.0, None)) * (scale / math.log(base))
+
+
+def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, tol, max_iter, workers) -> np.ndarray:
     """Natural-scale ratings for each bootstrap round, shape (rounds, n).
 
     Each thread draws a chunk of rounds and solves it at once, so drawing (numpy
     releases the GIL) and solving (BLAS) keep every core busy.
     """
     table = prepared.table
+    pair, outcome, weight, count = _categories(prepared, decimals=3)
+    n_pairs = len(table.i)
+    rows = np.arange(len(pair))
+    # (pairs x categories) maps from a round's category counts to its pair statistics.
+    to_wins = scipy.sparse.csr_matrix((weight * outcome, (pair, rows)), shape=(n_pairs, len(pair)))
+    to_games = scipy.sparse.csr_matrix((weight, (pair, rows)), shape=(n_pairs, len(pair)))
+    design = table.design()
     out = np.empty((rounds, table.n_models))
 
     def work(start, stop, chunk_seed):
-        draws = draw_multinomial(prepared.grid_count, stop - start, chunk_seed)
-        grid = draws.reshape(stop - start, len(table.i), -1).astype(float)
-        out[start:stop] = _fit_many(table, grid @ prepared.column_wins, grid @ prepared.column_games, theta,
-                                    l2=l2, tol=tol, max_iter=max_iter)
+        draws = draw_multinomial(count, stop - start, chunk_seed).T.astype(float)
+        wins, games = (to_wins @ draws).T, (to_games @ draws).T
+        out[start:stop] = core.fit_rounds(design, np.ascontiguousarray(wins), np.ascontiguousarray(games), solution,
+                                          tol=tol, max_iter=max_iter)
 
     run_chunks(work, resample_chunks(rounds, seed=seed), workers=workers)
     return out
-
-
-def _fit_many(table: PairTable, wins, games, theta0, *, l2, tol, max_iter) -> np.ndarray:
-    """Solve every bootstrap round at once.
-
-    Chord-Newton: each round's Newton step uses the Cholesky factor of the full-data
-    Hessian instead of its own. Resampled Hessians differ from it by O(1/sqrt(N)), so
-    the iteration contracts fast; rounds that stall (e.g. a resample where a model wins
-    everything) fall back to exact per-round Newton.
-    """
-    rounds = wins.shape[0]
-    # Dense +-1 incidence (pairs x models): two BLAS products per iteration beat gathers.
-    incidence = np.zeros((len(table.i), table.n_models))
-    incidence[np.arange(len(table.i)), table.i] = 1.0
-    incidence[np.arange(len(table.i)), table.j] = -1.0
-    p0 = expit(theta0[table.i] - theta0[table.j])
-    factor = scipy.linalg.cho_factor(_gauge(_hessian(table, table.games * p0 * (1 - p0), l2)))
-    theta = np.tile(theta0, (rounds, 1))
-    active = np.arange(rounds)
-    previous = np.full(rounds, np.inf)
-    for _ in range(max_iter):
-        everyone = active.size == rounds
-        th = theta if everyone else theta[active]
-        w, g = (wins, games) if everyone else (wins[active], games[active])
-        residual = th @ incidence.T          # theta_i - theta_j per pair
-        expit(residual, out=residual)        # P(i beats j)
-        residual *= g
-        np.subtract(w, residual, out=residual)  # W - N p
-        gradient = residual @ incidence
-        if l2:
-            gradient -= l2 * th
-        step = scipy.linalg.cho_solve(factor, gradient.T).T
-        step -= step.mean(axis=1, keepdims=True)
-        theta[active] = th + step
-        change = np.max(np.abs(step), axis=1)
-        stalled = change > 0.5 * previous[active]
-        previous[active] = change
-        keep = (change >= tol) & ~stalled
-        for r in active[(change >= tol) & stalled]:
-            theta[r] = _fit(PairTable(table.models, table.i, table.j, wins[r], games[r]), l2=l2, tol=tol, max_iter=max_iter)
-        active = active[keep]
-        if active.size == 0:
-            return theta
-    raise ConvergenceError("Bradley-Terry bootstrap", iterations=max_iter, change=float(previous.max()), tol=tol)

@@ -44,9 +44,9 @@ import pandas as pd
 import scipy.linalg
 import scipy.sparse
 import scipy.sparse.csgraph
-from scipy.special import expit, logit
+from scipy.special import logit
 
-from peercore.errors import ConvergenceError
+from peercore.ranking import core
 from peercore.ranking._battles import as_series, encode
 
 __all__ = [
@@ -62,7 +62,7 @@ __all__ = [
     "poe_scores",
 ]
 
-DEFAULT_L2 = 1e-6
+DEFAULT_L2 = core.DEFAULT_L2
 METHODS: tuple[str, ...] = ("win_ratio", "bt", "avg_prob", "poe_bt", "poe_gaussian")
 
 
@@ -473,12 +473,8 @@ def _share(c: Comparisons, score_first: np.ndarray) -> np.ndarray:
 
 
 def _laplacian(i: np.ndarray, j: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
-    """sum_k weight_k (e_i - e_j)(e_i - e_j)': the weighted graph Laplacian W' diag(w) W."""
-    out = np.zeros((n, n))
-    np.add.at(out, (i, j), -weight)
-    np.add.at(out, (j, i), -weight)
-    out[np.diag_indices(n)] = np.bincount(i, weight, minlength=n) + np.bincount(j, weight, minlength=n)
-    return out
+    """sum_k weight_k (e_i - e_j)(e_i - e_j)': the weighted graph Laplacian W' diag(w) W (the core's)."""
+    return core.laplacian(i, j, weight, n)
 
 
 def _components(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
@@ -490,39 +486,16 @@ def _components(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     return labels.astype(np.intp)
 
 
-def _soft_bt_objective(s, i, j, p, gamma, l2) -> float:
-    x = s[i] - s[j] - gamma
-    # p log sigma(x) + (1 - p) log sigma(-x), written to avoid overflow
-    return float(np.sum(-p * np.logaddexp(0.0, -x) - (1.0 - p) * np.logaddexp(0.0, x)) - 0.5 * l2 * s @ s)
-
-
 def _fit_soft_bt(i, j, p, n, *, gamma: float, l2: float, tol: float, max_iter: int) -> np.ndarray:
-    """Newton's method with backtracking for the (strictly concave) soft-BT objective."""
+    """The (strictly concave) soft-BT objective, solved by the one solver (:func:`peercore.ranking.core.fit`).
+
+    Rows are the comparisons, outcome ``p``, weight 1 and offset :math:`-\\gamma`.
+    """
     _check_positive("l2", l2)
     _check_positive("tol", tol)
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    s = np.zeros(n)
     if n == 0 or len(p) == 0:
-        return s
-    objective = _soft_bt_objective(s, i, j, p, gamma, l2)
-    change = np.inf
-    for _ in range(max_iter):
-        q = expit(s[i] - s[j] - gamma)
-        residual = p - q
-        gradient = np.bincount(i, residual, minlength=n) - np.bincount(j, residual, minlength=n) - l2 * s
-        hessian = _laplacian(i, j, q * (1.0 - q), n)
-        hessian[np.diag_indices(n)] += l2
-        step = scipy.linalg.solve(hessian, gradient, assume_a="pos")
-        t = 1.0
-        while True:
-            candidate = s + t * step
-            value = _soft_bt_objective(candidate, i, j, p, gamma, l2)
-            if value >= objective - 1e-12 * abs(objective) or t < 1e-10:
-                break
-            t *= 0.5
-        change = float(np.max(np.abs(candidate - s)))
-        s, objective = candidate, value
-        if change < tol:
-            return s
-    raise ConvergenceError("PoE Bradley-Terry Newton iteration", iterations=max_iter, change=change, tol=tol)
+        return np.zeros(n)
+    design = core.Design(n, i, j, p, np.ones(len(p)), offset=-gamma)
+    return core.fit(design, l2=l2, tol=tol, max_iter=max_iter, what="PoE Bradley-Terry").theta

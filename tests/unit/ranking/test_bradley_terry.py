@@ -91,7 +91,8 @@ def test_intervals_bracket_estimate_and_are_reproducible():
     table = _two_models(60, 30, ties=10)
     one = bradley_terry_intervals(table, rounds=300, seed=4)
     assert one.equals(bradley_terry_intervals(table, rounds=300, seed=4, workers=1))
-    assert list(one.columns) == ["rating", "ci_low", "ci_high", "rank", "battles"]
+    assert list(one.columns) == ["rating", "ci_low", "ci_high", "rank", "battles", "sandwich_low", "sandwich_high",
+                                 "rank_worst"]
     assert (one["ci_low"] < one["rating"]).all() and (one["rating"] < one["ci_high"]).all()
     assert list(one.index) == ["a", "b"]
     assert (one["battles"] == 100).all()
@@ -100,6 +101,8 @@ def test_intervals_bracket_estimate_and_are_reproducible():
 def test_bootstrap_matches_a_slow_reference_bootstrap():
     """Our batched chord-Newton bootstrap equals refitting each round from scratch."""
     bt = importlib.import_module("peercore.ranking.bradley_terry")  # the package attribute is the function
+    from peercore.ranking import core
+    from peercore.ranking._battles import draw_multinomial, resample_chunks
 
     rng = np.random.default_rng(1)
     names = np.array(list("abcd"))
@@ -108,17 +111,16 @@ def test_bootstrap_matches_a_slow_reference_bootstrap():
     winner = rng.choice(["model_a", "model_b", "tie"], size=400, p=[0.5, 0.4, 0.1])
     table = judgments_from_frame(pd.DataFrame({"question_id": np.arange(400), "model_a": names[a], "model_b": names[b], "judge": "j", "winner": winner}))
     prepared = bt._prepare(table, None)
-    theta = bt._fit(prepared.table, l2=1e-6, tol=1e-12, max_iter=100)
-    fast = bt._bootstrap(prepared, theta, rounds=20, seed=3, l2=1e-6, tol=1e-12, max_iter=100, workers=1)
-    from peercore.ranking._battles import multinomial_resample
-
-    draws = multinomial_resample(prepared.grid_count, rounds=20, seed=3, workers=1)
+    solution = core.fit(prepared.table.design(), l2=1e-6, tol=1e-12, max_iter=100)
+    fast = bt._bootstrap(prepared, solution, rounds=20, seed=3, tol=1e-12, max_iter=100, workers=1)
+    pair, outcome, weight, count = bt._categories(prepared, decimals=3)
+    assert count.sum() == 400 and set(outcome) == {0.0, 0.5, 1.0}
+    (start, stop, chunk_seed), = resample_chunks(20, seed=3)
+    draws = draw_multinomial(count, 20, chunk_seed)
     assert (draws.sum(axis=1) == 400).all()
-    n_pairs = len(prepared.table.i)
     for r in range(20):
-        grid = draws[r].reshape(n_pairs, 3)  # columns: lower-index model lost / tied / won
-        wins = grid[:, 1] * 0.5 + grid[:, 2]
-        games = grid.sum(axis=1)
+        wins = np.bincount(pair, draws[r] * outcome, minlength=len(prepared.table.i))
+        games = np.bincount(pair, draws[r], minlength=len(prepared.table.i))
         slow = bt._fit(bt.PairTable(prepared.table.models, prepared.table.i, prepared.table.j, wins, games), l2=1e-6, tol=1e-12, max_iter=100)
         assert np.allclose(fast[r], slow, atol=1e-8)
 
