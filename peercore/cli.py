@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from peercore.errors import PeercoreError
@@ -53,6 +54,34 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--seed", type=int, default=0)
     rank.add_argument("--elo-shuffles", type=_non_negative_int, default=100, metavar="R",
                       help="Elo: average over R random battle orders (0 = file order; default 100)")
+    rank.add_argument("--baseline", metavar="MODEL",
+                      help="with --method winrate: AlpacaEval's columns against this model (win_rate, "
+                           "discrete_win_rate, standard_error, n_wins, n_wins_base, n_draws, avg_length, lc_win_rate; "
+                           "percent), the length-controlled win rate from the answers' lengths")
+    rank.add_argument("--control", action="append", choices=("length", "markdown"), metavar="STYLE",
+                      help="with --method bt: style control (Chatbot Arena's contextual Bradley-Terry) for the answers' "
+                           "length and/or Markdown (headers, lists, bold); repeatable. Needs the answers: a study's "
+                           "stored answers, or answer_a / answer_b columns in FILE (length_a / length_b for length)")
+    rank.add_argument("--intervals", choices=("bootstrap", "sandwich"), default="bootstrap",
+                      help="Bradley-Terry: the interval that sets the ranks; the sandwich (robust) interval is always "
+                           "reported beside the bootstrap (default bootstrap)")
+    rank.add_argument("--reweight", action="store_true",
+                      help="Bradley-Terry: weigh each battle by 1/max(battles of its pair, 50), as LMArena does")
+    rank.add_argument("--prior", type=_positive_float, metavar="SD",
+                      help="Bradley-Terry: a weak Gaussian prior on the ratings with this standard deviation in Elo "
+                           "points (e.g. 200: five verdicts stay within 1000 +- 200)")
+    rank.add_argument("--min-battles", type=_non_negative_int, default=None, metavar="N",
+                      help="mark contestants with fewer battles than N preliminary (default 30)")
+    rank.add_argument("--style-reg", type=_non_negative_float, default=None, metavar="R",
+                      help="style control: ridge on the style coefficients, on arena-rank's scale (default 1e-3; "
+                           "arena-rank's own default is 1.0)")
+    rank.add_argument("--lc-rounds", type=_non_negative_int, default=None, metavar="N",
+                      help="bootstrap rounds over instructions for the length-controlled win rate's standard error "
+                           "(default 200)")
+    rank.add_argument("--by", choices=("category", "criterion", "turn"),
+                      help="one leaderboard per question category, criterion or turn, side by side with counts")
+    rank.add_argument("--group", action="append", metavar="VALUE",
+                      help="with --by: only these groups (repeatable; default all)")
     rank.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
     agree = commands.add_parser("agree", help="agreement of judges with a reference (never with their own votes)")
@@ -153,14 +182,19 @@ def _selection(args):
                      common_contestants=args.common_contestants)
 
 
-def _source(args):
-    """A :class:`peercore.study.Study` for ``--study``, or the judgments of the FILE argument."""
+def _source(args, *, extras: tuple[str, ...] = ()):
+    """A :class:`peercore.study.Study` for ``--study``, or the judgments of the FILE argument.
+
+    ``extras`` names optional columns of the file to keep beside the canonical ones
+    (answer texts or lengths, a question category), read by the same careful reader.
+    """
     if (args.file is None) == (args.study is None):
         raise ValueError("give either a judgments FILE or --study NAME (with --db PATH)")
     if args.study is None:
         from peercore.judgments import read_judgments
 
-        return read_judgments(args.file)
+        judgments = read_judgments(args.file)
+        return _with_file_columns(judgments, args.file, extras) if extras else judgments
     from peercore.store import Store
     from peercore.study import Study
 
@@ -168,12 +202,25 @@ def _source(args):
 
 
 def _rank(args) -> int:
-    from peercore.study import Study, aliases_of, rank, select
+    from peercore.study import DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, Study, aliases_of, rank, rank_by, select
 
-    source = _source(args)
+    extras = _needed_columns(args)
+    source = _source(args, extras=extras)
     options = dict(method=args.method, peer_weights=args.peer_weights, weights_from=args.weights_from,
                    bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, soft=args.soft,
-                   weight_normalisation=args.weight_normalisation)
+                   weight_normalisation=args.weight_normalisation, baseline=args.baseline,
+                   controls=tuple(args.control or ()), intervals=args.intervals, reweight=args.reweight,
+                   prior=args.prior, min_battles=PRELIMINARY_BATTLES if args.min_battles is None else args.min_battles,
+                   style_reg=args.style_reg, lc_rounds=DEFAULT_LC_ROUNDS if args.lc_rounds is None else args.lc_rounds)
+    if args.group and not args.by:
+        raise ValueError("--group needs --by category|criterion|turn")
+    if args.by:
+        if isinstance(source, Study):
+            grouped = source.leaderboards_by(_selection(args), by=args.by, groups=args.group, **options)
+        else:
+            grouped = rank_by(select(source, _selection(args)), by=args.by, groups=args.group,
+                              aliases=aliases_of(source), **options)
+        return _print_grouped(grouped, args)
     if isinstance(source, Study):
         board = source.leaderboard(_selection(args), **options)
     else:
@@ -185,17 +232,66 @@ def _rank(args) -> int:
     elif args.format == "csv":
         print(table.to_csv(index=False), end="")
     else:
-        verdicts = "soft verdicts (p_a as fractional wins)" if board.verdicts == "soft" else "hard verdicts"
-        print(f"{board.score_label[:1].upper()}{board.score_label[1:]} from {board.n_judgments:,} judgments "
-              f"({verdicts}; judges: {', '.join(board.judges[:6])}{' ...' if len(board.judges) > 6 else ''})")
-        print(table.to_string(index=False, float_format=_float_format(args.method)))
-        if board.weights is not None:
-            print("\nPeer Rank reviewer weights")
-            print(board.weights.sort_values(ascending=False).to_string(float_format="{:.3f}".format))
+        _print_ranking(board, args)
     if args.format != "json":
         for warning in board.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _print_ranking(board, args) -> None:
+    from peercore.reports import baseline_columns, style_table
+
+    verdicts = "soft verdicts (p_a as fractional wins)" if board.verdicts == "soft" else "hard verdicts"
+    print(f"{board.score_label[:1].upper()}{board.score_label[1:]} from {board.n_judgments:,} judgments "
+          f"({verdicts}; judges: {', '.join(board.judges[:6])}{' ...' if len(board.judges) > 6 else ''})")
+    table = board.table
+    if board.baseline is not None:
+        print(table[baseline_columns(table)].to_string(index=False, float_format="{:.2f}".format))
+        print(f"\nLength-controlled win rate: instruction difficulty {board.baseline['difficulty']}; standard error "
+              f"{board.baseline['lc_standard_error']}.")
+    else:
+        print(table.to_string(index=False, float_format=_float_format(args.method)))
+    if board.style is not None:
+        print("\nStyle coefficients (Elo points per standard deviation of the feature; 95% interval; change in "
+              "P(first wins) between equal models)")
+        print(style_table(board.style).to_string(index=False))
+    if board.weights is not None:
+        print("\nPeer Rank reviewer weights")
+        print(board.weights.sort_values(ascending=False).to_string(float_format="{:.3f}".format))
+
+
+def _print_grouped(grouped, args) -> int:
+    from peercore.reports import grouped_table
+
+    if args.format == "json":
+        print(json.dumps(grouped.to_json(), indent=2))
+        return 0
+    wide = grouped_table(grouped)
+    if args.format == "csv":
+        print(wide.to_csv(index=False), end="")
+    else:
+        print(f"Leaderboards by {grouped.by} (score, rank):")
+        print(wide.to_string(index=False, float_format=_float_format(args.method)))
+        print(f"\nJudgments per {grouped.by}:")
+        print(grouped.counts.to_string())
+    for group, error in grouped.errors.items():
+        print(f"warning: {grouped.by} {group} could not be ranked: {error}", file=sys.stderr)
+    if args.format != "json":
+        for group, ranking in grouped.rankings.items():
+            for warning in ranking.warnings:
+                print(f"warning: {grouped.by} {group}: {warning}", file=sys.stderr)
+    return 0
+
+
+def _needed_columns(args) -> tuple[str, ...]:
+    """Optional columns of a judgment FILE that these options read."""
+    out: tuple[str, ...] = ()
+    if getattr(args, "baseline", None) or getattr(args, "control", None):
+        out += ("answer_a", "answer_b", "length_a", "length_b")
+    if getattr(args, "by", None) == "category" or getattr(args, "category", None):
+        out += ("category",)
+    return out
 
 
 def _agree(args) -> int:
@@ -255,6 +351,43 @@ def _bias(args) -> int:
 
 # ---------------------------------------------------------------------------- helpers
 
+def _with_file_columns(judgments: pd.DataFrame, path: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """``judgments`` plus those of ``columns`` the file has (texts kept as text, lengths as numbers).
+
+    Raises
+    ------
+    ValueError
+        If a length is not a number >= 0 (file, row and value named).
+    """
+    from pathlib import Path
+
+    from peercore.io._common import table_records
+
+    frame, line_of = table_records(Path(path), allow_empty=True)
+    present = [c for c in columns if c in frame.columns]
+    if not present:
+        return judgments
+    if len(frame) != len(judgments):
+        raise ValueError(f"{path}: read {len(frame)} rows for {len(judgments)} judgments")
+    out = judgments.copy()
+    for column in present:
+        values = frame[column].reset_index(drop=True)
+        if column.startswith("length_"):
+            numbers = pd.to_numeric(values.astype(object).where(values.notna() & (values.astype(str) != ""), None),
+                                    errors="coerce")
+            bad = np.flatnonzero((values.notna() & (values.astype(str) != "")).to_numpy() &
+                                 ~(numbers.to_numpy(dtype=float) >= 0))
+            if bad.size:
+                row = int(bad[0])
+                line = line_of(row)
+                raise ValueError(f"{path}: {'line ' + str(line) if line else 'row ' + str(row)}: {column} "
+                                 f"{str(values.iloc[row])[:80]!r} is not a length (a number >= 0)")
+            out[column] = numbers.to_numpy(dtype=float)
+        else:
+            out[column] = values.astype(object).where(values.notna(), None).to_numpy()
+    return out
+
+
 def _float_format(method: str):
     return "{:.4f}".format if method in ("winrate", "poe-gaussian", "poe-bt") else "{:.1f}".format
 
@@ -289,6 +422,26 @@ def int_at_least(minimum: int):
 
 
 _non_negative_int = int_at_least(0)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
 
 
 def _quiet_stdout() -> None:

@@ -30,7 +30,8 @@ __all__ = [
     "initial_and_final", "debate_overview", "opinion_counts", "leader_effect", "leader_adoption", "final_turns",
     "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "accuracy_table", "scaleeval_table",
     "system_summary", "criteria_variation", "run_costs", "scaleeval_pivots", "health_display",
-    "reference_description", "settings_text", "opinion_chart_rows", "adoption_display",
+    "reference_description", "settings_text", "opinion_chart_rows", "adoption_display", "BASELINE_COLUMNS",
+    "baseline_columns", "baseline_display", "style_table", "grouped_table",
 ]
 
 # Leaderboard methods as the page names them -> peercore.study codes.
@@ -539,19 +540,94 @@ def source_table(source: dict) -> pd.DataFrame:
 
 
 def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
-    """The ranked table with readable column names and the interval as one text cell."""
+    """The ranked table with readable column names and the interval as one text cell.
+
+    Columns: ``rank``, ``model``, the score, ``95% interval``, ``battles``, then when
+    the table has them ``rank spread`` (best – worst rank the intervals allow),
+    ``robust interval`` (Bradley-Terry's sandwich interval), ``preliminary``, and for
+    style control ``plain`` (plain Bradley-Terry's rating), ``plain rank`` and
+    ``rank change`` (▲ the model rises once style is controlled).
+    """
     digits = 3 if score_label in ("win rate",) or "PoE" in score_label else 1
-    interval = [
-        "" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}"
-        for lo, hi in zip(table["ci_low"], table["ci_high"])
-    ]
     out = pd.DataFrame({
         "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
-        "95% interval": interval, "battles": table["battles"].astype(int),
+        "95% interval": _intervals(table["ci_low"], table["ci_high"], digits), "battles": table["battles"].astype(int),
     })
-    if "preliminary" in table.columns:  # fewer battles than peercore.study.PRELIMINARY_BATTLES
+    if "rank_worst" in table.columns:
+        out["rank spread"] = [f"{int(b)}" if int(b) == int(w) else f"{int(b)}–{int(w)}"
+                              for b, w in zip(table["rank"], table["rank_worst"])]
+    if "sandwich_low" in table.columns:
+        out["robust interval"] = _intervals(table["sandwich_low"], table["sandwich_high"], digits)
+    if "preliminary" in table.columns:  # fewer battles than the minimum (peercore.study.PRELIMINARY_BATTLES)
+        out["preliminary"] = table["preliminary"].astype(bool).to_numpy()
+    if "plain_score" in table.columns:
+        out["plain"] = table["plain_score"].round(digits + 1).to_numpy()
+        out["plain rank"] = table["plain_rank"].astype(int).to_numpy()
+        out["rank change"] = [_arrow(c) for c in table["rank_change"]]
+    return out
+
+
+def _intervals(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
+    return ["" if pd.isna(lo) or pd.isna(hi) else f"{lo:.{digits}f} – {hi:.{digits}f}" for lo, hi in zip(low, high)]
+
+
+def _arrow(change) -> str:
+    return "" if pd.isna(change) or change == 0 else (f"▲ {int(change)}" if change > 0 else f"▼ {int(-change)}")
+
+
+# AlpacaEval's leaderboard columns, in the order its CSV writes them (rates in percent).
+BASELINE_COLUMNS = ("model", "win_rate", "standard_error", "lc_win_rate", "lc_standard_error", "discrete_win_rate",
+                    "n_wins", "n_wins_base", "n_draws", "n_total", "avg_length")
+
+
+def baseline_columns(table: pd.DataFrame) -> list[str]:
+    """The AlpacaEval columns of a baseline ranking's table, in AlpacaEval's order."""
+    return [c for c in BASELINE_COLUMNS if c in table.columns]
+
+
+def baseline_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The "versus a baseline" view: AlpacaEval's columns with readable names (percent, 2 decimals)."""
+    out = pd.DataFrame({
+        "model": table["model"], "win rate %": table["win_rate"].round(2),
+        "± se": table["standard_error"].round(2),
+        "LC win rate %": table["lc_win_rate"].round(2), "LC ± se": table["lc_standard_error"].round(2),
+        "discrete win rate %": table["discrete_win_rate"].round(2), "wins": table["n_wins"].astype(int),
+        "losses": table["n_wins_base"].astype(int), "draws": table["n_draws"].astype(int),
+        "total": table["n_total"].astype(int),
+        "avg length": table["avg_length"].round(0).astype("Int64"),
+    })
+    if "preliminary" in table.columns:
         out["preliminary"] = table["preliminary"].astype(bool).to_numpy()
     return out
+
+
+def style_table(style: pd.DataFrame) -> pd.DataFrame:
+    """Style control's coefficients for display: Elo points, 95% interval, probability shift."""
+    return pd.DataFrame({
+        "feature": style.index.astype(str), "Elo points per sd": style["coefficient"].round(1).to_numpy(),
+        "95% interval": _intervals(style["ci_low"], style["ci_high"], 1),
+        "P(first wins) shift": style["probability_shift"].round(3).to_numpy(),
+    })
+
+
+def grouped_table(grouped) -> pd.DataFrame:
+    """Leaderboards by group side by side: one row per contestant, ``score (group)`` and ``rank (group)``.
+
+    Contestants absent from a group are empty there; rows follow the first group's order.
+    """
+    order: list[str] = []
+    columns: dict[str, pd.Series] = {}
+    for group, ranking in grouped.rankings.items():
+        table = ranking.table.set_index("model")
+        order += [m for m in table.index if m not in order]
+        columns[f"score ({group})"] = table["score"]
+        columns[f"rank ({group})"] = table["rank"]
+    wide = pd.DataFrame(columns).reindex(order)
+    for column in wide.columns:
+        if column.startswith("rank ("):
+            wide[column] = wide[column].astype("Int64")
+    wide.index.name = "model"
+    return wide.reset_index()
 
 
 def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:

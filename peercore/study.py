@@ -36,10 +36,11 @@ from peercore.judges import base_name, model_of
 from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
 from peercore.ranking._battles import SOFT_COLUMN
+from peercore.ranking.bradley_terry import rank_spread
 
 __all__ = [
     "Study", "Selection", "Ranking", "RANK_METHODS", "PEER_WEIGHT_MODES", "KINDS", "KIND_LABELS", "GOLD_KINDS",
-    "DEFAULT_ELO_SHUFFLES", "DEFAULT_BOOTSTRAP", "PRELIMINARY_BATTLES", "TINY_STUDY", "gold_judgments", "with_gold", "final_verdicts",
+    "DEFAULT_ELO_SHUFFLES", "DEFAULT_BOOTSTRAP", "DEFAULT_LC_ROUNDS", "PRELIMINARY_BATTLES", "GROUPINGS", "TINY_STUDY", "gold_judgments", "with_gold", "final_verdicts",
     "majority_of_votes", "poe_table", "select", "rank", "agreement_table", "aliases_of",
 ]
 
@@ -54,6 +55,7 @@ _KIND_CHOICES = {"llm": ("llm",), "human": ("human",), "gold": GOLD_KINDS, "deba
                  "adjudicator": ("adjudicator",), "vote": ("vote",), "other": ("other",)}
 DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
 DEFAULT_BOOTSTRAP = 100      # bootstrap rounds of the 95% intervals (CLI and pages alike)
+DEFAULT_LC_ROUNDS = 200      # bootstrap rounds (over instructions) of the length-controlled win rate's standard error
 PRELIMINARY_BATTLES = 30     # a contestant with fewer battles is marked preliminary
 TINY_STUDY = 50              # fewer judgments than this in a ranking: say the numbers are unreliable
 CONSENSUS = "debate:consensus"  # the panel of debates whose panel is not recorded
@@ -118,8 +120,15 @@ class Ranking:
     Attributes
     ----------
     table : one row per contestant, best first: ``model, score, rank, ci_low, ci_high,
-        battles, preliminary`` (intervals NaN without bootstrap; ``preliminary`` when
-        the contestant has fewer than :data:`PRELIMINARY_BATTLES` battles).
+        battles``, ``rank_worst`` when there are intervals (``rank`` is the best rank the
+        intervals allow, the Arena rule; ``rank_worst`` the worst), ``preliminary`` (fewer battles than
+        ``min_battles``, by default :data:`PRELIMINARY_BATTLES`); intervals NaN without
+        bootstrap. Bradley-Terry adds ``sandwich_low, sandwich_high`` (the robust
+        interval); style control ``plain_score, plain_rank, rank_change`` (plain
+        Bradley-Terry on the same battles; ``rank_change`` > 0: the model rises once
+        style is controlled); a baseline AlpacaEval's columns ``win_rate,
+        standard_error, discrete_win_rate, n_wins, n_wins_base, n_draws, n_total,
+        avg_length, lc_win_rate, lc_standard_error`` (percent).
     method, peer_weights : as asked.
     score_label : what the score is (``win rate``, ``Elo``, ...).
     verdicts : ``"hard"`` (winners) or ``"soft"`` (the judges' probabilities ``p_a``
@@ -129,6 +138,11 @@ class Ranking:
     weights, history, iterations, converged : Peer Rank's reviewer weights (else None).
     left_out : chosen judges Peer Rank could not weigh (not contestants).
     warnings : sentences about what may mislead (mixed selections, tiny samples).
+    style : style control's coefficients (feature -> ``coefficient`` in Elo points,
+        intervals, ``probability_shift``), else None.
+    baseline : the baseline view's description (``baseline``, ``difficulty``: how the
+        instruction difficulty was had, ``lc_standard_error``: how it was computed).
+    options : ``intervals``, ``reweight``, ``prior``, ``min_battles`` as used.
     """
 
     table: pd.DataFrame
@@ -144,14 +158,29 @@ class Ranking:
     converged: bool | None = None
     left_out: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    style: pd.DataFrame | None = None
+    baseline: dict | None = None
+    options: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        """The JSON the CLI prints (``--format json``) and exports write."""
+        """The JSON the CLI prints (``--format json``) and exports write.
+
+        Style control adds ``"style": {feature: coefficient in Elo points}`` and
+        ``"style_intervals"``; a baseline adds ``"baseline"`` (its description).
+        """
         rows = [{k: _plain(row[k]) for k in self.table.columns} for _, row in self.table.iterrows()]
-        return {"leaderboard": rows, "method": self.method, "peer_weights": self.peer_weights,
-                "verdicts": self.verdicts, "judgments": int(self.n_judgments), "judges": list(self.judges),
-                "weights": None if self.weights is None else {k: float(v) for k, v in self.weights.items()},
-                "warnings": list(self.warnings)}
+        out = {"leaderboard": rows, "method": self.method, "peer_weights": self.peer_weights,
+               "verdicts": self.verdicts, "judgments": int(self.n_judgments), "judges": list(self.judges),
+               "weights": None if self.weights is None else {k: float(v) for k, v in self.weights.items()},
+               "warnings": list(self.warnings), "options": {k: _plain(v) for k, v in self.options.items()}}
+        if self.style is not None:
+            out["style"] = {str(f): float(v) for f, v in self.style["coefficient"].items()}
+            out["style_intervals"] = {str(f): [_plain(lo), _plain(hi)] for f, lo, hi in
+                                      zip(self.style.index, self.style["ci_low"], self.style["ci_high"])}
+            out["style_probability_shift"] = {str(f): float(v) for f, v in self.style["probability_shift"].items()}
+        if self.baseline is not None:
+            out["baseline"] = dict(self.baseline)
+        return out
 
 
 def _plain(value):
@@ -349,7 +378,10 @@ class Study:
     def leaderboard(self, selection: Selection | None = None, *, method: str = "bt", peer_weights: str = "none",
                     weights_from: str = "winrate", bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
                     elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False,
-                    weight_normalisation: str = "sum") -> Ranking:
+                    weight_normalisation: str = "sum", baseline: str | None = None, controls: Sequence[str] = (),
+                    intervals: str = "bootstrap", reweight: bool = False, prior: float | None = None,
+                    min_battles: int = PRELIMINARY_BATTLES, style_reg: float | None = None,
+                    lc_rounds: int = DEFAULT_LC_ROUNDS) -> Ranking:
         """A leaderboard from the selected judgments.
 
         Parameters
@@ -368,19 +400,59 @@ class Study:
             and the seed.
         soft : count the judges' probabilities ``p_a`` as fractional wins where given.
         weight_normalisation : Elo with peer weights (PRD Appendix E), ``sum`` or ``mean``.
+        baseline : with ``method="winrate"``: AlpacaEval's columns for every model
+            against this model, including the length-controlled win rate from the
+            stored answers' lengths (:func:`peercore.ranking.alpacaeval.baseline_win_rates`).
+        controls : with ``method="bt"``: style control (``length``, ``markdown``) from the
+            stored answers (:mod:`peercore.ranking.contextual`), beside plain
+            Bradley-Terry on the same battles.
+        intervals : Bradley-Terry: ``bootstrap`` (default) or ``sandwich`` (robust), the
+            interval that sets the ranks; the sandwich interval is always reported.
+        reweight : Bradley-Terry: LMArena's :math:`1/\\max(n_{pair}, 50)` battle weights.
+        prior : Bradley-Terry: standard deviation (Elo points) of a weak prior on the
+            ratings, e.g. 200.
+        min_battles : fewer battles than this marks a contestant preliminary.
+        style_reg : style control's ridge on arena-rank's scale (default
+            :data:`peercore.ranking.contextual.DEFAULT_REG`).
+        lc_rounds : bootstrap rounds of the length-controlled win rate's standard error.
 
         Raises
         ------
         ValueError
-            On an unknown method, a selection that matches no judgment, or Peer Rank
-            with fewer than two judges that are contestants.
+            On an unknown method, a selection that matches no judgment, Peer Rank
+            with fewer than two judges that are contestants, or an option the method
+            does not take.
         """
         selection = selection or Selection()
         chosen = self.judgments(selection)
         flagged = self.flagged_judges(chosen["judge"].unique()) if len(chosen) else {}
+        answers = self._memo("answers", lambda: self.store.answers(self.name)) if (baseline or controls) else None
         return rank(chosen, method=method, peer_weights=peer_weights, weights_from=weights_from,
                     aliases=self.aliases(), bootstrap=bootstrap, seed=seed, elo_shuffles=elo_shuffles, soft=soft,
-                    weight_normalisation=weight_normalisation, flagged=flagged)
+                    weight_normalisation=weight_normalisation, flagged=flagged, baseline=baseline,
+                    controls=controls, answers=answers, intervals=intervals, reweight=reweight, prior=prior,
+                    min_battles=min_battles, style_reg=style_reg, lc_rounds=lc_rounds)
+
+    def leaderboards_by(self, selection: Selection | None = None, *, by: str = "category",
+                        groups: Sequence | None = None, **options) -> "GroupedRanking":
+        """One leaderboard per question category, criterion or turn, side by side (:func:`rank_by`).
+
+        Parameters
+        ----------
+        selection : the judgments (its own ``categories`` / ``criteria`` / ``turns``
+            filter still applies).
+        by : ``category`` (a question's category, or its debates' scenario), ``criterion``
+            or ``turn``.
+        groups : which values of ``by`` (default: all, most judgments first).
+        **options : as :meth:`leaderboard`.
+        """
+        selection = selection or Selection()
+        chosen = self.judgments(selection)
+        flagged = self.flagged_judges(chosen["judge"].unique()) if len(chosen) else {}
+        if options.get("baseline") or options.get("controls"):
+            options = dict(options, answers=self._memo("answers", lambda: self.store.answers(self.name)))
+        return rank_by(chosen, by=by, groups=groups, question_groups=self.question_groups(), aliases=self.aliases(),
+                       flagged=flagged, **options)
 
     # ----------------------------------------------------------------- judges' health
 
@@ -462,14 +534,13 @@ def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str,
         keep &= _judge_mask(judge, selection.judges)
     if selection.kinds is not None:
         wanted = {k for choice in selection.kinds for k in _KIND_CHOICES[choice]}
-        keep &= judge.map(lambda j: kinds.get(j, _prefix_kind(j)) in wanted).to_numpy(dtype=bool)
+        chosen_kind = {j: kinds.get(j, _prefix_kind(j)) in wanted for j in pd.unique(judge)}
+        keep &= judge.map(chosen_kind).to_numpy(dtype=bool)
     if selection.contestants is not None:
         names = set(selection.contestants)
         keep &= (frame["model_a"].isin(names) & frame["model_b"].isin(names)).to_numpy(dtype=bool)
     if selection.categories is not None:
-        group = groups or {}
-        keep &= frame["question_id"].astype(str).map(lambda q: group.get(q, "(none)")).isin(
-            set(selection.categories)).to_numpy(dtype=bool)
+        keep &= group_labels(frame, "category", groups).isin(set(selection.categories)).to_numpy(dtype=bool)
     if selection.criteria is not None:
         keep &= frame["criterion"].fillna("").isin(set(selection.criteria)).to_numpy(dtype=bool)
     if selection.turns is not None:
@@ -487,24 +558,26 @@ def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str,
 def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none", weights_from: str = "winrate",
          aliases: Mapping[str, str] | None = None, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
          elo_shuffles: int = DEFAULT_ELO_SHUFFLES, soft: bool = False, weight_normalisation: str = "sum",
-         flagged: Mapping[str, str] | None = None) -> Ranking:
+         flagged: Mapping[str, str] | None = None, baseline: str | None = None, controls: Sequence[str] = (),
+         answers: pd.DataFrame | None = None, intervals: str = "bootstrap", reweight: bool = False,
+         prior: float | None = None, min_battles: int = PRELIMINARY_BATTLES, style_reg: float | None = None,
+         lc_rounds: int = DEFAULT_LC_ROUNDS) -> Ranking:
     """Rank the contestants of already selected judgments (:meth:`Study.leaderboard` without the store).
 
     Parameters are those of :meth:`Study.leaderboard`; ``aliases`` (judge -> contestant)
-    are needed by Peer Rank, ``flagged`` (judge -> reason) adds the health warnings.
+    are needed by Peer Rank, ``flagged`` (judge -> reason) adds the health warnings,
+    ``answers`` (``question_id, model, answer[, turn]``) give the answers' texts for
+    style control and the baseline view's lengths (a judgment file's ``answer_a`` /
+    ``answer_b`` or ``length_a`` / ``length_b`` columns are used instead when present).
 
     Raises
     ------
     ValueError
-        On an unknown method, no judgments, or Peer Rank with fewer than two judges that
-        are contestants (named).
+        On an unknown method, no judgments, Peer Rank with fewer than two judges that
+        are contestants (named), an option the method does not take, or style control
+        without answers.
     """
-    if method not in RANK_METHODS:
-        raise ValueError(f"method must be one of {RANK_METHODS}, got {method!r}")
-    if peer_weights not in PEER_WEIGHT_MODES:
-        raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
-    if method.startswith("poe") and peer_weights != "none":
-        raise ValueError("Product-of-Experts scores take no Peer Rank weights (peer_weights='none')")
+    _check_rank_options(method, peer_weights, baseline, controls, intervals, reweight, prior, min_battles)
     if len(chosen) == 0:
         raise ValueError("the selection holds no judgments to rank")
     aliases = dict(aliases or {})
@@ -523,7 +596,7 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                             f"contestant are left out: {', '.join(left_out)}")
             chosen = chosen[chosen["judge"].isin(kept)].reset_index(drop=True)
     verdicts = "hard"
-    if soft:
+    if soft and baseline is None:
         if chosen["p_a"].notna().any():
             chosen = chosen.assign(**{SOFT_COLUMN: chosen["p_a"]})
             verdicts = "soft"
@@ -532,7 +605,16 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                             "verdicts were used")
     warnings += _mixed_selection_warnings(chosen)
     judges = tuple(sorted(chosen["judge"].unique()))
-    if method.startswith("poe"):
+    options = {"intervals": intervals, "reweight": bool(reweight), "prior": prior, "min_battles": int(min_battles)}
+    if baseline is not None:
+        ranking = _baseline_ranking(chosen, baseline=baseline, answers=answers, lc_rounds=lc_rounds, seed=seed,
+                                    judges=judges, warnings=warnings)
+    elif controls:
+        ranking = _style_ranking(chosen, controls=tuple(controls), answers=answers, bootstrap=bootstrap, seed=seed,
+                                 intervals=intervals, reweight=reweight, prior=prior, style_reg=style_reg,
+                                 verdicts=verdicts, judges=judges, warnings=warnings, peer_weights=peer_weights,
+                                 aliases=aliases, weights_from=weights_from, elo_shuffles=elo_shuffles)
+    elif method.startswith("poe"):
         table = poe_table(chosen, method=method.replace("-", "_"))
         label = {"poe-gaussian": "PoE-Gaussian score", "poe-bt": "PoE-BT score"}[method]
         ranking = Ranking(table=table, method=method, peer_weights="none", score_label=label,
@@ -543,7 +625,8 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
 
         board = leaderboard(chosen, method=method, peer_weights=peer_weights, aliases=aliases, bootstrap=bootstrap,
                             seed=seed, elo_shuffles=elo_shuffles, weight_normalisation=weight_normalisation,
-                            weights_from=weights_from)
+                            weights_from=weights_from, **({"intervals": intervals, "reweight": reweight,
+                                                           "prior": prior} if method == "bt" else {}))
         peer = board.peer_rank
         label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[method]
         ranking = Ranking(table=board.table, method=method, peer_weights=peer_weights, score_label=label,
@@ -551,22 +634,226 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                           history=None if peer is None else peer.history,
                           iterations=None if peer is None else peer.iterations,
                           converged=None if peer is None else peer.converged)
-    table = ranking.table.assign(preliminary=ranking.table["battles"] < PRELIMINARY_BATTLES)
+    if "rank_worst" not in ranking.table.columns and ranking.table["ci_low"].notna().any():
+        table = ranking.table
+        low = table["ci_low"].where(table["ci_low"].notna(), table["score"])
+        high = table["ci_high"].where(table["ci_high"].notna(), table["score"])
+        ranking = replace(ranking, table=table.assign(rank_worst=rank_spread(low, high)["rank_worst"].to_numpy()))
+    table = ranking.table.assign(preliminary=ranking.table["battles"] < min_battles)
     if len(chosen) < TINY_STUDY:
         warnings.append(f"only {len(chosen)} judgments: ratings from so few verdicts are unreliable (every "
-                        "contestant is preliminary)")
+                        "contestant is preliminary)" + ("" if prior is not None or method != "bt" else
+                                                         "; a weak prior (--prior 200) keeps them near 1000"))
     elif table["preliminary"].any():
         few = table.loc[table["preliminary"], "model"].tolist()
         warnings.append(f"{', '.join(map(str, few[:8]))}{' ...' if len(few) > 8 else ''} "
-                        f"{'has' if len(few) == 1 else 'have'} fewer than {PRELIMINARY_BATTLES} battles "
+                        f"{'has' if len(few) == 1 else 'have'} fewer than {min_battles} battles "
                         "(preliminary)")
     for judge, reason in (flagged or {}).items():
         if judge in judges:
             warnings.append(f"judge {judge} is flagged as carrying no information ({reason}); try the "
                             "label-probability classifier (--method auto) scored in both orders, or a stronger judge")
-    return replace(ranking, table=table, left_out=tuple(left_out), warnings=tuple(warnings))
+    return replace(ranking, table=table, left_out=tuple(left_out), warnings=tuple(ranking.warnings) + tuple(warnings),
+                   options=options)
 
 
+GROUPINGS = ("category", "criterion", "turn")
+
+
+@dataclass(frozen=True)
+class GroupedRanking:
+    """Leaderboards of one selection split by question category, criterion or turn (:func:`rank_by`).
+
+    Attributes
+    ----------
+    by : ``category``, ``criterion`` or ``turn``.
+    rankings : group -> :class:`Ranking` (groups in the order asked, else most judgments first).
+    counts : indexed by group: ``judgments`` and ``contestants`` counted in it.
+    errors : group -> why it could not be ranked (e.g. one contestant only).
+    """
+
+    by: str
+    rankings: dict
+    counts: pd.DataFrame
+    errors: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"by": self.by, "groups": {str(g): r.to_json() for g, r in self.rankings.items()},
+                "counts": {str(g): {k: int(v) for k, v in row.items()} for g, row in self.counts.iterrows()},
+                "errors": {str(g): e for g, e in self.errors.items()}}
+
+
+def group_labels(judgments: pd.DataFrame, by: str, question_groups: Mapping[str, str] | None = None) -> pd.Series:
+    """The group of every judgment: its question's category, its criterion or its turn (as text).
+
+    A category comes from ``question_groups`` (question_id -> category, a study's), else
+    from a ``category`` column (a file's); ``"(none)"`` when unknown. A verdict without a
+    criterion is in ``"(none)"``; without a turn, in turn ``"1"``.
+
+    Raises
+    ------
+    ValueError
+        If ``by`` is not one of :data:`GROUPINGS`.
+    """
+    if by not in GROUPINGS:
+        raise ValueError(f"by must be one of {GROUPINGS}, got {by!r}")
+    if by == "category":
+        if question_groups:
+            qid = judgments["question_id"].astype(str)
+            unique = pd.unique(qid)
+            lookup = {q: question_groups.get(q, "(none)") for q in unique}
+            return qid.map(lookup).astype(str)
+        if "category" in judgments.columns:
+            return judgments["category"].astype(object).where(judgments["category"].notna(), "(none)").astype(str)
+        return pd.Series("(none)", index=judgments.index)
+    if by == "criterion":
+        return judgments["criterion"].astype(object).where(judgments["criterion"].fillna("") != "", "(none)").astype(str)
+    return judgments["turn"].fillna(1).astype(int).astype(str)
+
+
+def rank_by(chosen: pd.DataFrame, *, by: str = "category", groups: Sequence | None = None,
+            question_groups: Mapping[str, str] | None = None, **options) -> GroupedRanking:
+    """:func:`rank` separately within each group of :func:`group_labels` (leaderboards side by side).
+
+    Parameters
+    ----------
+    chosen : the selected judgments.
+    by, question_groups : see :func:`group_labels`.
+    groups : which groups (as text; default all, most judgments first).
+    **options : as :func:`rank` (the same method and options in every group).
+
+    Raises
+    ------
+    ValueError
+        If ``by`` is unknown, a requested group has no judgment, or no group could be ranked.
+    """
+    labels = group_labels(chosen, by, question_groups)
+    sizes = labels.value_counts()
+    order = sorted(sizes.index, key=lambda g: (-sizes[g], g)) if groups is None else [str(g) for g in groups]
+    missing = [g for g in order if g not in sizes.index]
+    if missing:
+        raise ValueError(f"{by} {missing} has no judgment in the selection; {by}s are {sorted(sizes.index)}")
+    rankings, errors, counts = {}, {}, []
+    for group in order:
+        part = chosen[(labels == group).to_numpy()].reset_index(drop=True)
+        contestants = len(set(part["model_a"]) | set(part["model_b"]))
+        counts.append((group, len(part), contestants))
+        try:
+            rankings[group] = rank(part, **options)
+        except ValueError as error:
+            errors[group] = str(error)
+    if not rankings:
+        raise ValueError(f"no {by} could be ranked: " + "; ".join(f"{g}: {e}" for g, e in errors.items()))
+    table = pd.DataFrame(counts, columns=[by, "judgments", "contestants"]).set_index(by)
+    return GroupedRanking(by=by, rankings=rankings, counts=table, errors=errors)
+
+
+def _check_rank_options(method, peer_weights, baseline, controls, intervals, reweight, prior, min_battles) -> None:
+    from peercore.ranking.bradley_terry import INTERVALS
+    from peercore.ranking.style import CONTROLS
+
+    if method not in RANK_METHODS:
+        raise ValueError(f"method must be one of {RANK_METHODS}, got {method!r}")
+    if peer_weights not in PEER_WEIGHT_MODES:
+        raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
+    if method.startswith("poe") and peer_weights != "none":
+        raise ValueError("Product-of-Experts scores take no Peer Rank weights (peer_weights='none')")
+    if intervals not in INTERVALS:
+        raise ValueError(f"intervals must be one of {INTERVALS}, got {intervals!r}")
+    if baseline is not None and method != "winrate":
+        raise ValueError(f"a baseline goes with method 'winrate' (AlpacaEval's win rates against it), got method "
+                         f"{method!r}")
+    if baseline is not None and peer_weights != "none":
+        raise ValueError("win rates against a baseline take no Peer Rank weights (peer_weights='none')")
+    unknown = [c for c in controls if c not in CONTROLS]
+    if unknown:
+        raise ValueError(f"controls must be among {tuple(CONTROLS)}, got {unknown}")
+    if controls and method != "bt":
+        raise ValueError(f"style control is a Bradley-Terry model (method 'bt'), got method {method!r}")
+    if method != "bt" and (intervals != "bootstrap" or reweight or prior is not None):
+        raise ValueError(f"sandwich intervals, reweighting and a prior are Bradley-Terry options (method 'bt'); got "
+                         f"method {method!r}")
+    if isinstance(min_battles, bool) or not isinstance(min_battles, (int, np.integer)) or min_battles < 0:
+        raise ValueError(f"min_battles must be a whole number >= 0, got {min_battles!r}")
+
+
+def _baseline_ranking(chosen: pd.DataFrame, *, baseline: str, answers, lc_rounds: int, seed: int, judges,
+                      warnings: list[str]) -> Ranking:
+    """AlpacaEval's columns against ``baseline`` (:func:`peercore.ranking.alpacaeval.baseline_win_rates`)."""
+    from peercore.ranking.alpacaeval import baseline_win_rates
+    from peercore.ranking.style import battle_lengths
+
+    lengths = battle_lengths(chosen, answers)
+    result = baseline_win_rates(chosen, baseline=baseline, lengths=lengths, lc_rounds=lc_rounds, seed=seed)
+    alpaca = result.table
+    score = alpaca["win_rate"]
+    half = _Z95 * alpaca["standard_error"].fillna(0.0)
+    table = pd.DataFrame({"model": alpaca["model"], "score": score, "ci_low": score - half, "ci_high": score + half,
+                          "battles": alpaca["n_total"].astype(int)})
+    spread = rank_spread(table["ci_low"], table["ci_high"])
+    table.insert(2, "rank", spread["rank"].to_numpy())
+    table["rank_worst"] = spread["rank_worst"].to_numpy()
+    table = pd.concat([table, alpaca.drop(columns=["model"])], axis=1)
+    if result.difficulty == "no lengths":
+        warnings.append("no answer lengths (import the answers, or give answer_a / answer_b or length_a / length_b "
+                        "columns): avg_length and the length-controlled win rate are empty")
+    soft = bool(chosen["p_a"].notna().any())
+    return Ranking(table=table.reset_index(drop=True), method="winrate", peer_weights="none",
+                   score_label=f"win rate vs {baseline} (%)", verdicts="soft" if soft else "hard", judges=judges,
+                   n_judgments=int(alpaca.loc[alpaca["model"] != baseline, "n_total"].sum()),
+                   baseline=result.describe())
+
+
+def _style_ranking(chosen: pd.DataFrame, *, controls, answers, bootstrap, seed, intervals, reweight, prior, style_reg,
+                   verdicts, judges, warnings: list[str], peer_weights, aliases, weights_from, elo_shuffles) -> Ranking:
+    """Style-controlled Bradley-Terry beside plain Bradley-Terry on the same battles (Chatbot Arena)."""
+    from peercore.ranking._battles import encode
+    from peercore.ranking.bradley_terry import bradley_terry_intervals
+    from peercore.ranking.contextual import DEFAULT_REG, contextual_bradley_terry
+    from peercore.ranking.style import features_for_controls, style_features
+
+    names = features_for_controls(controls)
+    features = style_features(chosen, answers, features=names)
+    known = features.notna().all(axis=1).to_numpy()
+    if not known.any():
+        raise ValueError("style control needs both answers of a battle; none of the chosen battles has them (import "
+                         "the answers, or give answer_a / answer_b columns)")
+    if not known.all():
+        warnings.append(f"{int((~known).sum()):,} of {len(known):,} battles lack an answer's text and are left out of "
+                        "both the plain and the style-controlled fit")
+        chosen = chosen[known].reset_index(drop=True)
+        features = features[known].reset_index(drop=True)
+    weights = None
+    peer = None
+    if peer_weights != "none":
+        from peercore.ranking.peer_rank import fixed_point_weights, prd_weights
+
+        make = prd_weights if peer_weights == "prd" else fixed_point_weights
+        peer = make(chosen, aliases=aliases, method=weights_from, elo_shuffles=elo_shuffles, seed=seed)
+        weights = peer.weights.to_dict()
+    battles = encode(chosen)  # encoded once for both fits
+    kind = "bootstrap" if intervals == "bootstrap" else "sandwich"
+    styled = contextual_bradley_terry(battles, features, reg=DEFAULT_REG if style_reg is None else style_reg,
+                                      rounds=bootstrap if kind == "bootstrap" else 0, seed=seed, intervals=kind,
+                                      weights=weights, reweight=reweight, prior=prior)
+    plain = bradley_terry_intervals(battles, rounds=bootstrap if kind == "bootstrap" else 0, seed=seed,
+                                    intervals=kind, weights=weights, reweight=reweight, prior=prior)
+    t = styled.table
+    table = pd.DataFrame({"model": t.index, "score": t["rating"].to_numpy(), "rank": t["rank"].to_numpy(),
+                          "ci_low": t["ci_low"].to_numpy(), "ci_high": t["ci_high"].to_numpy(),
+                          "battles": t["battles"].astype(int).to_numpy(), "sandwich_low": t["sandwich_low"].to_numpy(),
+                          "sandwich_high": t["sandwich_high"].to_numpy(), "rank_worst": t["rank_worst"].to_numpy()})
+    table["plain_score"] = plain["rating"].reindex(t.index).to_numpy()
+    table["plain_rank"] = plain["rank"].reindex(t.index).to_numpy()
+    table["rank_change"] = table["plain_rank"] - table["rank"]
+    table = table.sort_values(["rank", "score", "model"], ascending=[True, False, True], kind="stable")
+    label = f"Bradley-Terry, style-controlled ({' + '.join(controls)})"
+    return Ranking(table=table.reset_index(drop=True), method="bt", peer_weights=peer_weights, score_label=label,
+                   verdicts=verdicts, judges=judges, n_judgments=len(chosen),
+                   weights=None if peer is None else peer.weights, style=styled.coefficients,
+                   history=None if peer is None else peer.history,
+                   iterations=None if peer is None else peer.iterations,
+                   converged=None if peer is None else peer.converged)
 
 
 def agreement_table(judgments: pd.DataFrame, judge: str, reference: str, *, ties: str = "include",
@@ -609,9 +896,9 @@ def agreement_table(judgments: pd.DataFrame, judge: str, reference: str, *, ties
 
 def aliases_of(judgments: pd.DataFrame, stored: Mapping[str, str] | None = None) -> dict[str, str]:
     """judge -> contestant for the judges of a table that are contestants (:func:`peercore.judges.model_of`)."""
-    contestants = set(judgments["model_a"].astype(str)) | set(judgments["model_b"].astype(str))
+    contestants = {str(m) for m in pd.unique(judgments["model_a"])} | {str(m) for m in pd.unique(judgments["model_b"])}
     out = {}
-    for judge in judgments["judge"].astype(str).unique():
+    for judge in (str(j) for j in pd.unique(judgments["judge"])):
         model = model_of(judge, contestants, stored)
         if model is not None:
             out[judge] = model
@@ -668,30 +955,53 @@ def majority_of_votes(judgments: pd.DataFrame) -> pd.DataFrame:
     Votes of one judge on the same (question_id, model_a, model_b, criterion, turn,
     round) are combined: the winner with more votes wins, a tie when split evenly
     (ties count 0); ``p_a`` is their mean. Judgments without repeated votes come back
-    unchanged (the ``vote`` column, if any, is dropped).
+    unchanged (the ``vote`` column, if any, is dropped); extra columns (a file's answer
+    texts) are kept from the first vote.
     """
     frame = judgments.drop(columns=["vote"], errors="ignore")
     if len(frame) == 0:
         return frame
     key = ["question_id", "model_a", "model_b", "judge", "criterion", "turn", "round"]
-    filled = frame[key].astype(object).where(frame[key].notna(), "\x00")
-    duplicated = filled.duplicated(keep=False).to_numpy()
+    group = _row_groups(frame, key)
+    sizes = np.bincount(group)
+    duplicated = sizes[group] > 1
     if not duplicated.any():
         return frame
     single, repeated = frame[~duplicated], frame[duplicated]
-    score = repeated["winner"].map(_VOTE).astype(float)
-    grouped = pd.DataFrame({"g": filled[duplicated].apply(tuple, axis=1), "score": score,
-                            "p_a": repeated["p_a"]}).groupby("g", sort=False)
-    total = grouped["score"].sum()
-    p_mean = grouped["p_a"].mean()
-    first = repeated.loc[~filled[duplicated].duplicated(keep="first").to_numpy()].copy()
-    groups = filled[duplicated].loc[first.index].apply(tuple, axis=1)
-    votes = groups.map(total)
+    repeated_group = group[duplicated]
+    score = repeated["winner"].map(_VOTE).to_numpy(dtype=float)
+    n_groups = len(sizes)
+    total = np.bincount(repeated_group, score, minlength=n_groups)
+    p = repeated["p_a"].to_numpy(dtype=float)
+    given = ~np.isnan(p)
+    p_sum = np.bincount(repeated_group[given], p[given], minlength=n_groups)
+    p_count = np.bincount(repeated_group[given], minlength=n_groups)
+    first_mask = ~pd.Series(repeated_group).duplicated(keep="first").to_numpy()
+    first = repeated[first_mask].copy()
+    first_group = repeated_group[first_mask]
+    votes = total[first_group]
     first["winner"] = np.where(votes > 0, "model_a", np.where(votes < 0, "model_b", "tie"))
-    first["p_a"] = groups.map(p_mean).to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        first["p_a"] = np.where(p_count[first_group] > 0, p_sum[first_group] / np.maximum(p_count[first_group], 1),
+                                np.nan)
     first["rationale"] = pd.array([None] * len(first), dtype="str")
     out = pd.concat([single, first]).sort_index(kind="stable")
-    return concat([out[list(COLUMNS)]]) if set(out.columns) >= set(COLUMNS) else out.reset_index(drop=True)
+    if not set(out.columns) >= set(COLUMNS):
+        return out.reset_index(drop=True)
+    extras = [c for c in out.columns if c not in COLUMNS]
+    canonical = concat([out[list(COLUMNS)]])
+    for column in extras:
+        canonical[column] = out[column].to_numpy()
+    return canonical
+
+
+def _row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """An integer id per distinct combination of ``columns`` (missing values are a value)."""
+    combined = np.zeros(len(frame), dtype=np.int64)
+    for column in columns:
+        codes = pd.factorize(frame[column], use_na_sentinel=True)[0].astype(np.int64) + 1
+        combined = pd.factorize(combined * (int(codes.max(initial=0)) + 1) + codes)[0].astype(np.int64)
+    return combined
 
 
 def _common_contestants(judgments: pd.DataFrame) -> pd.DataFrame:

@@ -59,7 +59,7 @@ from scipy.special import expit
 from peercore.errors import ConvergenceError
 
 __all__ = [
-    "Design", "Solution", "fit", "fit_rounds", "fit_batch", "information", "meat", "sandwich", "laplacian",
+    "Design", "Solution", "fit", "fit_rounds", "fit_batch", "fit_glm_batch", "information", "meat", "sandwich", "laplacian",
     "objective", "DEFAULT_L2",
 ]
 
@@ -584,3 +584,63 @@ def _batch_objective(s, i, j, y, w, l2, offset) -> np.ndarray:
     flat = s.ravel()
     x = flat[_flat(i, n)] - flat[_flat(j, n)] + offset
     return (w * (-y * np.logaddexp(0.0, -x) - (1.0 - y) * np.logaddexp(0.0, x))).sum(axis=1) - 0.5 * l2 * (s * s).sum(axis=1)
+
+
+def fit_glm_batch(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, l2_features=0.0, start: np.ndarray | None = None,
+                  tol: float = 1e-9, max_iter: int = 100) -> np.ndarray:
+    """Covariates-only fits of one design under B weightings at once (e.g. bootstrap rounds of a GLM).
+
+    The objective of :func:`fit` with ``n = 0``: rows ``x`` (R, k), outcomes ``y`` (R,),
+    and weights ``w`` (B, R), one row per fit. Plain Newton with backtracking per fit.
+
+    Returns
+    -------
+    (B, k) coefficients.
+
+    Raises
+    ------
+    ConvergenceError
+        If a fit reaches ``max_iter``.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    w = np.atleast_2d(np.asarray(w, dtype=float))
+    b, k = w.shape[0], x.shape[1]
+    mu = np.broadcast_to(np.asarray(l2_features, dtype=float), (k,))
+    beta = np.zeros((b, k)) if start is None else np.tile(np.asarray(start, dtype=float), (b, 1))
+
+    def value(coef, weights):
+        eta = coef @ x.T
+        return -(weights * (y * np.logaddexp(0.0, -eta) + (1.0 - y) * np.logaddexp(0.0, eta))).sum(axis=1) \
+            - 0.5 * (mu * coef * coef).sum(axis=1)
+
+    current = value(beta, w)
+    active = np.ones(b, dtype=bool)
+    change = np.full(b, np.inf)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            return beta
+        p = expit(beta[idx] @ x.T)
+        gradient = (w[idx] * (y - p)) @ x - mu * beta[idx]
+        curvature = w[idx] * p * (1.0 - p)
+        hessian = np.einsum("br,rf,rg->bfg", curvature, x, x) + np.diag(mu)
+        step = np.linalg.solve(hessian + 1e-12 * np.eye(k), gradient[..., None])[..., 0]
+        t = np.ones(idx.size)
+        accepted = np.zeros(idx.size, dtype=bool)
+        trial_beta, trial_value = beta[idx].copy(), current[idx].copy()
+        while not accepted.all():
+            todo = np.flatnonzero(~accepted)
+            candidate = beta[idx[todo]] + t[todo, None] * step[todo]
+            cand_value = value(candidate, w[idx[todo]])
+            ok = (cand_value >= current[idx[todo]] - 1e-12 * np.abs(current[idx[todo]])) | (t[todo] < 1e-10)
+            trial_beta[todo[ok]], trial_value[todo[ok]] = candidate[ok], cand_value[ok]
+            accepted[todo[ok]] = True
+            t[todo[~ok]] *= 0.5
+        moved = np.max(np.abs(trial_beta - beta[idx]), axis=1)
+        beta[idx], current[idx], change[idx] = trial_beta, trial_value, moved
+        active[idx[moved < tol]] = False
+    if active.any():
+        raise ConvergenceError("batched GLM Newton iteration", iterations=max_iter, change=float(change[active].max()),
+                               tol=tol)
+    return beta

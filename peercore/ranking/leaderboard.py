@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from peercore.ranking.bradley_terry import arena_ranks, bradley_terry_intervals
+from peercore.ranking.bradley_terry import INTERVALS, bradley_terry_intervals, rank_spread
 from peercore.ranking.elo import WEIGHT_NORMALISATIONS, elo_intervals
 from peercore.ranking.peer_rank import PeerRankResult, fixed_point_weights, prd_weights
 from peercore.ranking.winrate import win_rate_intervals
@@ -22,6 +22,8 @@ __all__ = ["Leaderboard", "leaderboard", "select_judges", "RANK_METHODS", "PEER_
 RANK_METHODS = ("winrate", "elo", "bt")
 PEER_WEIGHT_MODES = ("none", "prd", "fixed-point")
 LEADERBOARD_COLUMNS = ("model", "score", "rank", "ci_low", "ci_high", "battles")
+# Bradley-Terry adds its robust interval; every method the worst rank its intervals allow.
+EXTRA_COLUMNS = ("sandwich_low", "sandwich_high", "rank_worst")
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ class Leaderboard:
     Attributes
     ----------
     table : one row per model, best first, columns ``model, score, rank, ci_low,
-        ci_high, battles`` (intervals NaN without bootstrap).
+        ci_high, battles`` (intervals NaN without bootstrap), then, when there are
+        intervals, ``rank_worst`` (the worst rank they allow; ``rank`` is the best) and, for Bradley-Terry,
+        ``sandwich_low, sandwich_high`` (the robust interval).
     method : ``winrate``, ``elo`` or ``bt``.
     weights : judge -> Peer Rank weight, or None when reviews count equally.
     peer_rank : the full Peer Rank result (weight history), or None.
@@ -81,6 +85,9 @@ def leaderboard(
     temperature: float = 0.2,
     weight_normalisation: str = "sum",
     weights_from: str | None = None,
+    intervals: str = "bootstrap",
+    reweight: bool = False,
+    prior: float | None = None,
 ) -> Leaderboard:
     """Rank contestants from judgments.
 
@@ -108,6 +115,10 @@ def leaderboard(
         ``"elo"``, ``"bt"``); default the ranking ``method``. PRD's Table 2 ranks by
         weighted Elo with weights derived from win rates (``method="elo",
         weights_from="winrate"``).
+    intervals, reweight, prior : Bradley-Terry only: which interval sets the ranks
+        (``"bootstrap"`` or ``"sandwich"``), LMArena's :math:`1/\\max(n_{pair}, 50)`
+        reweighting, and a weak prior's standard deviation in Elo points (see
+        :func:`peercore.ranking.bradley_terry.bradley_terry_intervals`).
 
     Returns
     -------
@@ -119,6 +130,11 @@ def leaderboard(
         raise ValueError(f"peer_weights must be one of {PEER_WEIGHT_MODES}, got {peer_weights!r}")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be >= 0, got {bootstrap!r}")
+    if intervals not in INTERVALS:
+        raise ValueError(f"intervals must be one of {INTERVALS}, got {intervals!r}")
+    if method != "bt" and (intervals != "bootstrap" or reweight or prior is not None):
+        raise ValueError(f"sandwich intervals, reweighting and a prior are Bradley-Terry options (method 'bt'); "
+                         f"got method {method!r}")
     if weight_normalisation not in WEIGHT_NORMALISATIONS:
         raise ValueError(f"weight_normalisation must be one of {WEIGHT_NORMALISATIONS}, got {weight_normalisation!r}")
     chosen = select_judges(judgments, judges)
@@ -140,7 +156,8 @@ def leaderboard(
         scored = elo_intervals(chosen, rounds=bootstrap, seed=seed, shuffles=elo_shuffles, weights=weights,
                                weight_normalisation=weight_normalisation).rename(columns={"elo": "score"})
     else:
-        scored = bradley_terry_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights).rename(columns={"rating": "score"})
+        scored = bradley_terry_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights, intervals=intervals,
+                                         reweight=reweight, prior=prior).rename(columns={"rating": "score"})
     table = _ranked(scored)
     return Leaderboard(table=table, method=method, weights=None if peer is None else peer.weights, peer_rank=peer,
                        n_judgments=len(chosen))
@@ -149,8 +166,12 @@ def leaderboard(
 def _ranked(scored: pd.DataFrame) -> pd.DataFrame:
     low = scored["ci_low"].where(scored["ci_low"].notna(), scored["score"])
     high = scored["ci_high"].where(scored["ci_high"].notna(), scored["score"])
-    out = scored.assign(rank=arena_ranks(low, high).to_numpy())
+    spread = rank_spread(low, high)
+    out = scored.assign(rank=spread["rank"].to_numpy(), rank_worst=spread["rank_worst"].to_numpy())
     out = out.reset_index().rename(columns={"index": "model"})
     out = out.sort_values(["rank", "score", "model"], ascending=[True, False, True], kind="stable")
     out["battles"] = out["battles"].astype(int)
-    return out[list(LEADERBOARD_COLUMNS)].reset_index(drop=True)
+    if scored["ci_low"].isna().all():  # no intervals (no bootstrap): no rank spread to speak of
+        out = out.drop(columns=["rank_worst"])
+    columns = list(LEADERBOARD_COLUMNS) + [c for c in EXTRA_COLUMNS if c in out.columns]
+    return out[columns].reset_index(drop=True)

@@ -26,9 +26,11 @@ def test_rank_json_shape(judgments_file, capsys):
     assert main(["rank", str(judgments_file), "--method", "bt", "--bootstrap", "50", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"leaderboard", "weights", "method", "peer_weights", "verdicts", "judgments", "judges",
-                            "warnings"} and payload["weights"] is None
+                            "warnings", "options"} and payload["weights"] is None
+    assert payload["options"] == {"intervals": "bootstrap", "reweight": False, "prior": None, "min_battles": 30}
     assert [row["model"] for row in payload["leaderboard"]] == ["a", "b", "c"]
-    assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles", "preliminary"}
+    assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles", "preliminary",
+                                              "sandwich_low", "sandwich_high", "rank_worst"}
     assert payload["verdicts"] == "hard" and payload["judgments"] == 27
     # 27 verdicts: every contestant is preliminary, and the output says the numbers are unreliable
     assert all(row["preliminary"] for row in payload["leaderboard"])
@@ -39,7 +41,7 @@ def test_rank_json_shape(judgments_file, capsys):
 def test_rank_judge_filter_and_csv(judgments_file, capsys):
     assert main(["rank", str(judgments_file), "--method", "winrate", "--judge", "human:", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "model,score,rank,ci_low,ci_high,battles,preliminary"
+    assert lines[0] == "model,score,rank,ci_low,ci_high,battles,rank_worst,preliminary"
     assert lines[1].startswith("a,0.857142857") and lines[2].startswith("b,0.142857142")
 
 

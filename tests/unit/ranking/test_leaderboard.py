@@ -18,9 +18,12 @@ def table():
 @pytest.mark.parametrize("method", ["winrate", "elo", "bt"])
 def test_columns_and_order(table, method):
     board = leaderboard(table, method=method, elo_shuffles=5)
-    assert tuple(board.table.columns) == LEADERBOARD_COLUMNS
+    extra = () if method != "bt" else ("sandwich_low", "sandwich_high")  # no bootstrap: no rank spread
+    assert tuple(board.table.columns) == LEADERBOARD_COLUMNS + extra
     assert list(board.table["model"]) == ["a", "b", "c"]
     assert list(board.table["rank"]) == [1, 2, 3]
+    spread = leaderboard(table, method=method, elo_shuffles=5, bootstrap=20).table
+    assert tuple(spread.columns) == LEADERBOARD_COLUMNS + extra + ("rank_worst",)
     assert board.weights is None and board.n_judgments == len(table)
 
 
@@ -28,6 +31,21 @@ def test_prefix_selects_judges(table):
     assert set(select_judges(table, ["human:"])["judge"]) == {"human:1", "human:2"}
     with pytest.raises(ValueError, match=r"judge 'llm:' matches no judge; judges are \['gpt', 'human:1', 'human:2'\]"):
         select_judges(table, ["llm:"])
+
+
+def test_bradley_terry_options_reach_the_table(table):
+    close = make_judgments([("a", "b", "model_a")] * 6 + [("a", "b", "model_b")] * 4 + [("b", "c", "model_a")] * 6
+                           + [("b", "c", "model_b")] * 4 + [("c", "a", "model_b")] * 6 + [("c", "a", "model_a")] * 4)
+    sandwich = leaderboard(close, method="bt", intervals="sandwich").table.set_index("model")
+    assert (sandwich["ci_low"] == sandwich["sandwich_low"]).all()
+    assert (sandwich["rank"] <= sandwich["rank_worst"]).all() and (sandwich["rank_worst"] > sandwich["rank"]).any()
+    plain = leaderboard(table, method="bt").table.set_index("model")["score"]
+    prior = leaderboard(table, method="bt", prior=100.0).table.set_index("model")["score"]
+    assert (prior - 1000).abs().max() < (plain - 1000).abs().max()  # the prior pulls towards the mean
+    with pytest.raises(ValueError, match="Bradley-Terry options"):
+        leaderboard(table, method="winrate", reweight=True)
+    with pytest.raises(ValueError, match="intervals must be one of"):
+        leaderboard(table, method="bt", intervals="profile")
 
 
 def test_bootstrap_fills_intervals(table):
