@@ -25,7 +25,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 3)
+Schema (version 4)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -46,7 +46,16 @@ llm_calls          paid LLM call (the cache)                                   c
 debates            debate or discussion (status, panel = consensus judge)      (study, debate_key)
 debate_turns       speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
 adjudications      human decision on an unresolved debate                      (debate, annotator)
+human_scores       human rating of one candidate on one attribute (NLG          (study, question_id, model,
+                   assessment: context = question_id, candidate = model)        attribute)
+judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
+                   with its expected value, distribution and raw reply          attribute, vote)
 =================  ==========================================================  =============================
+
+Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
+one candidate, not to a pair, so it has tables of its own (:meth:`Store.add_human_scores`,
+:meth:`Store.add_judge_scores`); the NLG assessment (:mod:`peercore.nlg`) compares
+rankings built from verdicts or scores with them, per context.
 
 Optional key fields use ``''`` / ``0`` for "not given" so that natural keys stay unique
 (SQLite treats NULLs as distinct in UNIQUE constraints). ``vote`` numbers repeated
@@ -92,7 +101,7 @@ from peercore.judges import differences as judge_differences
 from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, WINNERS, judgments_from_frame
 
-__all__ = ["Store", "WriteCounts", "StoreError", "default_db_path", "scrub_secrets", "SCHEMA_VERSION"]
+__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "default_db_path", "scrub_secrets", "SCHEMA_VERSION"]
 
 ENV_DB = "PEERBOARD_DB"
 VERDICTS = ("model_a", "model_b", "tie")
@@ -112,6 +121,27 @@ _BUSY_TIMEOUT_MS = 30_000
 
 class StoreError(PeercoreError):
     """The store was asked for something that is not there, or the file is not ours."""
+
+
+class ScoreConflict(JudgmentError):
+    """A score's natural key is already stored with another value.
+
+    Human scores are keyed on (study, question_id, model, attribute); judges' scores on
+    (study, question_id, model, judge, attribute, vote). Writing the same value again is
+    skipped; another value under the same key is refused (nothing is written).
+
+    Attributes
+    ----------
+    key : dict of the key's fields.
+    row : 0-based position of the offending row in the frame that was being written.
+    stored, incoming : the stored and the incoming values.
+    """
+
+    def __init__(self, problem: str, *, key: dict, row: int, stored: dict, incoming: dict, column: str) -> None:
+        self.key = dict(key)
+        self.stored = dict(stored)
+        self.incoming = dict(incoming)
+        super().__init__(problem, row=row, column=column)
 
 
 @dataclass(frozen=True)
@@ -479,6 +509,45 @@ CREATE INDEX verdicts_by_run ON verdicts (run_id) WHERE run_id IS NOT NULL;
 -- A decision's token: undo removes a decision only where the same tab made it.
 ALTER TABLE adjudications ADD COLUMN token TEXT;
 """),
+    (4, "human scores and judges' absolute scores (NLG assessment)", """
+-- A human rating of one candidate (model) on one attribute in one context (question_id),
+-- on the attribute's own scale (TopicalChat USR: coherence 1-3, understandability 0-1).
+CREATE TABLE human_scores (
+    study_id    INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+    question_id TEXT NOT NULL,                     -- the context
+    model       TEXT NOT NULL,                     -- the candidate (system)
+    attribute   TEXT NOT NULL CHECK (attribute <> ''),
+    value       REAL NOT NULL CHECK (value >= -1e12 AND value <= 1e12),
+    import_id   INTEGER REFERENCES imports(id) ON DELETE SET NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (study_id, question_id, model, attribute)
+);
+-- A judge's absolute score of one candidate (prompt scoring, one call per candidate):
+-- score = the number read from the reply's text, expected = the expected score over the
+-- score tokens' probabilities (NULL without probabilities), distribution = JSON
+-- {label: probability}. An unreadable reply is kept with valid = 0 and its raw text.
+CREATE TABLE judge_scores (
+    id           INTEGER PRIMARY KEY,
+    study_id     INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+    question_id  TEXT NOT NULL,
+    model        TEXT NOT NULL,
+    judge        TEXT NOT NULL,
+    attribute    TEXT NOT NULL DEFAULT '',
+    vote         INTEGER NOT NULL DEFAULT 0 CHECK (vote >= 0 AND vote <= 1000000),
+    score        REAL CHECK (score IS NULL OR (score >= -1e12 AND score <= 1e12)),
+    expected     REAL CHECK (expected IS NULL OR (expected >= -1e12 AND expected <= 1e12)),
+    distribution TEXT,
+    valid        INTEGER NOT NULL DEFAULT 1 CHECK (valid = 0 OR valid = 1),
+    rationale    TEXT,
+    raw          TEXT,
+    run_id       TEXT,
+    import_id    INTEGER REFERENCES imports(id) ON DELETE SET NULL,
+    created_at   TEXT NOT NULL,
+    CHECK (valid = 0 OR score IS NOT NULL OR expected IS NOT NULL),
+    UNIQUE (study_id, question_id, model, judge, attribute, vote)
+);
+CREATE INDEX judge_scores_by_run ON judge_scores (run_id) WHERE run_id IS NOT NULL;
+"""),
 ]
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
@@ -738,6 +807,8 @@ class Store:
                                     "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)"),
             "runs": q("SELECT COUNT(*) FROM runs WHERE study_id = ?"),
             "imports": q("SELECT COUNT(*) FROM imports WHERE study_id = ?"),
+            "human_scores": q("SELECT COUNT(*) FROM human_scores WHERE study_id = ?"),
+            "judge_scores": q("SELECT COUNT(*) FROM judge_scores WHERE study_id = ? AND valid = 1"),
         }
 
     def _bump(self, tx: sqlite3.Connection, study_id: int) -> None:
@@ -1254,7 +1325,8 @@ class Store:
             (stored by this run, valid + invalid), ``valid``, ``invalid``, ``debates``,
             ``answers``, ``items`` (run items), ``items_done``, ``items_invalid``,
             ``items_failed``, ``items_pending``, ``items_paid`` (items that paid at least
-            one call) and ``unaccounted``: items that paid but are neither stored nor
+            one call), ``scores`` (judges' absolute scores stored by this run, valid +
+            invalid) and ``unaccounted``: items that paid but are neither stored nor
             failed (0 unless the run is still going or was killed before its commit; a
             resume finishes them from the cache, free).
         """
@@ -1269,6 +1341,7 @@ class Store:
             "invalid": one("SELECT COUNT(*) FROM verdicts WHERE run_id = ? AND valid = 0"),
             "debates": one("SELECT COUNT(*) FROM debates WHERE run_id = ?"),
             "answers": one("SELECT COUNT(*) FROM answers WHERE run_id = ?"),
+            "scores": one("SELECT COUNT(*) FROM judge_scores WHERE run_id = ?"),
             "items": sum(statuses.values()),
             "items_done": int(statuses.get("done", 0)),
             "items_invalid": int(statuses.get("invalid", 0)),
@@ -1451,6 +1524,188 @@ class Store:
 
     # ---------------------------------------------------------------------- helpers
 
+    # ------------------------------------------------------------------------ scores
+
+    def add_human_scores(self, study: str, scores: pd.DataFrame, *, import_id: int | None = None) -> WriteCounts:
+        """Insert human ratings: one row per (``question_id``, ``model``, ``attribute``) with its ``value``.
+
+        ``question_id`` is the context, ``model`` the candidate (system). A stored
+        identical value is skipped; another value under a stored (or repeated) key is
+        refused with :class:`ScoreConflict` and nothing is written.
+
+        Raises
+        ------
+        ValueError
+            If a column is missing, a name is empty, or a value is not a finite number
+            within +-1e12 (the row and value are named).
+        ScoreConflict
+            If a key is stored, or repeated in ``scores``, with another value.
+        """
+        _require(scores, ("question_id", "model", "attribute", "value"), "human scores")
+        sid = self.study_id(study)
+        keys = list(zip(*(_names(scores[c], c) for c in ("question_id", "model", "attribute"))))
+        values = _finite(scores["value"], "value", required=True)
+        incoming: dict[tuple, tuple[int, float]] = {}
+        for row, (key, value) in enumerate(zip(keys, values)):
+            first = incoming.setdefault(key, (row, value))
+            if first[1] != value:
+                raise ScoreConflict(f"human score of {key[1]!r} on {key[2]!r} in context {key[0]!r} is given twice "
+                                    f"with different values ({first[1]!r} in row {first[0]}, {value!r} here)",
+                                    key=dict(zip(("question_id", "model", "attribute"), key)), row=row,
+                                    stored={"value": first[1]}, incoming={"value": value}, column="value")
+        now = _now()
+        with self.transaction() as tx:
+            rows = []
+            for key, (row, value) in incoming.items():
+                found = tx.execute("SELECT value FROM human_scores WHERE study_id = ? AND question_id = ? AND model = ? "
+                                   "AND attribute = ?", (sid, *key)).fetchone()
+                if found is not None:
+                    stored = {key: found[0]}
+                    if stored[key] != value:
+                        raise ScoreConflict(
+                            f"human score of {key[1]!r} on {key[2]!r} in context {key[0]!r} is already stored in "
+                            f"study {study!r} with value {stored[key]!r}, not {value!r}",
+                            key=dict(zip(("question_id", "model", "attribute"), key)), row=row,
+                            stored={"value": stored[key]}, incoming={"value": value}, column="value")
+                    continue
+                rows.append((sid, *key, value, import_id, now))
+            tx.executemany("INSERT INTO human_scores (study_id, question_id, model, attribute, value, import_id, "
+                           "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            if rows:
+                self._bump(tx, sid)
+        return WriteCounts(len(rows), len(keys) - len(rows))
+
+    def human_scores(self, study: str, *, attribute: str | None = None) -> pd.DataFrame:
+        """``question_id, model, attribute, value`` in insertion order (one attribute when given)."""
+        where, params = "study_id = ?", [self.study_id(study)]
+        if attribute is not None:
+            where += " AND attribute = ?"
+            params.append(attribute)
+        frame = pd.read_sql_query(f"SELECT question_id, model, attribute, value FROM human_scores WHERE {where} "
+                                  "ORDER BY rowid", self.connect(), params=params)
+        return frame.astype({"question_id": "str", "model": "str", "attribute": "str", "value": float})
+
+    def add_judge_scores(self, study: str, scores: pd.DataFrame, *, run_id: str | None = None,
+                         import_id: int | None = None) -> WriteCounts:
+        """Insert judges' absolute scores of single candidates (prompt scoring).
+
+        Columns: ``question_id, model, judge`` and optional ``attribute`` (default ''),
+        ``vote`` (0), ``score`` (the number read from the reply), ``expected`` (the
+        expected score over the score tokens), ``distribution`` (dict label ->
+        probability), ``valid`` (1; 0 keeps an unreadable reply), ``rationale``, ``raw``.
+        A valid row needs ``score`` or ``expected``. A stored identical row is skipped;
+        another score under a stored key is refused (:class:`ScoreConflict`). An import
+        (``import_id``) may not write under the name of a judge that PeerBoard's runs
+        produced.
+
+        Raises
+        ------
+        ValueError
+            On a missing column, an empty name, a non-finite number, or a valid row
+            without a score (row and value named).
+        ScoreConflict
+            If a key is stored, or repeated in ``scores``, with another score.
+        """
+        _require(scores, ("question_id", "model", "judge"), "judge scores")
+        sid = self.study_id(study)
+        n = len(scores)
+        column = lambda name, default: scores[name] if name in scores.columns else pd.Series([default] * n)  # noqa: E731
+        question, model, judge = (_names(scores[c], c) for c in ("question_id", "model", "judge"))
+        attribute = [_text_or(a, "") for a in column("attribute", "")]
+        vote = [int(v) if v is not None and not pd.isna(v) else 0 for v in column("vote", 0)]
+        score = _finite(column("score", None), "score", required=False)
+        expected = _finite(column("expected", None), "expected", required=False)
+        valid = [int(v) if v is not None and not pd.isna(v) else 1 for v in column("valid", 1)]
+        rationale = [_text_or(v, None) for v in column("rationale", None)]
+        raw = [_text_or(v, None) for v in column("raw", None)]
+        distribution = [None if d is None or (isinstance(d, float) and np.isnan(d)) else
+                        (d if isinstance(d, str) else json.dumps(dict(d), sort_keys=True))
+                        for d in column("distribution", None)]
+        for row in range(n):
+            if valid[row] not in (0, 1):
+                raise ValueError(f"judge scores row {row}: valid must be 0 or 1, got {valid[row]!r}")
+            if not 0 <= vote[row] <= 1_000_000:
+                raise ValueError(f"judge scores row {row}: vote must be 0..1,000,000, got {vote[row]!r}")
+            if valid[row] and score[row] is None and expected[row] is None:
+                raise ValueError(f"judge scores row {row}: a valid score needs 'score' or 'expected' (both are missing)")
+        fields = ("score", "expected", "valid", "raw")
+        incoming: dict[tuple, tuple[int, tuple]] = {}
+        for row in range(n):
+            key = (question[row], model[row], judge[row], attribute[row], vote[row])
+            value = (score[row], expected[row], valid[row], raw[row])
+            first = incoming.setdefault(key, (row, value))
+            if first[1] != value:
+                raise ScoreConflict(f"the score of {key[1]!r} by {key[2]!r} in context {key[0]!r} is given twice with "
+                                    f"different values (rows {first[0]} and {row})", key=_score_key(key), row=row,
+                                    stored=dict(zip(fields, first[1])), incoming=dict(zip(fields, value)),
+                                    column="score")
+        now = _now()
+        with self.transaction() as tx:
+            if import_id is not None:
+                runs = {r[0] for r in tx.execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'", (sid,))}
+                clash = sorted(set(judge) & runs)
+                if clash:
+                    raise JudgmentError(
+                        f"judge {clash[0]!r} is a judge that PeerBoard's runs produced in study {study!r}; an import "
+                        f"cannot add scores under its name. Rename the judge in the file (e.g. '{clash[0]}@import')",
+                        row=judge.index(clash[0]), column="judge", value=clash[0])
+            rows = []
+            for key, (row, value) in incoming.items():
+                found = tx.execute("SELECT score, expected, valid, raw FROM judge_scores WHERE study_id = ? AND "
+                                   "question_id = ? AND model = ? AND judge = ? AND attribute = ? AND vote = ?",
+                                   (sid, *key)).fetchone()
+                if found is not None:
+                    stored = {key: tuple(found)}
+                    if stored[key] != value:
+                        raise ScoreConflict(
+                            f"the score of {key[1]!r} by {key[2]!r} on {key[3]!r} in context {key[0]!r} is already "
+                            f"stored in study {study!r} with another value", key=_score_key(key), row=row,
+                            stored=dict(zip(fields, stored[key])), incoming=dict(zip(fields, value)), column="score")
+                    continue
+                rows.append((sid, *key, score[row], expected[row], distribution[row], valid[row], rationale[row],
+                             raw[row], run_id, import_id, now))
+            tx.executemany(
+                "INSERT INTO judge_scores (study_id, question_id, model, judge, attribute, vote, score, expected, "
+                "distribution, valid, rationale, raw, run_id, import_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if rows:
+                self._bump(tx, sid)
+        return WriteCounts(len(rows), n - len(rows))
+
+    def judge_scores(self, study: str, *, judges: Iterable[str] | None = None, attribute: str | None = None,
+                     include_invalid: bool = False) -> pd.DataFrame:
+        """Judges' absolute scores in insertion order.
+
+        Columns: ``question_id, model, judge, attribute, vote, score, expected, value``
+        (``expected`` when given, else ``score``: what rankings use),
+        ``distribution`` (dict or None), ``valid``, ``rationale``, ``raw``, ``run_id``.
+        Unreadable replies (``valid = 0``) only with ``include_invalid``.
+        """
+        where, params = "study_id = ?", [self.study_id(study)]
+        if not include_invalid:
+            where += " AND valid = 1"
+        if attribute is not None:
+            where += " AND attribute = ?"
+            params.append(attribute)
+        if judges is not None:
+            names = list(judges)
+            where += f" AND judge IN ({','.join('?' * len(names))})"
+            params += names
+        frame = pd.read_sql_query(
+            "SELECT question_id, model, judge, attribute, vote, score, expected, COALESCE(expected, score) AS value, "
+            f"distribution, valid, rationale, raw, run_id FROM judge_scores WHERE {where} ORDER BY id",
+            self.connect(), params=params)
+        frame["distribution"] = frame["distribution"].map(lambda d: json.loads(d) if isinstance(d, str) else None)
+        return frame.astype({"question_id": "str", "model": "str", "judge": "str", "attribute": "str",
+                             "score": float, "expected": float, "value": float})
+
+    def score_judges(self, study: str) -> pd.DataFrame:
+        """One row per (judge, attribute) with scores: ``judge, attribute, n_scores, n_invalid``."""
+        return pd.read_sql_query(
+            "SELECT judge, attribute, SUM(valid) AS n_scores, SUM(1 - valid) AS n_invalid FROM judge_scores "
+            "WHERE study_id = ? GROUP BY judge, attribute ORDER BY judge, attribute", self.connect(),
+            params=(self.study_id(study),))
+
     def _insert_many(self, study_id: int, sql: str, rows: list[tuple]) -> WriteCounts:
         with self.transaction() as tx:
             before = tx.total_changes
@@ -1484,6 +1739,39 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(f"{what} is missing column(s) {missing} (found: {list(frame.columns)})")
+
+
+def _names(values: pd.Series, column: str) -> list[str]:
+    """A column of names as text; an empty or missing name is refused (row named)."""
+    out = []
+    for row, value in enumerate(values.tolist()):
+        text = _text_or(value, "")
+        if not text.strip():
+            raise ValueError(f"row {row}: {column} is empty; every score needs one")
+        out.append(text)
+    return out
+
+
+def _finite(values: pd.Series, column: str, *, required: bool) -> list[float | None]:
+    """A column of numbers as floats (None where missing, unless required): finite, within +-1e12."""
+    out: list[float | None] = []
+    for row, value in enumerate(values.tolist()):
+        if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+            if required:
+                raise ValueError(f"row {row}: {column} is missing; every score needs one")
+            out.append(None)
+            continue
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"row {row}: {column} must be a number, got {value!r}")
+        number = float(value)
+        if not np.isfinite(number) or abs(number) > 1e12:
+            raise ValueError(f"row {row}: {column} must be a finite number within +-1e12, got {value!r}")
+        out.append(number)
+    return out
+
+
+def _score_key(key: tuple) -> dict:
+    return dict(zip(("question_id", "model", "judge", "attribute", "vote"), key))
 
 
 def _text_or(value, default):

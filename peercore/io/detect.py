@@ -22,6 +22,10 @@ question_id, model_a, model_b, judge, winner           canonical
 question_id, model_id, choices                         fastchat-answers
 question_id, question, model, answer                   qa
 question_id, model, answer                             answers
+source, system_id, system_output, scores               usr (USR ratings)
+question_id, model, judge + score / expected           judge-scores
+question_id, model + attribute columns (no answer,     human-scores
+judge, pair or question text)
 question_id + question / text / prompt / turns         questions
 =====================================================  ===================
 
@@ -42,7 +46,8 @@ from peercore.io.scaleeval import is_scaleeval_folder
 __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMATS", "DATA_SUFFIXES"]
 
 FILE_FORMATS = ("canonical", "arena", "fastchat-human", "fastchat-pair", "fastchat-answers", "fastchat-questions",
-                "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa", "prd-discussions")
+                "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa", "prd-discussions",
+                "human-scores", "usr", "judge-scores")
 FOLDER_FORMATS = ("prd", "scaleeval", "fastchat", "folder")
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet", ".pq")
 _ARENA_HINTS = ("tstamp", "anony", "language", "conversation_a", "conversation_b", "conv_metadata")
@@ -95,6 +100,13 @@ def detect_format(path: str | Path) -> str:
         return "qa"
     if {"question_id", "model", "answer"} <= found:
         return "answers"
+    if {"system_id", "system_output", "scores"} <= found:
+        return "usr"
+    if {"question_id", "model", "judge"} <= found and found & {"score", "expected"}:
+        return "judge-scores"
+    if {"question_id", "model"} <= found and len(found) > 2 and not found & {
+            "judge", "annotator", "answer", "question", "text", "prompt", "turns", "model_a", "model_b", "winner"}:
+        return "human-scores"
     if "question_id" in found and found & {"question", "text", "prompt", "turns"}:
         return "questions"
     if {"model_a", "model_b"} <= found:

@@ -29,6 +29,7 @@ from peercore.errors import JudgmentError
 from peercore.io._common import Bundle, fail, merge, quote, sha256_of
 from peercore.io.rules import check_folder
 from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, detect_format
+from peercore.store import WriteCounts
 
 __all__ = ["read_path", "import_path", "import_bundle", "ImportReport", "FORMATS", "default_study_name"]
 
@@ -56,6 +57,9 @@ _READERS = {
     "questions": ("canonical", "read_questions"),
     "answers": ("canonical", "read_answers"),
     "qa": ("canonical", "read_qa_table"),
+    "human-scores": ("scores", "read_human_scores"),
+    "usr": ("scores", "read_usr"),
+    "judge-scores": ("scores", "read_judge_scores"),
 }
 
 
@@ -222,6 +226,7 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
                 _refuse_conflict(bundle, exc, study)
             raise
         counts["debates"] = store.add_debates(study, bundle.debates)
+        _write_scores(bundle, store, study, import_id, counts)
         added = counts["judgments"].added
         if not bundle_invalid or not added:
             invalid = 0
@@ -233,6 +238,28 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
         store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes})
     return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
                         counts=counts, notes=notes, invalid_judgments=invalid)
+
+
+def _write_scores(bundle: Bundle, store, study: str, import_id: int, counts: dict) -> None:
+    """Human scores and judges' scores of the bundle's parts (:mod:`peercore.io.scores`).
+
+    A score the store refuses (another value under a stored key, or a run judge's name)
+    is reported against the file and line it came from.
+    """
+    for part in _parts(bundle):
+        for table, method in (("human_scores", store.add_human_scores), ("judge_scores", store.add_judge_scores)):
+            frame = getattr(part, table, None)
+            if frame is None or not len(frame):
+                continue
+            try:
+                written = method(study, frame, import_id=import_id)
+            except ValueError as exc:
+                row = getattr(exc, "row", None)
+                file, line = part.score_origin(row) if hasattr(part, "score_origin") else (Path(part.source).name, None)
+                problem = getattr(exc, "problem", None) or str(exc)
+                fail(problem, source=file, line=line, row=None if line else row,
+                     column=getattr(exc, "column", None) or "value")
+            counts[table] = counts.get(table, WriteCounts(0, 0)) + written
 
 
 def _is_conflict(exc: Exception) -> bool:

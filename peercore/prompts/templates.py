@@ -28,6 +28,10 @@ Shipped templates
     The same ScaleEval protocol for small local models with a short reply budget: the
     reply starts with ``Verdict: 1|2|0`` on its own line, then one or two sentences of
     reasons, so the verdict survives ``max_tokens``.
+
+Templates of kind ``score`` (absolute scoring of one answer, scheme ``score``) list the
+scale's labels (``["1", ..., "9"]``) instead of two answer labels; the NLG assessment
+ships its own (``peercore/nlg/templates``, read with :func:`template_from_mapping`).
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ from ..errors import PeercoreError
 
 __all__ = ["PromptTemplate", "TemplateError", "load_template", "list_templates", "format_turns", "KINDS"]
 
-KINDS = ("review", "discussion", "classifier", "generative", "debate_initial", "debate_discussion")
-_SCHEMES = ("prd", "scaleeval", "ab")
+KINDS = ("review", "discussion", "classifier", "generative", "debate_initial", "debate_discussion", "score")
+_SCHEMES = ("prd", "scaleeval", "ab", "score")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NOT_TEMPLATES = {"scaleeval_rubrics"}
 
@@ -65,7 +69,8 @@ class PromptTemplate:
     scheme : the verdict scheme for :func:`peercore.prompts.parse_verdict`
         (``"prd"``, ``"scaleeval"`` or ``"ab"``).
     labels : the two tokens naming the first and second answer (``("1", "2")`` or
-        ``("A", "B")``): what a classifier reads probabilities for.
+        ``("A", "B")``): what a classifier reads probabilities for; for kind ``score``,
+        the scale's labels in increasing order (``("1", ..., "9")``).
     source : the paper/table and origin of the wording (with licence).
     system, user : the message texts with ``{field}`` placeholders.
     prefill : text the assistant reply starts with (classifier templates), or None.
@@ -79,7 +84,7 @@ class PromptTemplate:
     title: str
     kind: str
     scheme: str
-    labels: tuple[str, str]
+    labels: tuple[str, ...]
     source: str
     system: str
     user: str
@@ -214,7 +219,14 @@ def template_from_mapping(data: Mapping, *, origin: str = "<mapping>") -> Prompt
     if data["scheme"] not in _SCHEMES:
         raise TemplateError(f"{origin}: scheme must be one of {_SCHEMES}, got {data['scheme']!r}")
     labels = tuple(str(x) for x in data["labels"])
-    if len(labels) != 2 or labels[0] == labels[1]:
+    if (data["kind"] == "score") != (data["scheme"] == "score"):
+        raise TemplateError(f"{origin}: kind 'score' goes with scheme 'score' (and only with it), got kind "
+                            f"{data['kind']!r} and scheme {data['scheme']!r}")
+    if data["kind"] == "score":
+        if len(labels) < 2 or len(set(labels)) != len(labels):
+            raise TemplateError(f"{origin}: a score template's labels must be two or more distinct score tokens, "
+                                f"got {data['labels']!r}")
+    elif len(labels) != 2 or labels[0] == labels[1]:
         raise TemplateError(f"{origin}: labels must be two distinct tokens, got {data['labels']!r}")
     return PromptTemplate(
         name=str(data["name"]),

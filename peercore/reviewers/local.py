@@ -11,7 +11,17 @@ Two uses (LOCAL_JUDGE.md):
   ``logits_all=True``). The log-softmax of those logits is returned in
   ``Completion.top_logprobs``: the ``top_logprobs`` most likely tokens plus always the
   candidates ``"1"``, ``"2"``, ``"A"``, ``"B"`` (with and without a leading space), so
-  p = P(1) / (P(1) + P(2)).
+  p = P(1) / (P(1) + P(2)), and the digit score tokens ``"0"`` ... ``"9"`` (with and
+  without a leading space; ``"10"`` too where the tokenizer has it as one token, which
+  Qwen's does not), so an absolute score's expected value over a 1-9 scale can be read
+  from one call (:mod:`peercore.nlg.scoring`; Liusie et al. 2024's prompt-scoring baseline).
+* **Prompt (KV) cache.** Requests that share a prompt prefix (comparisons of one
+  context: the same instructions and context, often the same first candidate) reuse
+  llama.cpp's key/value cache: the tokens that match the previous call's prompt are not
+  evaluated again, only the rest is (``prefix_cache=True``, the default; the reply's
+  ``raw["reused_tokens"]`` says how many were reused). The logits differ from a fresh
+  evaluation only by floating-point rounding of the batch split (|dp| < 1e-3 measured
+  on TopicalChat, ``benchmarks/results/nlg_topicalchat.md``).
 * **Generation** (answers, discussions): sampled token by token with the chat template,
   stopping at an end-of-generation token, a stop string or ``max_tokens``.
 
@@ -38,9 +48,11 @@ from pathlib import Path
 from .base import Backend, BackendError, Capabilities, ChatRequest, Completion
 from .local_model import LOCAL_MODELS, ModelNotInstalled, resolve_model_path
 
-__all__ = ["LocalBackend", "unload_local_models", "CANDIDATE_TOKENS", "LLAMA_CPP_INSTALL"]
+__all__ = ["LocalBackend", "unload_local_models", "CANDIDATE_TOKENS", "SCORE_TOKENS", "LLAMA_CPP_INSTALL"]
 
 CANDIDATE_TOKENS = ("1", "2", " 1", " 2", "A", "B", " A", " B")
+# Absolute scores (prompt scoring): every digit, and "10" for tokenizers that have it as one token.
+SCORE_TOKENS = (*(str(d) for d in range(10)), *(f" {d}" for d in range(10)), "10", " 10")
 LLAMA_CPP_INSTALL = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" pip install llama-cpp-python==0.3.36'
 
 
@@ -95,6 +107,9 @@ class LocalBackend(Backend):
     cache_dir : where bundled models are assembled; default
         :func:`~peercore.reviewers.local_model.model_cache_dir`.
     name : the judge name; default ``"local:<model>"``.
+    prefix_cache : reuse llama.cpp's key/value cache for the prompt prefix a call shares
+        with the previous one (see the module docstring); False evaluates every prompt
+        from scratch (to measure the speed-up).
 
     The model file is resolved (and a bundled one assembled and verified) on the first
     call, or by :meth:`load`.
@@ -104,7 +119,8 @@ class LocalBackend(Backend):
     capabilities = Capabilities(logprobs=True, logits=True, prefill=True, seed=True)
 
     def __init__(self, model: str = "qwen2.5-coder-1.5b", *, n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
-                 cache_dir: str | os.PathLike | None = None, name: str | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None, name: str | None = None,
+                 prefix_cache: bool = True) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a bundled model name or a GGUF path, got {model!r}")
         if model not in LOCAL_MODELS and not model.lower().endswith(".gguf"):
@@ -118,6 +134,7 @@ class LocalBackend(Backend):
         self.seed = int(seed)
         self.cache_dir = cache_dir
         self._name = name
+        self.prefix_cache = bool(prefix_cache)
         self._path: Path | None = None
 
     @property
@@ -168,23 +185,26 @@ class LocalBackend(Backend):
             max_tokens = max(1, min(int(request.max_tokens), budget))
             top = None
             if request.top_logprobs:
-                top, best = self._first_token_logprobs(entry, tokens, int(request.top_logprobs))
+                top, best, reused = self._first_token_logprobs(entry, tokens, int(request.top_logprobs))
                 if max_tokens <= 1 or request.temperature == 0 and entry.is_eog(best):
                     text = "" if entry.is_eog(best) else _detok(llama, [best])
                     return Completion(text=text, prompt_tokens=len(tokens), completion_tokens=1, top_logprobs=top,
                                       finish_reason="stop" if entry.is_eog(best) else "length",
-                                      raw={"model": self.name, "prompt_tokens": len(tokens)})
+                                      raw={"model": self.name, "prompt_tokens": len(tokens),
+                                           "reused_tokens": reused})
             text, n_out, finish = self._generate(entry, tokens, request, max_tokens)
         return Completion(text=text, prompt_tokens=len(tokens), completion_tokens=n_out, top_logprobs=top,
                           finish_reason=finish, raw={"model": self.name, "prompt_tokens": len(tokens)})
 
-    def _first_token_logprobs(self, entry: _Loaded, tokens: list[int], k: int) -> tuple[dict[str, float], int]:
+    def _first_token_logprobs(self, entry: _Loaded, tokens: list[int], k: int) -> tuple[dict[str, float], int, int]:
         import llama_cpp
         import numpy as np
 
         llama = entry.llama
-        llama.reset()
-        llama.eval(tokens)
+        reused = _reuse_prefix(llama, tokens) if self.prefix_cache else 0
+        if not reused:
+            llama.reset()
+        llama.eval(tokens[reused:])
         n_vocab = llama.n_vocab()
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama.ctx, -1), shape=(n_vocab,))
         logits = logits.astype(np.float64)
@@ -200,7 +220,7 @@ class LocalBackend(Backend):
             top[piece] = value if piece not in top else float(np.logaddexp(top[piece], value))
         for piece, token_id in entry.candidates.items():
             top.setdefault(piece, float(logprobs[token_id]))
-        return top, int(best_ids[0])
+        return top, int(best_ids[0]), reused
 
     def _generate(self, entry: _Loaded, tokens: list[int], request: ChatRequest, max_tokens: int):
         llama = entry.llama
@@ -229,6 +249,27 @@ class LocalBackend(Backend):
         if finish != "stop" or not request.stop:
             text = _detok(llama, out)
         return text, len(out), finish
+
+
+def _reuse_prefix(llama, tokens: list[int]) -> int:
+    """Keep the key/value cache of the longest prefix ``tokens`` shares with the evaluated ones.
+
+    Returns how many tokens are kept (0: nothing in common, or llama.cpp cannot remove
+    part of its cache). At least the last token is always evaluated again, so that the
+    logits read afterwards are this prompt's.
+    """
+    import numpy as np
+
+    evaluated = int(llama.n_tokens)
+    limit = min(evaluated, len(tokens) - 1)
+    if limit <= 0:
+        return 0
+    same = np.asarray(llama.input_ids[:limit]) == np.asarray(tokens[:limit])
+    keep = limit if same.all() else int(np.argmin(same))
+    if keep <= 0 or not llama._ctx.kv_cache_seq_rm(-1, keep, -1):
+        return 0
+    llama.n_tokens = keep
+    return keep
 
 
 def _first_stop(text: str, stops) -> int | None:
@@ -261,7 +302,7 @@ def _load(path: Path, *, n_ctx: int, n_threads: int, seed: int) -> _Loaded:
     bos = model.token_get_text(bos_id) if bos_id != -1 else ""
     formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
     candidates = {}
-    for piece in CANDIDATE_TOKENS:
+    for piece in (*CANDIDATE_TOKENS, *SCORE_TOKENS):
         ids = llama.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
         if len(ids) == 1:
             candidates[piece] = ids[0]
