@@ -16,8 +16,19 @@ in the order a selection strategy chooses them:
 Each of the five scorers of :mod:`peercore.ranking.poe` (win ratio, Bradley-Terry,
 average probability, PoE-BT, PoE-Gaussian) ranks the candidates from the first k
 comparisons, and ranking quality is the Spearman correlation with the *full-data
-ranking* (by default the same scorer on all the question's comparisons), averaged
-over questions. Seeded repeats give a median and a band.
+ranking* (by default the same scorer on all the question's comparisons), or with
+**human scores** (``reference="human"``: the PoE paper's Fig. 1 measures exactly this,
+Spearman with the human ratings of each context's candidates), averaged over
+questions. Seeded repeats give a median and a band.
+
+**Debiasing** (``debias=True``; Liusie et al. 2024): the judge's first-position
+preference, measured once over all its comparisons in ``judgments``, is removed from
+every subset: hard decisions use the threshold :math:`\\tau = \\operatorname{median}(p)`
+instead of 1/2 (Liusie, Manakul, Gales 2024, eq. 9-10), the soft scorers use
+:math:`\\beta = \\bar p` (average probability of ``p - β + 1/2``, PoE-Gaussian
+:math:`\\mu = p - \\beta`, PoE-BT :math:`\\gamma = -\\operatorname{logit}\\beta`). With a
+few comparisons per question, a per-question estimate would be degenerate (one
+comparison's own ``p``), hence one offset per judge and data set.
 
 The scorers here are batched re-implementations of :mod:`peercore.ranking.poe` (the
 same objectives, solved for thousands of small problems at once);
@@ -31,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
+from scipy.special import expit, logit
 from scipy.stats import rankdata
 
 from peercore.errors import ConvergenceError
@@ -39,7 +50,7 @@ from peercore.ranking.poe import DEFAULT_L2, METHODS, comparisons_from_judgments
 from peercore.ranking.selection import GreedySelector
 
 __all__ = ["METHODS", "STRATEGIES", "Problem", "problems_from_judgments", "batch_scores", "spearman_rows",
-           "efficiency_curve", "summarise"]
+           "efficiency_curve", "summarise", "position_offsets"]
 
 STRATEGIES: tuple[str, ...] = ("random", "greedy")
 _TIE_RTOL = 1e-9
@@ -80,8 +91,35 @@ def problems_from_judgments(judgments: pd.DataFrame, *, min_candidates: int = 3)
 # --------------------------------------------------------------------- batched scores
 
 
+def position_offsets(p: np.ndarray | Sequence[float]) -> tuple[float, float]:
+    """A judge's first-position preference over its comparisons: ``(tau, beta)``.
+
+    :math:`\\tau = \\operatorname{median}(p)` is the decision threshold that makes both
+    positions win equally often (Liusie, Manakul, Gales 2024, eq. 9-10;
+    :func:`peercore.bias.debias_threshold`); :math:`\\beta = \\bar p` is the mean
+    probability (the PoE debiasing offset, Liusie et al. 2024). An unbiased judge on a
+    symmetric set has both at 1/2.
+
+    Raises
+    ------
+    ValueError
+        If ``p`` is empty, or ``beta`` is 0 or 1 (every comparison went one way: the
+        PoE-BT offset would be infinite).
+    """
+    values = np.asarray(p, dtype=float).ravel()
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        raise ValueError("no probabilities to measure the position preference from (p is empty)")
+    beta = float(values.mean())
+    if not 0.0 < beta < 1.0:
+        raise ValueError(f"the mean of p is {beta!r}: every comparison went the same way, so the position offset is "
+                         "infinite; debiasing is undefined")
+    return float(np.median(values)), beta
+
+
 def batch_scores(i: np.ndarray, j: np.ndarray, p: np.ndarray, used: np.ndarray, n: int, method: str, *,
-                 l2: float = DEFAULT_L2, tol: float = 1e-9, max_iter: int = 200) -> np.ndarray:
+                 l2: float = DEFAULT_L2, tol: float = 1e-9, max_iter: int = 200, threshold: float = 0.5,
+                 beta: float = 0.5) -> np.ndarray:
     """Scores of B problems with ``n`` candidates each, from the comparisons marked ``used``.
 
     Parameters
@@ -94,6 +132,14 @@ def batch_scores(i: np.ndarray, j: np.ndarray, p: np.ndarray, used: np.ndarray, 
         :func:`~peercore.ranking.poe.average_probability`,
         :func:`~peercore.ranking.poe.poe_bradley_terry` (gamma = 0) and
         :func:`~peercore.ranking.poe.poe_gaussian` (beta = 1/2, per-component anchors).
+    threshold : decision threshold of the hard scorers (win ratio, BT): ``p > threshold``
+        is a win of the first-shown candidate, ``p == threshold`` a tie (1/2 by default;
+        the debiasing threshold :math:`\\tau` of :func:`position_offsets`).
+    beta : the soft scorers' position offset (1/2 by default, i.e. none): average
+        probability of ``p - beta + 1/2``, PoE-Gaussian :math:`\\mu = p - \\beta`, PoE-BT
+        :math:`\\gamma = -\\operatorname{logit}(\\beta)` -- with ``beta`` = the mean of a
+        problem's ``p`` these are :func:`~peercore.ranking.poe.poe_gaussian` and
+        :func:`~peercore.ranking.poe.poe_bradley_terry` with ``debias=True``.
 
     Returns
     -------
@@ -105,8 +151,18 @@ def batch_scores(i: np.ndarray, j: np.ndarray, p: np.ndarray, used: np.ndarray, 
     p, used = np.asarray(p, dtype=float), np.asarray(used, dtype=bool)
     if not (i.shape == j.shape == p.shape == used.shape) or i.ndim != 2:
         raise ValueError(f"i, j, p and used must be (B, K) arrays of one shape, got {i.shape}, {j.shape}, {p.shape}, {used.shape}")
+    if not (0.0 <= threshold <= 1.0) or not (0.0 < beta < 1.0):
+        raise ValueError(f"threshold must be in [0, 1] and beta in (0, 1), got threshold={threshold!r}, beta={beta!r}")
     if method in ("win_ratio", "bt"):
-        p = _hard(p)
+        p = _hard(p, threshold)
+    elif beta != 0.5:
+        shift = beta - 0.5
+        if method == "avg_prob":
+            p = p - shift
+        elif method == "poe_gaussian":
+            return _gaussian(i, j, p - shift, used, n)
+        else:
+            return _soft_bt(i, j, p, used, n, l2=l2, tol=tol, max_iter=max_iter, gamma=-float(logit(beta)))
     if method in ("win_ratio", "avg_prob"):
         return _share(i, j, p, used, n)
     if method == "poe_gaussian":
@@ -114,8 +170,8 @@ def batch_scores(i: np.ndarray, j: np.ndarray, p: np.ndarray, used: np.ndarray, 
     return _soft_bt(i, j, p, used, n, l2=l2, tol=tol, max_iter=max_iter)
 
 
-def _hard(p: np.ndarray) -> np.ndarray:
-    return np.where(p > 0.5, 1.0, np.where(p < 0.5, 0.0, 0.5))
+def _hard(p: np.ndarray, threshold: float = 0.5) -> np.ndarray:
+    return np.where(p > threshold, 1.0, np.where(p < threshold, 0.0, 0.5))
 
 
 def _flat(index: np.ndarray, n: int) -> np.ndarray:
@@ -163,19 +219,19 @@ def _gaussian(i, j, p, used, n) -> np.ndarray:
     return np.linalg.solve(normal, rhs[..., None])[..., 0]
 
 
-def _soft_objective(s, i, j, p, w, l2) -> np.ndarray:
+def _soft_objective(s, i, j, p, w, l2, gamma=0.0) -> np.ndarray:
     n = s.shape[1]
     flat = s.ravel()
-    x = flat[_flat(i, n)] - flat[_flat(j, n)]
+    x = flat[_flat(i, n)] - flat[_flat(j, n)] - gamma
     return (w * (-p * np.logaddexp(0.0, -x) - (1.0 - p) * np.logaddexp(0.0, x))).sum(axis=1) - 0.5 * l2 * (s * s).sum(axis=1)
 
 
-def _soft_bt(i, j, p, used, n, *, l2, tol, max_iter) -> np.ndarray:
-    """Newton with backtracking, all problems at once (the objective of poe._fit_soft_bt)."""
+def _soft_bt(i, j, p, used, n, *, l2, tol, max_iter, gamma: float = 0.0) -> np.ndarray:
+    """Newton with backtracking, all problems at once (the objective of poe._fit_soft_bt, offset gamma)."""
     b = i.shape[0]
     w = used.astype(float)
     s = np.zeros((b, n))
-    objective = _soft_objective(s, i, j, p, w, l2)
+    objective = _soft_objective(s, i, j, p, w, l2, gamma)
     active = np.ones(b, dtype=bool)
     change = np.full(b, np.inf)
     for _ in range(max_iter):
@@ -184,7 +240,7 @@ def _soft_bt(i, j, p, used, n, *, l2, tol, max_iter) -> np.ndarray:
             return s
         si, ii, jj, pp, ww = s[idx], i[idx], j[idx], p[idx], w[idx]
         flat = si.ravel()
-        q = expit(flat[_flat(ii, n)] - flat[_flat(jj, n)])
+        q = expit(flat[_flat(ii, n)] - flat[_flat(jj, n)] - gamma)
         residual = ww * (pp - q)
         m = idx.size
         gradient = (np.bincount(_flat(ii, n).ravel(), residual.ravel(), minlength=m * n)
@@ -199,7 +255,7 @@ def _soft_bt(i, j, p, used, n, *, l2, tol, max_iter) -> np.ndarray:
         while not accepted.all():
             todo = np.flatnonzero(~accepted)
             trial = si[todo] + t[todo, None] * step[todo]
-            trial_value = _soft_objective(trial, ii[todo], jj[todo], pp[todo], ww[todo], l2)
+            trial_value = _soft_objective(trial, ii[todo], jj[todo], pp[todo], ww[todo], l2, gamma)
             ok = (trial_value >= current[todo] - 1e-12 * np.abs(current[todo])) | (t[todo] < 1e-10)
             candidate[todo[ok]], value[todo[ok]] = trial[ok], trial_value[ok]
             accepted[todo[ok]] = True
@@ -280,6 +336,8 @@ def efficiency_curve(
     seed: int = 0,
     reference: str = "self",
     max_questions: int | None = None,
+    human: pd.DataFrame | None = None,
+    debias: bool = False,
 ) -> pd.DataFrame:
     """Ranking quality against the number of comparisons per question.
 
@@ -293,9 +351,17 @@ def efficiency_curve(
         comparisons than k (or, for greedy, fewer compared pairs) uses all it has.
     repeats : seeded repeats (random orders; greedy tie-breaks).
     seed : seed of ``numpy.random.default_rng``; the same seed gives the same curve.
-    reference : ``"self"`` (each method's own full-data ranking) or one of
-        :data:`METHODS` (that method's full-data ranking, shared by all).
+    reference : ``"self"`` (each method's own full-data ranking), one of
+        :data:`METHODS` (that method's full-data ranking, shared by all), or ``"human"``
+        (the ``human`` scores of each question's candidates; PoE paper Fig. 1).
     max_questions : use at most this many questions (the first by id) to bound the cost.
+    human : ``question_id, model, value`` (one attribute's human scores, as
+        :meth:`peercore.store.Store.human_scores` gives them); needed for
+        ``reference="human"``. Questions with a candidate that has no human score are
+        left out.
+    debias : remove the judge's first-position preference (:func:`position_offsets`,
+        measured on all of ``judgments``) from every subset's scores and from the
+        full-data reference (see the module docstring).
 
     Returns
     -------
@@ -310,15 +376,31 @@ def efficiency_curve(
     unknown = [m for m in methods if m not in METHODS] + [s for s in strategies if s not in STRATEGIES]
     if unknown:
         raise ValueError(f"unknown method(s) or strategy(ies) {unknown}; methods are {METHODS}, strategies {STRATEGIES}")
-    if reference != "self" and reference not in METHODS:
-        raise ValueError(f"reference must be 'self' or one of {METHODS}, got {reference!r}")
+    if reference not in ("self", "human") and reference not in METHODS:
+        raise ValueError(f"reference must be 'self', 'human' or one of {METHODS}, got {reference!r}")
+    if reference == "human" and human is None:
+        raise ValueError(f"reference must be 'self' or one of {METHODS} when no human scores are given; "
+                         "reference='human' needs human= (a DataFrame of question_id, model, value)")
     if not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
     problems = problems_from_judgments(judgments)
+    truth: dict[str, np.ndarray] = {}
+    if reference == "human":
+        values = {(str(q), str(m)): float(v) for q, m, v in zip(human["question_id"], human["model"], human["value"])}
+        for problem in problems:
+            row = [values.get((problem.question_id, c)) for c in problem.candidates]
+            if all(v is not None for v in row):
+                truth[problem.question_id] = np.array(row, dtype=float)
+        problems = [problem for problem in problems if problem.question_id in truth]
     if max_questions is not None:
         problems = problems[:max_questions]
     if not problems:
-        raise ValueError("no question has three or more compared candidates; nothing to rank")
+        raise ValueError("no question has three or more compared candidates" +
+                         (" with a human score for each" if reference == "human" else "") + "; nothing to rank")
+    offsets = {}
+    if debias:
+        tau, beta = position_offsets(np.concatenate([problem.p for problem in problems]))
+        offsets = {"threshold": tau, "beta": beta}
     cap = max(len(problem.p) for problem in problems)
     sizes = _default_sizes(cap) if sizes is None else sorted({int(k) for k in sizes})
     if not sizes or sizes[0] < 1:
@@ -353,9 +435,12 @@ def efficiency_curve(
             tile = lambda x: np.broadcast_to(x[None, None], (*shape[:2], *x.shape)).reshape(-1, width)  # noqa: E731
             bi, bj, bp = tile(i), tile(j), tile(p)
             for method in methods:
-                ref_method = method if reference == "self" else reference
-                reference_scores = _neutral(batch_scores(i, j, p, full, n, ref_method), ref_method)
-                scores = _neutral(batch_scores(bi, bj, bp, used.reshape(-1, width), n, method), method)
+                if reference == "human":
+                    reference_scores = np.stack([truth[problem.question_id] for problem in group])
+                else:
+                    ref_method = method if reference == "self" else reference
+                    reference_scores = _neutral(batch_scores(i, j, p, full, n, ref_method, **offsets), ref_method)
+                scores = _neutral(batch_scores(bi, bj, bp, used.reshape(-1, width), n, method, **offsets), method)
                 rho = spearman_rows(scores, np.broadcast_to(reference_scores[None, None], (*shape[:2], q, n)).reshape(-1, n))
                 rho = rho.reshape(shape)
                 results[method] += np.nansum(rho, axis=2)
