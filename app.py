@@ -34,6 +34,7 @@ PAGES = {
         st.Page("pages/debates.py", title="Discussions & debates", icon=":material/forum:"),
         st.Page("pages/adjudication.py", title="Adjudication", icon=":material/gavel:"),
         st.Page("pages/meta_evaluation.py", title="Meta-evaluation", icon=":material/fact_check:"),
+        st.Page("pages/nlg.py", title="NLG assessment", icon=":material/chat:"),
     ],
 }
 

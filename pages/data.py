@@ -3,6 +3,7 @@
 import streamlit as st
 
 from peercore.ui import data, imports, safe, state
+from peercore.ui import nlg as nlg_ui
 
 state.ensure_frame()
 st.title("Data")
@@ -66,6 +67,20 @@ if len(history):
 else:
     st.caption("No file was imported into this study (its data came from runs or the sample).")
 
+# -------------------------------------------------------------------------- scores
+if counts.get("human_scores") or counts.get("judge_scores"):
+    st.header("Scores")
+    st.caption("Ratings of single candidates, not verdicts: human scores (one column per attribute; context = "
+               "question_id, candidate = model) and judges' absolute scores. The NLG assessment page correlates "
+               "rankings with them.")
+    score_cells = st.columns(2)
+    score_cells[0].metric("Human scores", f"{counts.get('human_scores', 0):,}")
+    score_cells[1].metric("Judges' absolute scores", f"{counts.get('judge_scores', 0):,}")
+    if counts.get("human_scores"):
+        st.dataframe(nlg_ui.human_scores(db, study, rev), hide_index=True, width="stretch", key="data_human_scores")
+    if counts.get("judge_scores"):
+        st.dataframe(nlg_ui.judge_scores(db, study, rev), hide_index=True, width="stretch", key="data_judge_scores")
+
 # -------------------------------------------------------------------------- export
 st.header("Export")
 what_col, format_col = st.columns(2)
@@ -77,3 +92,9 @@ if counts["judgments"]:
     st.caption("CSV cells that a spreadsheet would run as a formula (= + - @) are prefixed with ' .")
 else:
     st.caption("Nothing to export yet: the study has no judgments.")
+for what, label, count in (("human", "human scores", counts.get("human_scores")),
+                           ("judge-scores", "judges' absolute scores", counts.get("judge_scores"))):
+    if count:
+        st.download_button(f"Download {label} ({out_format})", nlg_ui.export_bytes(db, study, rev, what, out_format),
+                           file_name=f"{study}-{what}.{out_format}", icon=":material/download:",
+                           key=f"data_export_{what}")

@@ -3,13 +3,15 @@
 import streamlit as st
 
 from peercore import charts
-from peercore.ui import data, state
+from peercore.ui import data, safe, state
+from peercore.ui import nlg as nlg_ui
 
 state.ensure_frame()
 st.title("Efficiency")
 st.caption("For each question, rank the contestants' answers from only k of the judge's comparisons, and compare "
-           "with the ranking from all of them (Spearman). Median and 10–90% band over seeded repeats; "
-           "random order vs greedy Gaussian-PoE selection (Liusie et al. 2024, Fig. 1).")
+           "with the human scores of the answers when the study has them, else with the ranking from all the "
+           "comparisons (Spearman). Median and 10–90% band over seeded repeats; random order vs greedy "
+           "Gaussian-PoE selection (Liusie et al. 2024, Fig. 1).")
 study = data.current_study()
 db, _, rev = data.key(study)
 choices = data.efficiency_judges(db, study, rev)
@@ -21,8 +23,14 @@ if not choices:
 data.seed_single_choice(state.EFF_JUDGE, list(choices), 0)
 judge_col, reference_col = st.columns([2, 2])
 judge = judge_col.selectbox("Judge", list(choices), key=state.EFF_JUDGE, format_func=choices.get)
-reference = reference_col.selectbox("Full-data ranking", list(data.EFFICIENCY_REFERENCES), key="eff_reference",
-                                    format_func=data.EFFICIENCY_REFERENCES.get)
+# Human scores are the reference the papers measure against: offered first when the study has them.
+humans = {f"human:{a}": f"human scores: {a}" for a in nlg_ui.human_attributes(db, study, rev)}
+references = {**humans, **data.EFFICIENCY_REFERENCES} if judge != data.POOLED else dict(data.EFFICIENCY_REFERENCES)
+if st.session_state.get("eff_reference") not in references:
+    st.session_state["eff_reference"] = nlg_ui.human_reference_for(db, study, rev, judge, list(humans)) or \
+        next(iter(references))
+reference = reference_col.selectbox("Compare with", list(references), key="eff_reference",
+                                    format_func=references.get)
 repeat_col, question_col, method_col = st.columns([1, 1, 3])
 repeats = repeat_col.select_slider("Repeats", [3, 5, 10, 20], value=5, key="eff_repeats")
 questions = question_col.select_slider("Questions (at most)", [10, 20, 40, 80, 160], value=40, key="eff_questions")
@@ -34,10 +42,21 @@ if not methods:
 data.show_flags(db, study, rev, [judge] if judge != data.POOLED else list(data.health(db, study, rev).index))
 
 with st.spinner("Sub-sampling comparisons…"):
-    result = data.efficiency(db, study, rev, judge, tuple(methods), repeats, questions, reference)
+    if reference.startswith("human:"):
+        result = nlg_ui.efficiency_against_humans(db, study, rev, judge, reference.removeprefix("human:"),
+                                                  tuple(methods), repeats, questions)
+    else:
+        result = data.efficiency(db, study, rev, judge, tuple(methods), repeats, questions, reference)
+if "error" in result:
+    st.info(f"This judge's comparisons cannot be measured against the human scores: {safe.md(result['error'])}. "
+            "Choose another reference above.")
+    st.stop()
 if result["hard_only"]:
     st.caption("This judge gave no probabilities, so average probability equals win ratio and PoE-BT equals BT.")
-st.plotly_chart(charts.efficiency_chart(result["summary"]), key="eff_chart")
+figure = charts.efficiency_chart(result["summary"])
+if reference.startswith("human:"):
+    figure.update_yaxes(title="Spearman with the human scores", range=[-0.3, 1.05])
+st.plotly_chart(figure, key="eff_chart")
 st.caption(f"{result['questions']} question(s), {result['candidates']} candidates each on average, "
            f"up to {result['max_comparisons']} comparisons per question.")
 st.dataframe(result["table"], hide_index=True, width="stretch", key="eff_table")

@@ -67,7 +67,7 @@ def sample_folder(default: Path) -> Path | None:
 
 
 
-_FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "answers": 1, "fastchat-answers": 1}
+_FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "usr": 0, "answers": 1, "fastchat-answers": 1}
 PROVENANCE = "provenance.json"  # how the sample was made: recorded as the study's source, not imported
 
 
@@ -81,14 +81,39 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
     named in ``provenance.json`` (default ``sample``); that file's facts become the
     study's provenance. Writes are idempotent (natural keys) and serialised in this
     process, so sessions opening at once do not duplicate data.
+
+    A subfolder holding its own ``provenance.json`` is a further bundled study, seeded in
+    the same transaction after the sample (``sample_data/topicalchat/``: the TopicalChat
+    USR ratings with the offline judge's comparisons and absolute scores, which the NLG
+    assessment page opens on).
     """
     if folder is None:
         return None
     folder = Path(folder)
     if not folder.is_dir() or len(db.studies()):
         return None
-    from peercore.io.detect import DATA_SUFFIXES, detect_format
     from peercore.io.importer import import_path
+
+    plan = _bundle_plan(folder, default=SAMPLE_STUDY, description="The sample study shipped with PeerBoard (opens on "
+                                                                    "first run).")
+    if plan is None:
+        return None
+    extras = [p for p in (_bundle_plan(sub, default=sub.name) for sub in sorted(folder.iterdir())
+                          if sub.is_dir() and (sub / PROVENANCE).is_file()) if p is not None]
+    with _SEEDING:
+        if len(db.studies()):
+            return None
+        with db.transaction():
+            for name, description, source, files in [plan, *extras]:
+                db.create_study(name, description=description, source=source, exist_ok=True)
+                for path, fmt in files:
+                    import_path(path, store=db, study=name, format=fmt)
+    return plan[0]
+
+
+def _bundle_plan(folder: Path, *, default: str, description: str | None = None):
+    """``(study, description, source, [(file, format), ...])`` of a bundled folder, or None without data."""
+    from peercore.io.detect import DATA_SUFFIXES, detect_format
 
     files = sorted(p for p in folder.iterdir()
                    if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name.lower() != PROVENANCE)
@@ -97,21 +122,15 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
     facts = {}
     if (folder / PROVENANCE).is_file():
         facts = json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
-    name = facts.get("study") or SAMPLE_STUDY
+    name = facts.get("study") or default
     source = {"kind": "bundled sample", "folder": folder.name,
-              **{k: v for k, v in facts.items() if isinstance(v, (str, int, float)) and k != "study"}}
+              **{k: v for k, v in facts.items() if isinstance(v, (str, int, float)) and k not in ("study",
+                                                                                                    "description")}}
     if isinstance(facts.get("models"), dict):
         source["models"] = ", ".join(facts["models"])
     formats = {path: detect_format(path) for path in files}
-    with _SEEDING:
-        if len(db.studies()):
-            return None
-        with db.transaction():
-            db.create_study(name, description="The sample study shipped with PeerBoard (opens on first run).",
-                            source=source, exist_ok=True)
-            for path in sorted(files, key=lambda p: (_FIRST.get(formats[p], 2), p.name)):
-                import_path(path, store=db, study=name, format=formats[path])
-    return name
+    ordered = sorted(files, key=lambda p: (_FIRST.get(formats[p], 2), p.name))
+    return name, description or str(facts.get("description", "")), source, [(p, formats[p]) for p in ordered]
 
 
 # ---------------------------------------------------------------------- cached tables
