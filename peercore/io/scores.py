@@ -175,7 +175,8 @@ def _numbers(values: pd.Series, *, column: str, source: str, line_of) -> np.ndar
     """A column of scores as floats, NaN where not rated; anything but a finite number refused."""
     out = np.full(len(values), np.nan)
     for row, value in enumerate(values.tolist()):
-        if value is None or value is pd.NA or (isinstance(value, str) and not value.strip()):
+        if value is None or value is pd.NA or (isinstance(value, str) and not value.strip()) or (
+                isinstance(value, float) and math.isnan(value)):  # an empty CSV cell (NaN text is refused below)
             continue
         number = _number(value)
         if number is None:

@@ -32,9 +32,11 @@ definition.
 
 Edge cases: a context with fewer than ``min_candidates`` candidates scored by both
 sides is left out; a context whose human scores are all equal has no order to recover
-(its correlation is NaN, counted in ``contexts_constant``, left out of the mean); a
+(its correlation is NaN, flagged ``constant_human``, left out of the mean); a
 prediction that is constant over a context says nothing about the order and counts as
-0 (scipy would return NaN). Otherwise the per-context values are exactly
+0 (scipy would return NaN). Predicted scores equal to 9 decimals are ties (PoE-Gaussian
+gives two candidates with mirrored comparisons scores that differ by 1e-16, which would
+otherwise order them). Otherwise the per-context values are exactly
 :func:`scipy.stats.spearmanr` and :func:`scipy.stats.pearsonr`.
 """
 
@@ -160,7 +162,9 @@ def per_context_correlations(predicted: pd.DataFrame, human: pd.DataFrame, *, mi
     for question, group in merged.groupby("question_id", sort=False):
         if len(group) < min_candidates:
             continue
-        x, y = group["score"].to_numpy(dtype=float), group["value"].to_numpy(dtype=float)
+        # Scores equal to 9 decimals are ties: a solver's rounding (1e-16) must not order candidates that
+        # the comparisons cannot tell apart.
+        x, y = np.round(group["score"].to_numpy(dtype=float), 9), group["value"].to_numpy(dtype=float)
         constant_human = bool(np.ptp(y) == 0)
         if constant_human:
             rho = r = np.nan

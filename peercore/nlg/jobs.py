@@ -38,8 +38,12 @@ class ComparisonJob(ReviewJob):
         as :class:`~peercore.jobs.review.ReviewJob` (strategy ``all`` by default; method
         None = each backend's default: the label-probability classifier for local
         models).
-    template : an NLG template name (default ``nlg_compare``) or a template object of
-        kind ``classifier``, ``review`` or ``generative``.
+    template : an NLG template name or a template object of kind ``classifier``,
+        ``review`` or ``generative``; default per reviewer: ``nlg_compare`` (the
+        label-probability classifier) when its method reads probabilities,
+        ``nlg_compare_generative`` when it reads a generated verdict.
+    samples, temperature : K sampled verdicts for ``method="samples"``, and their
+        temperature (as :class:`~peercore.jobs.review.ReviewJob`).
 
     Raises
     ------
@@ -52,28 +56,50 @@ class ComparisonJob(ReviewJob):
     def __init__(self, study: str, judges: Sequence, *, attribute: str, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
                  budget: int | None = None, seed: int = 0, method: str | None = None,
-                 template: str | PromptTemplate | None = None, max_tokens: int = 512) -> None:
+                 template: str | PromptTemplate | None = None, samples: int = 1, temperature: float | None = None,
+                 max_tokens: int = 512) -> None:
         from peercore.nlg.prompts import COMPARE_TEMPLATE, load_nlg_template
 
         if not isinstance(attribute, str) or not attribute.strip():
             raise ValueError(f"attribute must be a non-empty name (e.g. 'coherence'), got {attribute!r}")
-        tpl = template if isinstance(template, PromptTemplate) else load_nlg_template(template or COMPARE_TEMPLATE)
         self.attribute = attribute
+        self._given = template if template is None or isinstance(template, PromptTemplate) else \
+            load_nlg_template(template)
         super().__init__(study, judges, contestants=contestants, questions=questions, strategy=strategy,
-                         comparisons=comparisons, budget=budget, seed=seed, method=method, template=tpl,
-                         criterion=attribute, max_tokens=max_tokens)
+                         comparisons=comparisons, budget=budget, seed=seed, method=method,
+                         template=self._given or load_nlg_template(COMPARE_TEMPLATE), criterion=attribute,
+                         samples=samples, temperature=temperature, max_tokens=max_tokens)
+
+    def _template_for(self, reviewer: Judge) -> PromptTemplate:
+        """The given template, else ``nlg_compare`` for probability methods and
+        ``nlg_compare_generative`` for generated verdicts (per reviewer, as its method)."""
+        from peercore.nlg.prompts import COMPARE_TEMPLATE, GENERATIVE_COMPARE_TEMPLATE, load_nlg_template
+        from peercore.reviewers import judging
+
+        if self._given is not None:
+            return self._given
+        method = self.method or judging.default_method(reviewer.backend)
+        concrete = judging.resolve_method(method, reviewer.backend.capabilities, k=self.samples)
+        return load_nlg_template(COMPARE_TEMPLATE if concrete in ("logprobs", "logits") else GENERATIVE_COMPARE_TEMPLATE)
 
     def _settings(self, reviewer: Judge) -> ReviewSettings:
         from peercore.nlg.prompts import aspect_of
 
-        settings = super()._settings(reviewer)
+        saved, self.template = self.template, self._template_for(reviewer)
+        try:
+            settings = super()._settings(reviewer)
+        finally:
+            self.template = saved
         return dataclasses.replace(settings, fields={**settings.fields, "aspect": aspect_of(self.criterion)})
 
     def config(self) -> dict:
         out = super().config()
-        out["template"] = self.template.name
-        out["template_version"] = self.template.version
+        used = list(dict.fromkeys((s.template.name, s.template.version) for s in self.settings.values()))
+        out["template"] = used[0][0] if len(used) == 1 else [name for name, _ in used]
+        out["template_version"] = used[0][1] if len(used) == 1 else [version for _, version in used]
         out["attribute"] = self.attribute
+        if self._given is not None:  # only when given, so default runs keep their ids
+            out["given_template"] = self._given.name
         return out
 
     def _options(self, reviewer: Judge) -> dict:
@@ -97,10 +123,14 @@ def job_from_config(kind: str, study: str, config: dict):
 
     if kind not in ("nlg-compare", "score"):
         raise ValueError(f"kind must be 'nlg-compare' or 'score' for an NLG run, got {kind!r}")
-    template = load_nlg_template(config["template"])
-    if config.get("template_version") not in (None, template.version):
-        raise ValueError(f"the run used template {config['template']!r} version {config['template_version']}, this "
-                         f"peercore ships version {template.version}; start a new run")
+    names = config["template"] if isinstance(config["template"], list) else [config["template"]]
+    versions = config.get("template_version")
+    versions = versions if isinstance(versions, list) else [versions] * len(names)
+    for name, version in zip(names, versions):
+        if version not in (None, load_nlg_template(name).version):
+            raise ValueError(f"the run used template {name!r} version {version}, this peercore ships version "
+                             f"{load_nlg_template(name).version}; start a new run")
+    template = load_nlg_template(names[0]) if len(names) == 1 else None
     entries = config["reviewers"] if kind == "nlg-compare" else config["judges"]
     judges = [_judge(e, timeout=None, api_keys={}) for e in entries]
     if kind == "score":
@@ -111,4 +141,6 @@ def job_from_config(kind: str, study: str, config: dict):
     return ComparisonJob(study, judges, attribute=config["attribute"], contestants=config.get("contestants"),
                          questions=config.get("questions"), strategy=config["strategy"],
                          comparisons=config.get("comparisons"), budget=config.get("budget"), seed=config["seed"],
-                         method=config.get("method"), template=template, max_tokens=config["max_output"])
+                         method=config.get("method"), template=None if config.get("given_template") is None
+                         else template, samples=config.get("samples", 1), temperature=config.get("temperature"),
+                         max_tokens=config["max_output"])

@@ -8,6 +8,10 @@ Templates are TOML data files in ``peercore/nlg/templates`` (read and validated 
     responses to one context: "Which response is {aspect} as the next turn of this
     conversation, Response 1 or Response 2?", prefill ``The better response is
     Response ``; p = P(1) / (P(1) + P(2)).
+``nlg_compare_generative`` (kind ``generative``)
+    The same question for judges read by their reply (``--method verdict`` / ``samples``,
+    the OpenAI and Anthropic APIs' default): a short explanation, then ``Verdict:
+    Response 1|2`` on the last line.
 ``nlg_score`` (kind ``score``)
     Prompt scoring of one response (the paper's absolute baseline; FastChat's
     single-answer grading): "How {quality} is this response ...? Score it from {low} to
@@ -26,10 +30,11 @@ from importlib import resources
 
 from peercore.prompts.templates import PromptTemplate, TemplateError, template_from_mapping
 
-__all__ = ["ASPECTS", "COMPARE_TEMPLATE", "SCORE_TEMPLATE", "load_nlg_template", "nlg_templates", "aspect_of",
+__all__ = ["ASPECTS", "COMPARE_TEMPLATE", "GENERATIVE_COMPARE_TEMPLATE", "SCORE_TEMPLATE", "load_nlg_template", "nlg_templates", "aspect_of",
            "quality_of"]
 
 COMPARE_TEMPLATE = "nlg_compare"
+GENERATIVE_COMPARE_TEMPLATE = "nlg_compare_generative"
 SCORE_TEMPLATE = "nlg_score"
 # attribute -> (comparative phrase for "Which response is ...", adjective for "How ... is this response").
 # USR's attributes (Mehri & Eskenazi 2020) and SummEval's (Fabbri et al. 2021).
