@@ -14,7 +14,10 @@ measured here with the offline judge (Qwen2.5-Coder-1.5B through llama.cpp, 2 co
 3. times comparisons with and without llama.cpp's prompt (KV) cache on one context, in a
    throwaway database (so the run's cache cannot answer them);
 4. writes ``results/nlg_topicalchat.md`` (the papers' table shape, the speed-up and the
-   efficiency curves' summary) and ``results/nlg_topicalchat.json``.
+   efficiency curves' summary) and ``results/nlg_topicalchat.json``;
+5. with ``--bundle``, writes the bundled study ``sample_data/topicalchat/`` that the app
+   seeds on first run (the USR file, the judge's comparisons and absolute scores of the
+   contexts done, provenance and licence).
 
 It resumes: every finished call is in the database (``--db``, default
 ``.local/nlg_topicalchat.sqlite``), and running the script again continues where it
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="only rewrite the results from the database")
     parser.add_argument("--no-timing", action="store_true", help="skip the prompt-cache timing")
     parser.add_argument("--results", default=str(RESULTS), help="folder for nlg_topicalchat.md / .json")
+    parser.add_argument("--bundle", action="store_true", help="(re)write sample_data/topicalchat/ from the database")
     args = parser.parse_args(argv)
 
     from peercore.io.importer import import_path
@@ -86,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             _save(state, state_path)
     _report(store, state, Path(args.results))
     _save(state, state_path)
+    if args.bundle:
+        _bundle(store, state, ROOT / "sample_data" / "topicalchat")
     log("done")
     return 0
 
@@ -184,6 +190,49 @@ def _timing(store, context: str) -> dict:
     log(f"timing: {out['uncached_seconds']:.0f} s uncached vs {out['cached_seconds']:.0f} s cached "
         f"({out['speedup']:.1f}x), max |dp| {out['max_abs_dp']:.4f}")
     return out
+
+
+def _bundle(store, state: dict, folder: Path) -> None:
+    """The bundled study: the MIT data file, the run's comparisons and scores, provenance and licence."""
+    import platform
+    import shutil
+
+    import peercore
+    from peercore.io.scores import judge_scores_table
+    from peercore.judgments import COLUMNS
+    from peercore.reviewers.local_model import QWEN_SHA256
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(DATA, folder / "topical_chat.json")
+    judges = sorted({run["judge"] for run in state["runs"].values()})
+    judgments = store.judgments(STUDY, judges=judges)
+    judgments[[c for c in COLUMNS if c in judgments.columns and judgments[c].notna().any()]].to_csv(
+        folder / "judgments.csv", index=False)
+    scores = judge_scores_table(store.judge_scores(STUDY, judges=judges, include_invalid=True))
+    scores.drop(columns=[c for c in ("rationale",) if c in scores.columns]).to_csv(folder / "judge_scores.csv",
+                                                                                  index=False)
+    settings = {row["name"]: row["settings"] for row in store.judges(STUDY).to_dict(orient="records")
+                if row["name"] in judges}
+    facts = {
+        "study": STUDY,
+        "description": "TopicalChat USR ratings (60 contexts x 6 responses, MIT) with the offline judge's "
+                       "comparisons and absolute scores: the NLG assessment page opens on it.",
+        "made_by": "benchmarks/nlg_topicalchat.py --bundle",
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "peercore_version": getattr(peercore, "__version__", "0.1.0"),
+        "python": platform.python_version(),
+        "data": "topical_chat.json: maszhongming/UniEval reproduce/data/dialogue/topical_chat.json at "
+                "d33e7b6cfebe97b2bafe435adbd818230d5a416a (MIT, Copyright (c) 2022 Ming Zhong); USR ratings by "
+                "Mehri & Eskenazi (2020)",
+        "licence": "MIT (see LICENSE beside this file)",
+        "judge_model": f"Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, sha256 {QWEN_SHA256} (upstream Apache-2.0)",
+        "contexts_compared": int(judgments["question_id"].nunique()),
+        "comparisons": len(judgments),
+        "absolute_scores": len(scores),
+        "judges": settings,
+    }
+    (folder / "provenance.json").write_text(json.dumps(facts, indent=1) + "\n")
+    log(f"bundle: {folder} ({len(judgments):,} comparisons, {len(scores):,} scores)")
 
 
 def _save(state: dict, path: Path) -> None:
