@@ -11,7 +11,7 @@ import streamlit as st
 
 from peercore.ui.data import _store
 
-__all__ = ["preferred_attribute", "overview", "evaluation", "curves", "human_scores", "judge_scores", "export_bytes", "judge_label",
+__all__ = ["preferred_attribute", "overview", "evaluation", "curves", "human_scores", "judge_scores", "export_bytes",
            "METHOD_LABELS", "has_human_scores", "efficiency_against_humans"]
 
 METHOD_LABELS = {"win_ratio": "win ratio", "bt": "Bradley-Terry", "avg_prob": "average probability",
@@ -80,10 +80,6 @@ def scoring_options(frame: pd.DataFrame, attribute: str) -> dict[str, str]:
     own = frame[frame["attribute"] == attribute]
     out = {str(r.judge): f"{r.judge} ({int(r.n_scores):,} scores)" for r in own.itertuples(index=False)}
     return {**out, NONE: "none (comparisons only)"}
-
-
-def judge_label(value: str, options: dict[str, str]) -> str:
-    return options.get(value, value)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
