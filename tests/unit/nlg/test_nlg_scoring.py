@@ -159,3 +159,26 @@ def test_a_probability_method_refuses_a_scale_of_two_digit_scores(tmp_path):
     assert ScoreJob("s", [backend], attribute="coherence", scale=(1, 10), method="text").high == 10
     with pytest.raises(ValueError, match="kind 'score'"):
         ScoreJob("s", [backend], template=load_nlg_template("nlg_compare"))
+
+
+def test_nlg_jobs_are_rebuilt_from_their_stored_configuration():
+    import json
+
+    from peercore.jobs.base import Judge
+    from peercore.jobs.specs import make_backend
+    from peercore.nlg.jobs import ComparisonJob, job_from_config
+
+    named = Judge(make_backend("local:qwen2.5-coder-1.5b"), name="qwen~coherence")
+    for job in (ComparisonJob("s", [named], attribute="coherence", questions=["c1", "c2"]),
+                ComparisonJob("s", [make_backend("local:qwen2.5-coder-1.5b")], attribute="fluency",
+                              method="verdict", strategy="symmetric", comparisons=4),
+                ScoreJob("s", [named], attribute="coherence"),
+                ScoreJob("s", [make_backend("local:qwen2.5-coder-1.5b")], attribute="overall", method="text",
+                         scale=(1, 10))):
+        config = json.loads(json.dumps(job.config(), default=str))  # as the store keeps it
+        again = job_from_config(job.kind, "s", config)
+        assert again.run_id() == job.run_id() and type(again) is type(job)
+    assert ComparisonJob("s", [named], attribute="fluency", method="verdict").settings[
+        "qwen~coherence"].template.name == "nlg_compare_generative"
+    with pytest.raises(ValueError, match="'nlg-compare' or 'score'"):
+        job_from_config("review", "s", {})
