@@ -6,6 +6,10 @@
   MT-Bench and Chatbot Arena", 2023 (section 3.3, Table 2 and Figure 3).
 * Verbosity (length) bias: Zheng et al. 2023 section 3.3; PRD (Li, Patel & Du 2023)
   section 5 also discusses the preference for longer answers.
+* Judge bias as a model (:func:`judge_bias_model`): the contextual Bradley-Terry of
+  Chatbot Arena's style control (Chiang et al. 2024; :mod:`peercore.ranking.contextual`)
+  with each judge's known biases as covariates, so position, self-preference and length
+  are estimated together, each with an interval, on the rating scale.
 
 Every function takes a canonical judgment table (see :mod:`peercore.judgments`) and
 returns a judge-indexed DataFrame (index named ``judge``, sorted).
@@ -35,7 +39,13 @@ __all__ = [
     "self_enhancement",
     "length_bias",
     "judge_health",
+    "JudgeBias",
+    "BIASES",
+    "judge_bias_model",
+    "families_of",
 ]
+
+BIASES = ("position", "self", "length")
 
 _POSITION_VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
 
@@ -448,6 +458,154 @@ def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFram
     out["reasons"] = reasons
     out["fix"] = fixes
     return out
+
+
+# ----------------------------------------------------------------- judge bias as a model
+
+
+class JudgeBias(NamedTuple):
+    """Result of :func:`judge_bias_model`.
+
+    ``table``: one row per (judge, bias) with ``coefficient`` (logit units), ``elo``
+    (Elo points), ``ci_low``, ``ci_high`` (the 95% interval in Elo points),
+    ``probability_shift`` with ``p_low``, ``p_high`` (the change in the probability that
+    the favoured answer wins between two answers of equal quality), ``n`` (the judge's
+    verdicts), ``n_informative`` (verdicts where the covariate is not zero),
+    ``significant`` (the interval excludes 0). ``ratings``: the models' strengths on the
+    Elo scale that every judge shares. ``families``: model -> family used.
+    """
+
+    table: pd.DataFrame
+    ratings: pd.Series
+    families: dict
+
+
+def families_of(models, families: Mapping[str, str] | None = None) -> dict[str, str]:
+    """model -> family: ``families[model]`` where given, else the model itself (its own family)."""
+    families = dict(families or {})
+    return {str(m): str(families.get(m, m)) for m in models}
+
+
+def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | None = None,
+                     families: Mapping[str, str] | None = None, lengths: pd.DataFrame | None = None,
+                     level: float = 0.95, l2: float = 1e-6, scale: float = 400.0, base: float = 10.0) -> JudgeBias:
+    """Each judge's position, self-preference and length bias, estimated jointly with intervals.
+
+    One contextual Bradley-Terry model (:func:`peercore.ranking.core.fit`) over every
+    judge's verdicts, with model strengths :math:`\\xi` that all judges share and, per
+    judge j, three covariates:
+
+    .. math:: \\operatorname{logit} P(a \\succ b \\mid j) = \\xi_a - \\xi_b
+              + \\beta^{pos}_j + \\beta^{self}_j s_j(a, b) + \\beta^{len}_j \\ell(a, b)
+
+    * position: the constant 1 (the answer shown first), so :math:`\\beta^{pos}_j` is
+      the judge's pull towards the first position at equal quality (Liusie et al.
+      2024's position bias, now net of the models shown);
+    * self-preference: :math:`s_j = \\mathbb 1[\\mathrm{fam}(a) = \\mathrm{fam}(j)]
+      - \\mathbb 1[\\mathrm{fam}(b) = \\mathrm{fam}(j)]`, the judge's family being the
+      family of the contestant it is (``aliases``), families from ``families``
+      (user-editable; by default each model is its own family). Because the strengths
+      are the panel's, :math:`\\beta^{self}_j` is how much more the judge favours its own
+      family than the other judges do (MT-Bench section 3.3's self-enhancement as a
+      parameter);
+    * length: :math:`\\ell = \\frac{(L_a - L_b)/(L_a + L_b)}{\\mathrm{sd}}`, the answers'
+      length ratio in standard deviations over battles (0 when unknown).
+
+    Intervals are sandwich (robust) intervals (:func:`peercore.ranking.core.sandwich`).
+    Coefficients are reported in logit units, in Elo points (:math:`\\beta\\,\\sigma/\\ln\\beta_{10}`)
+    and as a probability shift at equal quality, :math:`\\sigma(\\beta) - 1/2` (for
+    length: one standard deviation of the ratio in the first answer's favour).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table (ties count half).
+    aliases : judge -> the contestant it is; judges without one get no self term.
+    families : model -> family (e.g. ``{"gpt-4": "openai", "gpt-3.5": "openai"}``).
+    lengths : ``length_a``, ``length_b`` aligned with ``judgments`` (characters); None:
+        no length term.
+    level : interval coverage.
+    l2 : ridge on the shared strengths (keeps a model that won every battle finite).
+    scale, base : the Elo scale.
+
+    Returns
+    -------
+    JudgeBias
+        A term with no informative verdict (a judge whose family never plays) is NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``level`` is not in (0, 1), ``judgments`` is empty, or an alias names no
+        contestant.
+    """
+    from scipy.special import expit, ndtri
+
+    from peercore.ranking import core
+    from peercore.ranking._battles import encode
+
+    _check_level(level)
+    judgments = _canonical(judgments, "judgments")
+    if len(judgments) == 0:
+        raise ValueError("judgments is empty; the bias model needs verdicts")
+    battles = encode(judgments)
+    models = battles.models
+    family = families_of(models, families)
+    aliases = dict(aliases or {})
+    unknown = {j: m for j, m in aliases.items() if j in battles.judges and m not in models}
+    if unknown:
+        raise ValueError(f"aliases name contestant(s) that never appear in judgments: {unknown}")
+    n_rows, judges = len(battles), battles.judges
+    model_family = np.array([family[m] for m in models], dtype=object)
+    columns, names, informative = [], [], []
+    ratio = None
+    if lengths is not None:
+        la = lengths["length_a"].to_numpy(dtype=float)
+        lb = lengths["length_b"].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(la + lb > 0, (la - lb) / (la + lb), 0.0)
+        ratio = np.where(np.isfinite(ratio), ratio, 0.0)
+        sd = float(np.std(ratio[ratio != 0])) if (ratio != 0).any() else 0.0
+        ratio = ratio / sd if sd > 0 else None
+    for k, judge in enumerate(judges):
+        mine = battles.judge == k
+        columns.append(mine.astype(float))
+        names.append((judge, "position"))
+        informative.append(int(mine.sum()))
+        own = aliases.get(judge)
+        if own is not None:
+            fam = family[own]
+            self_term = ((model_family[battles.a] == fam).astype(float) - (model_family[battles.b] == fam)) * mine
+            columns.append(self_term)
+            names.append((judge, "self"))
+            informative.append(int((self_term != 0).sum()))
+        if ratio is not None:
+            columns.append(ratio * mine)
+            names.append((judge, "length"))
+            informative.append(int(((ratio != 0) & mine).sum()))
+    x = np.column_stack(columns)
+    usable = np.array([c > 0 for c in informative])
+    design = core.Design(battles.n_models, battles.a, battles.b, battles.score_a, np.ones(n_rows), x=x[:, usable])
+    solution = core.fit(design, l2=l2, l2_features=0.0, what="judge-bias model")
+    cov = core.sandwich(design, solution)
+    n = battles.n_models
+    coef = np.full(len(names), np.nan)
+    se = np.full(len(names), np.nan)
+    coef[usable] = solution.gamma
+    se[usable] = np.sqrt(np.clip(np.diag(cov)[n:], 0.0, None))
+    z = float(ndtri(0.5 + level / 2.0))
+    elo = scale / math.log(base)
+    low, high = coef - z * se, coef + z * se
+    per_judge = pd.Series(np.bincount(battles.judge, minlength=len(judges)), index=list(judges))
+    table = pd.DataFrame({
+        "judge": [j for j, _ in names], "bias": [b for _, b in names], "coefficient": coef, "elo": coef * elo,
+        "ci_low": low * elo, "ci_high": high * elo, "probability_shift": expit(coef) - 0.5,
+        "p_low": expit(low) - 0.5, "p_high": expit(high) - 0.5,
+        "n": [int(per_judge[j]) for j, _ in names], "n_informative": informative,
+        "significant": (low > 0) | (high < 0),
+    }).set_index(["judge", "bias"])
+    theta = solution.theta
+    ratings = pd.Series((theta - theta.mean()) * elo + 1000.0, index=pd.Index(models, name="model"), name="rating")
+    return JudgeBias(table, ratings, family)
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from peercore.bias import (
+    BIASES,
+    judge_bias_model,
     SelfEnhancement,
     apply_threshold,
     debias_threshold,
@@ -273,3 +275,100 @@ def test_length_bias_errors():
     missing_text = ANSWERS.assign(answer=[None, "s", "s", "l", "a", "b"])
     with pytest.raises(ValueError, match=r"no answer for \(question_id, model\) \('1', 'x'\)"):
         length_bias(judgments.iloc[:1], missing_text)
+
+
+# ------------------------------------------------------------------ judge bias as a model
+
+BIAS_MODELS = ["m0", "m1", "m2", "m3", "m4", "m5"]
+# judge -> (its own model, true position, self and length effects in logit units; length per sd of the ratio)
+INJECTED = {"j0": ("m0", 0.4, 0.6, 0.5), "j1": ("m1", 0.0, 0.0, 0.0), "j2": ("m2", -0.3, 0.0, 0.3),
+            "j3": ("m3", 0.0, 0.8, 0.0)}
+
+
+def _biased_judges(seed: int, questions: int = 25):
+    """Every judge judges every ordered pair of 6 models on each question, with the biases of INJECTED."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 0.7, len(BIAS_MODELS))
+    verbose = rng.normal(0, 0.4, len(BIAS_MODELS))
+    n = len(BIAS_MODELS)
+    pairs = [(q, a, b) for q in range(questions) for a in range(n) for b in range(n) if a != b]
+    length = np.exp(6 + verbose + rng.normal(0, 0.5, (questions, n)))
+    la = np.array([length[q, a] for q, a, b in pairs])
+    lb = np.array([length[q, b] for q, a, b in pairs])
+    unit = (la - lb) / (la + lb)
+    unit = unit / unit.std()  # the model's length covariate: the ratio in standard deviations
+    q_, a_, b_ = (np.array(v) for v in zip(*pairs))
+    frames = []
+    for judge, (own, position, self_, length_effect) in INJECTED.items():
+        o = BIAS_MODELS.index(own)
+        logit = strength[a_] - strength[b_] + position + self_ * ((a_ == o).astype(float) - (b_ == o)) \
+            + length_effect * unit
+        first = rng.random(len(pairs)) < expit(logit)
+        frames.append(pd.DataFrame({"question_id": q_.astype(str), "model_a": np.array(BIAS_MODELS)[a_],
+                                    "model_b": np.array(BIAS_MODELS)[b_], "judge": judge,
+                                    "winner": np.where(first, "model_a", "model_b"), "length_a": la,
+                                    "length_b": lb}))
+    frame = pd.concat(frames, ignore_index=True)
+    judgments = judgments_from_frame(frame[["question_id", "model_a", "model_b", "judge", "winner"]])
+    return judgments, frame[["length_a", "length_b"]]
+
+
+def test_judge_bias_model_recovers_injected_biases_over_50_seeds():
+    """Coverage of the 95% intervals >= 90%, power >= 80%, null detections <= 10% (issue 11)."""
+    records = []
+    aliases = {judge: spec[0] for judge, spec in INJECTED.items()}
+    for seed in range(50):
+        judgments, lengths = _biased_judges(seed)
+        table = judge_bias_model(judgments, aliases=aliases, lengths=lengths).table
+        for (judge, bias), row in table.iterrows():
+            truth = dict(zip(BIASES, INJECTED[judge][1:]))[bias]
+            records.append((truth, row["coefficient"], row["ci_low"], row["ci_high"], bool(row["significant"])))
+    frame = pd.DataFrame(records, columns=["truth", "coefficient", "low", "high", "significant"])
+    elo = 400 / math.log(10)
+    covered = ((frame["low"] <= frame["truth"] * elo) & (frame["truth"] * elo <= frame["high"])).mean()
+    power = frame.loc[frame["truth"] != 0, "significant"].mean()
+    null = frame.loc[frame["truth"] == 0, "significant"].mean()
+    assert len(frame) == 50 * 12
+    assert covered >= 0.90, covered
+    assert power >= 0.80, power
+    assert null <= 0.10, null
+
+
+def test_judge_bias_model_units_and_edge_cases():
+    judgments, lengths = _biased_judges(0, questions=10)
+    aliases = {judge: spec[0] for judge, spec in INJECTED.items()}
+    result = judge_bias_model(judgments, aliases=aliases, lengths=lengths)
+    row = result.table.loc[("j3", "self")]
+    assert row["elo"] == pytest.approx(row["coefficient"] * 400 / math.log(10))
+    assert row["probability_shift"] == pytest.approx(1 / (1 + math.exp(-row["coefficient"])) - 0.5)
+    assert row["n"] == 300 and row["n_informative"] == 100      # m3 plays in 10 of the 30 ordered pairs
+    assert result.ratings.mean() == pytest.approx(1000)
+    # Without lengths, no length term; a judge without an alias has no self term.
+    no_length = judge_bias_model(judgments, aliases={"j0": "m0"}).table
+    assert set(no_length.index.get_level_values("bias")) == {"position", "self"}
+    assert ("j1", "self") not in no_length.index
+    # Families: m0 and m1 one family -> j0's self term now also covers m1's battles.
+    family = judge_bias_model(judgments, aliases={"j0": "m0"}, families={"m0": "lab", "m1": "lab"}).table
+    assert family.loc[("j0", "self"), "n_informative"] > no_length.loc[("j0", "self"), "n_informative"]
+    # A judge whose family never plays against another family has a NaN term rather than a made-up one.
+    lab = judgments["model_a"].isin(["m0", "m1"]) == judgments["model_b"].isin(["m0", "m1"])
+    absent = judge_bias_model(judgments[lab.to_numpy()], aliases={"j0": "m0"},
+                              families={"m0": "lab", "m1": "lab"}).table
+    assert math.isnan(absent.loc[("j0", "self"), "coefficient"]) and absent.loc[("j0", "self"), "n_informative"] == 0
+    with pytest.raises(ValueError, match="never appear"):
+        judge_bias_model(judgments, aliases={"j0": "nobody"})
+
+
+def test_judge_bias_model_mirroring_flips_position_only():
+    judgments, lengths = _biased_judges(1, questions=8)
+    aliases = {judge: spec[0] for judge, spec in INJECTED.items()}
+    before = judge_bias_model(judgments, aliases=aliases, lengths=lengths).table
+    swapped = judge_bias_model(mirror(judgments), aliases=aliases,
+                               lengths=lengths.rename(columns={"length_a": "length_b", "length_b": "length_a"})).table
+    assert np.allclose(swapped.xs("position", level="bias")["coefficient"],
+                       -before.xs("position", level="bias")["coefficient"], atol=1e-6)
+    for bias in ("self", "length"):
+        assert np.allclose(swapped.xs(bias, level="bias")["coefficient"],
+                           before.xs(bias, level="bias")["coefficient"], atol=1e-6)
