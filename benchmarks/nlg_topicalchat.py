@@ -240,7 +240,38 @@ def _save(state: dict, path: Path) -> None:
     path.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
+def _cache_stats(store) -> dict:
+    """The prompt cache's saving within the run: prompt tokens evaluated with it, and without it.
+
+    Every paid call records its prompt's tokens and how many of them the cache reused
+    (``raw["reused_tokens"]``); without the cache every prompt token is evaluated. The
+    token ratio does not depend on the machine's load (the latencies do: the run shares
+    2 cores at ``nice -n 10``); the clean timing is the separate timing step.
+    """
+    rows = store.connect().execute("SELECT latency_s, prompt_tokens, request, response FROM llm_calls").fetchall()
+    out = {}
+    for kind, prefill in (("compare", "The better response is Response "), ("score", "Score: ")):
+        calls = []
+        for latency, prompt_tokens, request, response in rows:
+            if json.loads(request).get("prefill") != prefill:
+                continue
+            reused = json.loads(response).get("raw", {}).get("reused_tokens", 0) or 0
+            calls.append((float(latency or 0.0), int(prompt_tokens), int(reused)))
+        if not calls:
+            continue
+        prompt = sum(c[1] for c in calls)
+        evaluated = sum(c[1] - c[2] for c in calls)
+        latencies = sorted(c[0] for c in calls)
+        out[kind] = {"calls": len(calls), "prompt_tokens": prompt, "evaluated_tokens": evaluated,
+                     "token_ratio": prompt / evaluated if evaluated else float("nan"),
+                     "median_prompt_tokens": sorted(c[1] for c in calls)[len(calls) // 2],
+                     "median_evaluated_tokens": sorted(c[1] - c[2] for c in calls)[len(calls) // 2],
+                     "median_latency_s": latencies[len(latencies) // 2]}
+    return out
+
+
 def _report(store, state: dict, folder: Path) -> None:
+    state["cache_stats"] = _cache_stats(store)
     try:
         from peercore.nlg.report import topicalchat_report
     except ImportError as exc:  # the run's calls are stored; rerun with --report-only

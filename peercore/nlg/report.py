@@ -175,6 +175,16 @@ def _speed(state: dict) -> str:
     score_s = sum(r.get("seconds", 0.0) for r in runs.values() if r.get("kind") == "score")
     score_n = sum(r.get("calls", 0) for r in runs.values() if r.get("kind") == "score")
     text = "## Speed: the prompt (KV) cache\n\n"
+    stats = state.get("cache_stats") or {}
+    for kind, label in (("compare", "comparisons"), ("score", "absolute scores")):
+        s = stats.get(kind)
+        if not s:
+            continue
+        text += (f"Within the run ({label}): {s['calls']:,} calls with {s['prompt_tokens']:,} prompt tokens, of which the "
+                 f"cache let the model evaluate {s['evaluated_tokens']:,} (median {s['median_evaluated_tokens']:,} of "
+                 f"{s['median_prompt_tokens']:,} per call): **{s['token_ratio']:.1f}x fewer tokens evaluated**. Median "
+                 f"latency {s['median_latency_s']:.2f} s per call, measured while the 2 cores were shared "
+                 "(`nice -n 10`).\n\n")
     if timing:
         text += (f"The 30 comparisons of one context ({timing['context']}, coherence) in a fresh database: "
                  f"{timing['uncached_seconds']:.0f} s with every prompt evaluated from scratch, "
