@@ -84,6 +84,20 @@ with right:
     else:
         st.caption("No comparisons chosen.")
 
+st.subheader("Systems")
+st.caption("Each candidate system's mean over the contexts: human score, absolute score and (debiased) win ratio; "
+           "the Spearman correlation of each column with the human means is the system-level agreement.")
+st.dataframe(result.systems.round(3), hide_index=True, width="stretch", key="nlg_systems")
+if result.system_spearman:
+    st.caption("System-level Spearman with the human means: " + ", ".join(
+        f"{name.replace('_', ' ')} {value:.3f}" for name, value in result.system_spearman.items()))
+
+with st.expander("One context: its candidates, human and predicted scores"):
+    context = st.selectbox("Context", list(result.contexts), key="nlg_context")
+    if context:
+        st.dataframe(ui.context_table(db, study, rev, attribute, comparative, score_judge, context),
+                     hide_index=True, width="stretch", key="nlg_context_table")
+
 if comparative != ui.NONE:
     st.subheader("How many comparisons? (against the human scores)")
     st.caption("For each context, score the candidates from only k of the judge's comparisons and correlate with "

@@ -230,6 +230,8 @@ def _evaluate(args) -> int:
                           "comparisons": result.comparisons, "scores": result.scores,
                           "table": json.loads(result.table.to_json(orient="records")),
                           "accuracy": json.loads(result.accuracy.to_json(orient="records")),
+                          "systems": json.loads(result.systems.to_json(orient="records")),
+                          "system_spearman": result.system_spearman,
                           "position_bias": result.bias}, indent=2))
         return 0
     if args.format == "csv":
@@ -245,6 +247,11 @@ def _evaluate(args) -> int:
         if len(result.accuracy):
             print("\npairwise accuracy on pairs whose human scores differ (Wilson 95% interval):")
             print(result.accuracy.round(3).to_string(index=False))
+        print("\nsystems (mean over the contexts; win ratio debiased):")
+        print(result.systems.round(3).to_string(index=False))
+        if result.system_spearman:
+            print("system-level Spearman with the human means: " + ", ".join(
+                f"{k} {v:.3f}" for k, v in result.system_spearman.items()))
     if result.bias:
         b = result.bias
         print(f"\nposition bias: P(first) {b['p_first']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}] over "

@@ -43,6 +43,10 @@ class Evaluation:
     contexts : the contexts evaluated (covered by the human scores and by every judge
         given).
     comparisons : how many comparisons were used; ``scores`` how many absolute scores.
+    systems : one row per candidate system over the contexts (a leaderboard):
+        ``model, contexts, human`` (mean human score), ``absolute`` (mean absolute score)
+        and ``win_ratio`` (mean per-context win ratio, debiased), with their ranks.
+    system_spearman : Spearman correlation of each system-level column with ``human``.
     """
 
     attribute: str
@@ -55,6 +59,8 @@ class Evaluation:
     contexts: tuple[str, ...] = ()
     comparisons: int = 0
     scores: int = 0
+    systems: pd.DataFrame = field(default_factory=pd.DataFrame)
+    system_spearman: dict = field(default_factory=dict)
 
 
 class NLGStudy:
@@ -193,11 +199,40 @@ class NLGStudy:
             row = evaluation.score_pairwise_accuracy(kept[["question_id", "model"]].assign(score=kept["value"]), human,
                                                      level=level)
             accuracy = pd.concat([accuracy, pd.DataFrame([{"reading": "absolute", **row}])], ignore_index=True)
+        systems, system_spearman = _systems(human[human["question_id"].isin(contexts)], used,
+                                            None if scores is None else scores[scores["question_id"].isin(contexts)])
         return Evaluation(attribute=attribute, judge=judge, criterion=None if judge is None else
                           (attribute if criterion is None else criterion), score_judge=score_judge, table=table,
                           accuracy=accuracy, bias=bias, contexts=ordered,
                           comparisons=0 if used is None else len(used),
-                          scores=0 if scores is None else int(scores["question_id"].isin(contexts).sum()))
+                          scores=0 if scores is None else int(scores["question_id"].isin(contexts).sum()),
+                          systems=systems, system_spearman=system_spearman)
+
+    def context(self, attribute: str, question_id: str, *, judge: str | None = None, criterion: str | None = None,
+                score_judge: str | None = None) -> pd.DataFrame:
+        """One context's candidates: ``model, answer, human``, the absolute score and the
+        comparative scores (win ratio and PoE-Gaussian, debiased), best human score first."""
+        human = self.human(attribute)
+        out = human[human["question_id"] == question_id][["model", "value"]].rename(columns={"value": "human"})
+        answers = self.store.answers(self.name)
+        answers = answers[(answers["question_id"] == question_id) & (answers["turn"].fillna(1) == 1)]
+        out = out.merge(answers[["model", "answer"]], on="model", how="left")
+        if score_judge:
+            scores = self.scores(score_judge, attribute)
+            scores = scores[scores["question_id"] == question_id][["model", "value"]].rename(
+                columns={"value": "absolute"})
+            out = out.merge(scores, on="model", how="left")
+        if judge:
+            judgments = self.comparisons(judge, attribute if criterion is None else criterion)
+            offsets = evaluation.judge_offsets(judgments)
+            mine = judgments[judgments["question_id"] == question_id]
+            for method in ("win_ratio", "poe_gaussian"):
+                if len(mine):
+                    scored = evaluation.comparative_scores(mine, method=method, offsets=offsets)
+                    out = out.merge(scored[["model", "score"]].rename(columns={"score": method}), on="model",
+                                    how="left")
+        return out[["model", "answer", *[c for c in out.columns if c not in ("model", "answer")]]].sort_values(
+            "human", ascending=False, kind="stable").reset_index(drop=True)
 
     def curves(self, attribute: str, *, judge: str, criterion: str | None = None,
                methods: Sequence[str] = CURVE_METHODS, strategies: Sequence[str] = ("random", "greedy"),
@@ -224,6 +259,28 @@ class NLGStudy:
             parts.append(summarise(curve, band=band).assign(debiased=debiased))
         out = pd.concat(parts, ignore_index=True)
         return out[["strategy", "method", "debiased", "k", "median", "low", "high"]]
+
+
+def _systems(human: pd.DataFrame, judgments: pd.DataFrame | None, scores: pd.DataFrame | None
+             ) -> tuple[pd.DataFrame, dict]:
+    """System-level means over contexts (a leaderboard) and their Spearman with the human means."""
+    import scipy.stats
+
+    table = human.groupby("model", sort=True)["value"].agg(["size", "mean"]).rename(
+        columns={"size": "contexts", "mean": "human"})
+    if scores is not None and len(scores):
+        table["absolute"] = scores.groupby("model")["value"].mean()
+    if judgments is not None and len(judgments):
+        wins = evaluation.comparative_scores(judgments, method="win_ratio",
+                                             offsets=evaluation.judge_offsets(judgments))
+        table["win_ratio"] = wins.groupby("model")["score"].mean()
+    correlations = {}
+    for column in ("absolute", "win_ratio"):
+        if column in table.columns and table[column].notna().sum() >= 3 and table["human"].nunique() > 1:
+            pair = table[["human", column]].dropna()
+            correlations[column] = float(scipy.stats.spearmanr(pair["human"], pair[column]).statistic)
+    table = table.sort_values("human", ascending=False)
+    return table.reset_index(), correlations
 
 
 def _bias(judgments: pd.DataFrame, offsets: "evaluation.Offsets", level: float) -> dict:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from peercore.ui.data import _store
 
-__all__ = ["preferred_attribute", "overview", "evaluation", "curves", "human_scores", "judge_scores", "export_bytes",
+__all__ = ["preferred_attribute", "context_table", "overview", "evaluation", "curves", "human_scores", "judge_scores", "export_bytes",
            "METHOD_LABELS", "has_human_scores", "efficiency_against_humans"]
 
 METHOD_LABELS = {"win_ratio": "win ratio", "bt": "Bradley-Terry", "avg_prob": "average probability",
@@ -53,6 +53,15 @@ def evaluation(db: str, study: str, rev: int, attribute: str, comparative: str, 
     if judge is None and score is None:
         return None
     return _study(db, study).evaluate(attribute, judge=judge, criterion=criterion, score_judge=score, common=common)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def context_table(db: str, study: str, rev: int, attribute: str, comparative: str, score_judge: str,
+                  context: str) -> pd.DataFrame:
+    """One context's candidates with their human and predicted scores (:meth:`NLGStudy.context`)."""
+    judge, criterion = comparative.split("\x1f", 1) if comparative != NONE else (None, None)
+    return _study(db, study).context(attribute, context, judge=judge, criterion=criterion,
+                                     score_judge=None if score_judge == NONE else score_judge)
 
 
 @st.cache_data(show_spinner="Sub-sampling comparisons…", max_entries=32)

@@ -72,6 +72,10 @@ def test_the_page_shows_the_papers_table_accuracy_bias_and_curves(nlg):
     curves = next(d.value for d in at.dataframe if {"strategy", "debiased", "median"} <= set(d.value.columns))
     assert set(curves["strategy"]) == {"random", "greedy"} and set(curves["debiased"]) == {False, True}
     assert len(at.get("plotly_chart")) == 2
+    systems = next(d.value for d in at.dataframe if {"model", "human", "absolute", "win_ratio"} <= set(d.value.columns))
+    assert sorted(systems["model"]) == SYSTEMS and systems["contexts"].eq(5).all()
+    one = next(d.value for d in at.dataframe if {"answer", "human", "poe_gaussian"} <= set(d.value.columns))
+    assert one["answer"].str.endswith("says hi in dlg-0").all() and one["human"].is_monotonic_decreasing
 
 
 def test_choices_change_what_is_evaluated(nlg):

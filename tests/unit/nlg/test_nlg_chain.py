@@ -92,6 +92,9 @@ def test_known_scores_are_recovered_through_the_whole_chain(tmp_path, capsys):
     assert rows[("win_ratio", False)]["spearman"] > 0.9 and rows[("poe_gaussian", True)]["spearman"] > 0.9
     # the judge favours the first position on close pairs: the bias is measured
     assert result["position_bias"]["p_first"] > 0.5
+    systems = pd.DataFrame(result["systems"])
+    assert len(systems) == CANDIDATES and systems["contexts"].eq(CONTEXTS).all()
+    assert set(result["system_spearman"]) == {"absolute", "win_ratio"}
     accuracy = {r["reading"]: r for r in result["accuracy"]}
     assert accuracy["raw"]["n"] == 80 and accuracy["both orders"]["accuracy"] > accuracy["raw"]["accuracy"] - 1e-9
 
