@@ -4,7 +4,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.study import Selection
-from peercore.ui import data, state
+from peercore.ui import data, safe, state
 
 state.ensure_frame()
 st.title("Bias")
@@ -87,3 +87,41 @@ if tables["debiased"] is not None:
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")
+
+# ---------------------------------------------------------------- biases as a model
+st.header("Biases as a model")
+st.caption("Each judge's pull toward the first position, toward its own model's family and toward the longer answer, "
+           "estimated together in one Bradley-Terry model whose model strengths all chosen judges share: Elo points "
+           "and the change in the probability that the favoured answer wins between two answers of equal quality, "
+           "with 95% (sandwich) intervals. A judge's self-preference is how much more it favours its own family than "
+           "the other judges do. `peercore bias --study ... --model` prints the same.")
+with st.expander("Model families (for self-preference)", icon=":material/family_history:"):
+    st.caption("Contestants of one family count as the judge's own (e.g. gpt-4 and gpt-3.5 as `openai`). "
+               "By default every model is its own family.")
+    edited = st.data_editor(data.family_frame(db, study, rev), hide_index=True, disabled=["model"],
+                            key="bias_families", width="stretch")
+families = data.family_pairs(edited)
+try:
+    with st.spinner("Fitting the bias model…"):
+        modelled = data.bias_model(db, study, rev, Selection(judges=tuple(chosen)), families)
+except ValueError as error:
+    st.info(f"The bias model cannot be fitted on these judges: {safe.md_lines(error)}")
+else:
+    chart_col, table_col = st.columns([3, 2])
+    chart_col.plotly_chart(charts.bias_model_chart(modelled.table), key="bias_model_chart")
+    table_col.dataframe(reports.self_preference_summary(modelled.table), hide_index=True, width="stretch",
+                        key="bias_self_model")
+    st.dataframe(reports.bias_model_display(modelled.table), hide_index=True, width="stretch", key="bias_model_table")
+    if "length" not in set(modelled.table.index.get_level_values("bias")):
+        st.caption("No length term: the study has no answers' texts.")
+
+# --------------------------------------------------------- agreement among the judges
+st.header("Agreement among the chosen judges")
+st.caption("Krippendorff's alpha (nominal) over every presentation two or more chosen judges decided, with a 95% "
+           "bootstrap interval over presentations; 1 = perfect agreement, 0 = chance. Humans (annotators) and LLM "
+           "judges also on their own. `peercore agree --study ... --alpha --judge human:` prints the same.")
+rows = data.alpha_rows(db, study, rev, tuple(chosen))
+if len(rows):
+    st.dataframe(rows, hide_index=True, width="stretch", key="bias_alpha")
+else:
+    st.info("Agreement needs two or more chosen judges who decided the same presentations.")

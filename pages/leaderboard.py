@@ -9,7 +9,7 @@ from dataclasses import replace
 import streamlit as st
 
 from peercore import charts, reports
-from peercore.study import Selection
+from peercore.study import PRELIMINARY_BATTLES, Selection
 from peercore.ui import data, safe, state
 
 state.ensure_frame()
@@ -22,8 +22,10 @@ all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.LB_JUD
 method_col, option_col, boot_col = st.columns([2, 3, 1])
 method = method_col.selectbox("Method", reports.LEADERBOARD_METHODS, key=state.LB_METHOD,
                               help="Win rate and Elo as in PRD; Bradley-Terry on the Elo scale as in Chatbot Arena; "
-                                   "Peer Rank weighs each reviewer by how it does as a contestant; PoE from Liusie et al.")
+                                   "Peer Rank weighs each reviewer by how it does as a contestant; PoE from Liusie et "
+                                   "al.; versus a baseline: AlpacaEval's win rates against one model.")
 poe = "PoE-Gaussian"
+baseline, controls, interval_kind, reweight, prior = None, (), "bootstrap", False, None
 if method == "Peer Rank weighted":
     mode_col, base_col = option_col.columns(2)
     peer_label = mode_col.selectbox("Weight mode", list(reports.WEIGHT_MODES), key=state.LB_WEIGHT_MODE)
@@ -34,11 +36,27 @@ elif method == "PoE":
     peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
     poe = option_col.selectbox("Experts", list(reports.POE_METHODS), key="lb_poe",
                                help="Gaussian experts have a closed form with posterior intervals; BT experts do not.")
+elif method == "Versus a baseline":
+    peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
+    baseline = option_col.selectbox("Baseline", data.contestants(db, study, rev), key="lb_baseline",
+                                    help="Every model's win rate against this one on the same questions, as AlpacaEval "
+                                         "reports it (`peercore rank --method winrate --baseline MODEL`).")
+elif method == "Bradley-Terry":
+    peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
+    style_col, interval_col = option_col.columns(2)
+    controls = tuple(reports.STYLE_CONTROLS[c] for c in style_col.multiselect(
+        "Control for style", list(reports.STYLE_CONTROLS), key="lb_controls", placeholder="No style control",
+        disabled=not data.has_answers(db, study, rev),
+        help="Chatbot Arena's style control: the ratings once the answers' length and Markdown are accounted for, "
+             "beside the plain ratings (`peercore rank --control length --control markdown`). Needs the answers."))
+    interval_kind = reports.INTERVAL_KINDS[interval_col.radio(
+        "Intervals", list(reports.INTERVAL_KINDS), key="lb_intervals", horizontal=True,
+        help="Which 95% interval sets the ranks. The sandwich (robust) interval is shown beside the bootstrap.")]
 else:
     peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
     option_col.caption("95% intervals by bootstrap over battles; rank = 1 + models whose interval lies wholly above.")
 bootstrap = boot_col.selectbox("Bootstrap rounds", [0, 100, 200, 500, 1000], key=state.LB_BOOTSTRAP,
-                               disabled=method == "PoE")
+                               disabled=method in ("PoE", "Versus a baseline") or interval_kind == "sandwich")
 code, peer = reports.leaderboard_method(method, base=base, peer=peer_label, poe=poe)
 
 st.pills("Quick pick", ["All judges", *groups], key="lb_quick", selection_mode="single",
@@ -65,22 +83,36 @@ with st.expander("Which judgments count", icon=":material/filter_alt:"):
                                     help="By default several votes of one judge on one comparison (e.g. PRD's three "
                                          "human votes per pair) count as their majority.")
     soft = options[1].toggle("Soft verdicts (p_a as fractional wins)", key="lb_soft",
-                             disabled=not data.has_probabilities(db, study, rev),
+                             disabled=not data.has_probabilities(db, study, rev) or method == "Versus a baseline",
                              help="Judges that give probabilities (label-probability classifiers) count p_a instead "
-                                  "of a hard win; others keep their verdicts.")
+                                  "of a hard win; others keep their verdicts. (Against a baseline p_a always counts, "
+                                  "as AlpacaEval's weighted win rate.)")
+    min_battles = options[0].number_input("Preliminary below (battles)", min_value=0, value=PRELIMINARY_BATTLES,
+                                          step=5, key="lb_min_battles",
+                                          help="Contestants with fewer battles are marked preliminary (`--min-battles`).")
+    if method == "Bradley-Terry":
+        reweight = options[1].checkbox("Reweight battles by 1 / max(battles of the pair, 50)", key="lb_reweight",
+                                       help="LMArena's reweighting: pairs sampled very often do not dominate "
+                                            "(`--reweight`).")
+        prior = reports.WEAK_PRIOR if options[1].checkbox(
+            f"Weak prior (sd {reports.WEAK_PRIOR:.0f} Elo points)", key="lb_prior",
+            help="Keeps a handful of verdicts from giving ratings like 1739 / -479; with many battles it moves "
+                 "nothing (`--prior 200`).") else None
 selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or None, common_contestants=common,
                       final_only=not all_rounds, repeated_votes="each" if each_vote else "majority")
 
 try:
     with st.spinner("Ranking…"):
-        result = data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap, soft=soft)
+        result = data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap, soft=soft, baseline=baseline,
+                             controls=controls, intervals=interval_kind, reweight=reweight, prior=prior,
+                             min_battles=int(min_battles))
 except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
 for warning in result.warnings:
     st.warning(safe.md(warning), icon=":material/warning:")
 
-tab_names = ["Table", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
+tab_names = ["Table", "By category", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
 tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
 
 # --------------------------------------------------------------------------- table
@@ -93,20 +125,67 @@ with tabs[0]:
                       "are never counted (the Studies page lists them).")
         b.metric("Contestants", len(table))
         c.metric("Judges", len(result.judges))
-        st.dataframe(reports.leaderboard_display(table, result.score_label), hide_index=True, width="stretch",
-                     key="lb_table")
-        st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
-                   f"; {bootstrap} bootstrap rounds, seed 0. The same table: `peercore rank --study` with these options.")
-        st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")
+        if result.baseline is not None:
+            st.dataframe(reports.baseline_display(table), hide_index=True, width="stretch", key="lb_baseline_table")
+            st.caption(f"Against {safe.md(result.baseline['baseline'])}, as AlpacaEval's leaderboard: rates and standard "
+                       "errors in percent; a verdict's probability counts as a fractional win. Length-controlled win "
+                       f"rate: instruction difficulty {safe.md(result.baseline['difficulty'])}; its standard error by "
+                       f"{safe.md(result.baseline['lc_standard_error'])}. The same table: `peercore rank --study "
+                       "--method winrate --baseline`.")
+            st.plotly_chart(charts.baseline_chart(table, baseline=result.baseline["baseline"]), key="lb_baseline_chart")
+        else:
+            st.dataframe(reports.leaderboard_display(table, result.score_label), hide_index=True, width="stretch",
+                         key="lb_table")
+            st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
+                       f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0'}. "
+                       "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
+                       "--study` with these options.")
+            st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")
+        if result.style is not None:
+            st.subheader("Plain vs style-controlled")
+            st.caption("The style-controlled rating explains each verdict by the two models' strength and the answers' "
+                       "style; ▲ a model rises once style is accounted for. Coefficients: how many Elo points one "
+                       "standard deviation of a style feature is worth (Chatbot Arena's style control).")
+            st.plotly_chart(charts.style_control_chart(table), key="lb_style_chart")
+            coefficients = reports.style_table(result.style)
+            left, right = st.columns([2, 3])
+            left.dataframe(coefficients, hide_index=True, width="stretch", key="lb_style_table")
+            right.plotly_chart(charts.coefficient_chart(result.style.reset_index().rename(columns={"coefficient": "value"}),
+                                                        title="Style coefficients"), key="lb_style_coefficients")
         if result.weights is not None:
             st.caption(f"Peer Rank weights after {result.iterations} iteration(s): "
                        + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result.weights.sort_values(ascending=False).items()))
         st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{study}-leaderboard.csv",
                            mime="text/csv", icon=":material/download:")
 
-# ---------------------------------------------------------------------- Elo curves
+# --------------------------------------------------------------------- by category
 with tabs[1]:
     if tabs[1].open:
+        st.caption("One leaderboard per question category (PRD and MT-Bench categories, ScaleEval scenarios), per "
+                   "criterion or per turn, with the method above, side by side (`peercore rank --study --by`).")
+        by_col, group_col = st.columns([1, 3])
+        by = reports.GROUP_BY[by_col.selectbox("Split by", list(reports.GROUP_BY), key="lb_by")]
+        try:
+            grouped = data.ranked_by(db, study, rev, selection, by, None, code if method != "Versus a baseline"
+                                     else "winrate", peer, bootstrap=bootstrap, soft=soft)
+        except ValueError as error:
+            st.info(f"Cannot split by {by}: {safe.md_lines(error)}")
+        else:
+            names = list(grouped.rankings)
+            shown = group_col.multiselect("Groups", names, default=names[:6], key=f"lb_groups::{by}")
+            if len(grouped.counts) == 1:
+                st.info(f"Every chosen judgment is in one {by} ({safe.md(grouped.counts.index[0])}).")
+            if shown:
+                wide = reports.grouped_table(replace(grouped, rankings={g: grouped.rankings[g] for g in shown}))
+                st.dataframe(wide, hide_index=True, width="stretch", key="lb_by_table")
+                st.plotly_chart(charts.group_rank_heatmap(wide), key="lb_by_heatmap")
+            st.dataframe(grouped.counts.reset_index(), hide_index=True, key="lb_by_counts")
+            for group, error in grouped.errors.items():
+                st.caption(f"{safe.md(group)}: not ranked ({safe.md(error)})")
+
+# ---------------------------------------------------------------------- Elo curves
+with tabs[2]:
+    if tabs[2].open:
         st.caption("Online Elo (K=32, start 1000) of every contestant as each judge's battles come in, "
                    "in stored order — one line style per judge (PRD Fig. 4).")
         data.seed_list_choice(state.LB_CURVE_JUDGES, chosen, limit=3)
@@ -118,8 +197,8 @@ with tabs[1]:
             st.info("Pick one or more judges to draw their Elo curves.")
 
 # ------------------------------------------------------------------------ heatmaps
-with tabs[2]:
-    if tabs[2].open:
+with tabs[3]:
+    if tabs[3].open:
         st.caption("Share of battles the row model won against the column model, ties half (PRD Fig. 7).")
         data.seed_single_choice(state.LB_HEAT_LEFT, chosen, 0)
         data.seed_single_choice(state.LB_HEAT_RIGHT, chosen, 1)
@@ -137,8 +216,8 @@ with tabs[2]:
                                              title="Battles per pair (judges that count)"), key="lb_counts")
 
 # ------------------------------------------------------------------ reviewer weights
-with tabs[3]:
-    if tabs[3].open:
+with tabs[4]:
+    if tabs[4].open:
         st.caption("Peer Rank: each reviewer's weight comes from its own score as a contestant, iterated "
                    "(PRD Fig. 3). PRD runs 5 min-max iterations (the weakest gets 0); the fixed point keeps everyone.")
         mode = peer_label if method == "Peer Rank weighted" else st.session_state[state.LB_WEIGHT_MODE]
@@ -155,8 +234,8 @@ with tabs[3]:
             st.dataframe(weights["history"], width="stretch", key="lb_weight_table")
 
 # ---------------------------------------------------------------------------- what-if
-with tabs[4]:
-    if tabs[4].open:
+with tabs[5]:
+    if tabs[5].open:
         st.caption("Untick a judge to see how the ranking changes without it.")
         boxes = st.columns(min(4, len(chosen)))
         kept = [judge for k, judge in enumerate(chosen)
@@ -167,7 +246,8 @@ with tabs[4]:
             st.info("Every judge is ticked: untick one to compare.")
         else:
             without = data.ranked(db, study, rev, replace(selection, judges=tuple(kept)), code, peer,
-                                  bootstrap=bootstrap, soft=soft)
+                                  bootstrap=bootstrap, soft=soft, baseline=baseline, controls=controls,
+                                  intervals=interval_kind, reweight=reweight, prior=prior, min_battles=int(min_battles))
             comparison = reports.what_if(result.table, without.table)
             st.dataframe(reports.what_if_display(comparison), hide_index=True, width="stretch", key="lb_whatif_table")
             st.plotly_chart(charts.rank_change_chart(comparison), key="lb_whatif_chart")

@@ -11,6 +11,8 @@ Three families of meta-evaluation live here:
 * **ScaleEval meta-evaluation** (Chern et al. 2024, Tables 3-4): example-level agreement
   (share of examples where a judge matches the gold verdict) and system-level
   agreement (the judge's most frequent verdict equals the gold's).
+* **Agreement across many raters**: Krippendorff's alpha (nominal), with a bootstrap
+  interval over units (:func:`krippendorff_alpha`), for annotators and for judges.
 
 Unparsed verdicts
 -----------------
@@ -67,6 +69,9 @@ __all__ = [
     "system_level_agreement",
     "scaleeval_agreement",
     "UNPARSED_MODES",
+    "AlphaResult",
+    "krippendorff_alpha",
+    "alpha_units",
 ]
 
 _KEY: list[str] = ["question_id", "model_a", "model_b", "turn", "criterion"]
@@ -666,6 +671,157 @@ def scaleeval_agreement(
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+# --------------------------------------------------------------- Krippendorff's alpha
+
+
+@dataclass(frozen=True)
+class AlphaResult:
+    """Krippendorff's alpha of a set of raters (:func:`krippendorff_alpha`).
+
+    Attributes
+    ----------
+    alpha : the point estimate (NaN when no unit has two values or every value is the same).
+    ci_low, ci_high : the bootstrap percentile interval (NaN without rounds).
+    units : pairable units (at least two raters' values).
+    values : pairable values.
+    raters : the raters counted.
+    observed, expected : the observed and expected disagreement :math:`D_o, D_e`.
+    rounds, level : the bootstrap.
+    """
+
+    alpha: float
+    ci_low: float
+    ci_high: float
+    units: int
+    values: int
+    raters: tuple[str, ...]
+    observed: float
+    expected: float
+    rounds: int
+    level: float
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("alpha", "ci_low", "ci_high", "units", "values", "observed", "expected",
+                                              "rounds", "level")}
+        out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+        return {**out, "raters": list(self.raters)}
+
+
+def alpha_units(judgments: pd.DataFrame) -> pd.DataFrame:
+    """The rater x unit matrix of verdicts Krippendorff's alpha is computed from.
+
+    A unit is one presentation: ``(question_id, model_a, model_b, criterion, turn)``
+    (the mirrored presentation is another unit, so a rater's position bias is not
+    mistaken for disagreement about the pair). A rater with several votes on a unit
+    gives their majority (a tie when split evenly); unparsed verdicts are left out.
+
+    Returns
+    -------
+    DataFrame indexed by rater, one column per unit, values ``model_a`` / ``model_b`` /
+    ``tie`` or missing.
+    """
+    judgments = _canonical(judgments, "judgments")
+    judgments = judgments[judgments["winner"].notna()]
+    if "valid" in judgments.columns:
+        judgments = judgments[judgments["valid"].fillna(1).astype(int) == 1]
+    if len(judgments) == 0:
+        return pd.DataFrame()
+    key = [_key_text(judgments[c]) for c in _KEY]
+    unit = pd.Series(list(zip(*key)), index=judgments.index).map(lambda parts: "\x1f".join(parts))
+    frame = pd.DataFrame({"rater": judgments["judge"].astype(str).to_numpy(), "unit": unit.to_numpy(),
+                          "vote": judgments["winner"].map(_VOTE).to_numpy(dtype=float)})
+    votes = frame.groupby(["rater", "unit"], sort=True)["vote"].sum()
+    labels = np.where(votes > 0, "model_a", np.where(votes < 0, "model_b", "tie"))
+    return pd.Series(labels, index=votes.index).unstack("unit")
+
+
+def krippendorff_alpha(judgments: pd.DataFrame, *, raters: Sequence[str] | None = None, rounds: int = 1000,
+                       seed: int = 0, level: float = 0.95) -> AlphaResult:
+    """Krippendorff's alpha (nominal) among raters, with a bootstrap interval over units.
+
+    With :math:`n_{uc}` the number of values of category c in unit u and
+    :math:`m_u = \\sum_c n_{uc}` (units with :math:`m_u \\ge 2` are pairable), the
+    coincidences are :math:`o_{ck} = \\sum_u (n_{uc} n_{uk} - [c = k] n_{uc}) / (m_u - 1)`,
+    :math:`n_c = \\sum_k o_{ck}`, :math:`n = \\sum_c n_c`, and (Krippendorff 2004,
+    *Content Analysis*, ch. 11; 2011, "Computing Krippendorff's alpha-reliability")
+
+    .. math:: \\alpha = 1 - \\frac{D_o}{D_e}, \\qquad D_o = 1 - \\frac{\\sum_c o_{cc}}{n},
+              \\qquad D_e = 1 - \\frac{\\sum_c n_c (n_c - 1)}{n (n - 1)}.
+
+    The interval resamples units with replacement (each round's alpha from the
+    resampled units' coincidences) and takes percentiles. ``evalica.alpha_bootstrap``
+    resamples pairs of values instead (Krippendorff's KALPHA algorithm, Hayes 2006);
+    the point estimates agree exactly, the intervals closely.
+
+    Parameters
+    ----------
+    judgments : canonical judgment table (unit definition in :func:`alpha_units`).
+    raters : judge names, or prefixes ending in ``:`` (``human:`` for annotators);
+        default every judge.
+    rounds : bootstrap rounds (0: no interval).
+    seed : seed of the bootstrap.
+    level : interval coverage in (0, 1).
+
+    Returns
+    -------
+    AlphaResult
+
+    Raises
+    ------
+    ValueError
+        If a rater name or prefix matches no judge, fewer than two raters remain,
+        ``rounds`` is negative or ``level`` is not in (0, 1).
+    """
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, got {rounds!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    judgments = _canonical(judgments, "judgments")
+    if raters is not None:
+        names = judgments["judge"].astype(str)
+        keep = np.zeros(len(judgments), dtype=bool)
+        for rater in raters:
+            match = (names.str.startswith(rater) if rater.endswith(":") else names == rater).to_numpy(dtype=bool)
+            if not match.any():
+                raise ValueError(f"rater {rater!r} matches no judge; judges are {sorted(names.unique())}")
+            keep |= match
+        judgments = judgments[keep]
+    matrix = alpha_units(judgments)
+    if len(matrix.index) < 2:
+        raise ValueError(f"Krippendorff's alpha needs at least two raters, got {list(matrix.index)}")
+    categories = ["model_a", "model_b", "tie"]
+    counts = np.stack([(matrix == c).sum(axis=0).to_numpy(dtype=float) for c in categories], axis=1)  # units x C
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    counts, m = counts[pairable], m[pairable]
+    per_unit = (counts[:, :, None] * counts[:, None, :] - np.eye(3)[None] * counts[:, :, None]) / (m - 1)[:, None, None]
+    flat = per_unit.reshape(len(per_unit), -1)
+    alpha, observed, expected = _alpha_from(flat.sum(axis=0))
+    low = high = math.nan
+    if rounds and len(flat):
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(len(flat), np.full(len(flat), 1.0 / len(flat)), size=rounds)
+        boot = np.array([_alpha_from(row)[0] for row in draws @ flat])
+        boot = boot[~np.isnan(boot)]
+        if len(boot):
+            low, high = (float(v) for v in np.quantile(boot, [(1 - level) / 2, (1 + level) / 2]))
+    return AlphaResult(alpha, low, high, int(pairable.sum()), int(m.sum()), tuple(matrix.index.astype(str)),
+                       observed, expected, rounds, level)
+
+
+def _alpha_from(coincidence_flat: np.ndarray) -> tuple[float, float, float]:
+    o = coincidence_flat.reshape(3, 3)
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    if n <= 1:
+        return math.nan, math.nan, math.nan
+    observed = 1.0 - np.trace(o) / n
+    expected = 1.0 - float((n_c * (n_c - 1)).sum()) / (n * (n - 1))
+    if expected <= 0:
+        return math.nan, float(observed), float(expected)
+    return float(1.0 - observed / expected), float(observed), float(expected)
 
 
 def _canonical(frame: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -27,7 +27,8 @@ __all__ = [
     "leaderboard_chart", "elo_curves_chart", "win_rate_heatmap", "count_heatmap", "weight_bars",
     "weight_history_chart", "rank_change_chart", "proportion_chart", "position_bias_chart",
     "swap_consistency_chart", "self_enhancement_heatmap", "length_bias_chart", "agreement_chart",
-    "cost_agreement_chart", "efficiency_chart", "opinion_chart", "TEMPLATE",
+    "cost_agreement_chart", "efficiency_chart", "opinion_chart", "TEMPLATE", "style_control_chart",
+    "coefficient_chart", "bias_model_chart", "baseline_chart", "group_rank_heatmap",
 ]
 
 TEMPLATE = "plotly_white"
@@ -412,3 +413,106 @@ def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering
     fig.update_xaxes(title="turns challenged by the other reviewer")
     fig.update_yaxes(type="category", autorange="reversed")
     return fig
+
+
+# ------------------------------------------------------------------ style control & bias model
+
+
+def style_control_chart(table: pd.DataFrame, *, title: str | None = "Plain vs style-controlled rating") -> go.Figure:
+    """Each model's plain Bradley-Terry rating and its style-controlled rating, joined by a line.
+
+    ``table`` is a style-controlled :class:`peercore.study.Ranking`'s table (``model,
+    score, ci_low, ci_high, plain_score, rank_change``); models in its order.
+    """
+    _require(table, ("model", "score", "ci_low", "ci_high", "plain_score", "rank_change"), "table")
+    if len(table) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(240, 36 * len(table) + 100))
+    for row in table.itertuples(index=False):
+        fig.add_trace(go.Scatter(x=[row.plain_score, row.score], y=_labels([row.model, row.model]), mode="lines",
+                                 line=dict(color="#bbb", width=3), showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=table["plain_score"], y=_labels(table["model"]), mode="markers", name="plain",
+                             marker=dict(size=11, color=_PALETTE[1], symbol="diamond"),
+                             hovertemplate="%{y} plain: %{x:.1f}<extra></extra>"))
+    changes = [("" if c == 0 or pd.isna(c) else (f"▲{int(c)}" if c > 0 else f"▼{int(-c)}")) for c in table["rank_change"]]
+    fig.add_trace(go.Scatter(x=table["score"], y=_labels(table["model"]), mode="markers+text", name="style-controlled",
+                             text=_labels(changes), textposition="middle right",
+                             marker=dict(size=11, color=_PALETTE[0]),
+                             error_x=_errors(table["score"], table["ci_low"], table["ci_high"]),
+                             hovertemplate="%{y} controlled: %{x:.1f}<extra></extra>"))
+    fig.update_xaxes(title="rating (Elo scale)")
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def coefficient_chart(frame: pd.DataFrame, *, label: str = "feature", title: str | None = None,
+                      axis_title: str = "Elo points") -> go.Figure:
+    """Coefficients with 95% intervals around a zero line (style coefficients, judge biases).
+
+    Parameters
+    ----------
+    frame : columns ``label``, ``value``, ``ci_low``, ``ci_high`` and optionally ``group``
+        (one colour per group, e.g. the bias kind).
+    """
+    _require(frame, (label, "value", "ci_low", "ci_high"), "frame")
+    if len(frame) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(240, 30 * len(frame) + 120))
+    groups = list(dict.fromkeys(frame["group"])) if "group" in frame.columns else [None]
+    for k, name in enumerate(groups):
+        part = frame if name is None else frame[frame["group"] == name]
+        fig.add_trace(go.Scatter(
+            x=part["value"], y=_labels(part[label]), mode="markers", name=_esc(name if name is not None else axis_title),
+            marker=dict(size=10, color=_PALETTE[k % len(_PALETTE)]),
+            error_x=_errors(part["value"], part["ci_low"], part["ci_high"]),
+            hovertemplate="%{y}: %{x:.1f}<extra></extra>",
+        ))
+    fig.add_vline(x=0, line=dict(color="#d62728", dash="dash", width=2))
+    fig.update_xaxes(title=_esc(axis_title))
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def bias_model_chart(table: pd.DataFrame, *, title: str | None = "Judge biases (Elo points, 95% intervals)") -> go.Figure:
+    """:func:`peercore.bias.judge_bias_model`'s table as a forest plot: one row per judge, a colour per bias."""
+    data = table.reset_index() if "judge" not in table.columns else table
+    _require(data, ("judge", "bias", "elo", "ci_low", "ci_high"), "table")
+    data = data[data["elo"].notna()]
+    frame = pd.DataFrame({"row": data["judge"].astype(str) + " · " + data["bias"].astype(str),
+                          "value": data["elo"], "ci_low": data["ci_low"], "ci_high": data["ci_high"],
+                          "group": data["bias"]})
+    return coefficient_chart(frame, label="row", title=title)
+
+
+def baseline_chart(table: pd.DataFrame, *, baseline: str | None = None,
+                   title: str | None = "Win rate and length-controlled win rate against the baseline") -> go.Figure:
+    """AlpacaEval's win rate and LC win rate per model (percent, with ± 1.96 standard errors)."""
+    _require(table, ("model", "win_rate", "standard_error", "lc_win_rate", "lc_standard_error"), "table")
+    data = table if baseline is None else table[table["model"] != baseline]
+    if len(data) == 0:
+        return _empty(title)
+    fig = _figure(title, height=max(260, 40 * len(data) + 120))
+    for k, (column, se, name) in enumerate((("win_rate", "standard_error", "win rate"),
+                                            ("lc_win_rate", "lc_standard_error", "length-controlled"))):
+        values = data[column]
+        half = 1.96 * data[se].fillna(0.0)
+        fig.add_trace(go.Bar(x=values, y=_labels(data["model"]), orientation="h", name=_esc(name),
+                             marker_color=_PALETTE[k], error_x=_errors(values, values - half, values + half),
+                             hovertemplate="%{y}: %{x:.2f}%<extra></extra>"))
+    fig.add_vline(x=50, line=dict(color="#999", dash="dot", width=1))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="% of instructions won against the baseline")
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def group_rank_heatmap(wide: pd.DataFrame, *, title: str | None = "Rank per group (1 = best)") -> go.Figure:
+    """Ranks of :func:`peercore.reports.grouped_table` as a model x group heatmap."""
+    _require(wide, ("model",), "wide")
+    columns = [c for c in wide.columns if c.startswith("rank (")]
+    if len(wide) == 0 or not columns:
+        return _empty(title)
+    matrix = wide.set_index("model")[columns].astype(float)
+    matrix.columns = pd.Index([c[len("rank ("):-1] for c in columns], name="group")
+    return _heatmap(matrix, title=title, zmin=1, zmax=max(float(np.nanmax(matrix.to_numpy())), 1.0),
+                    colorscale="Blues_r", fmt="{:.0f}", colorbar="rank")

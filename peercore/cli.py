@@ -87,9 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
     agree = commands.add_parser("agree", help="agreement of judges with a reference (never with their own votes)")
     agree.add_argument("file", nargs="?")
     _study_options(agree)
-    agree.add_argument("--judge", required=True, metavar="NAME_OR_PREFIX",
-                       help="the judge, or a prefix ending in ':' for several (e.g. human: for annotator agreement)")
-    agree.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX",
+    agree.add_argument("--judge", required=True, action="append", metavar="NAME_OR_PREFIX",
+                       help="the judge, or a prefix ending in ':' for several (e.g. human: for annotator agreement); "
+                            "with --alpha, repeatable: the raters")
+    agree.add_argument("--alpha", action="store_true",
+                       help="Krippendorff's alpha (nominal) among the --judge raters, with a bootstrap 95%% interval "
+                            "over units (no --reference)")
+    agree.add_argument("--rounds", type=_non_negative_int, default=1000, metavar="N",
+                       help="--alpha: bootstrap rounds (default 1000)")
+    agree.add_argument("--seed", type=int, default=0)
+    agree.add_argument("--reference", metavar="NAME_OR_PREFIX",
                        help="reference judge, or a prefix ending in ':' for several (e.g. human:); a judge is never "
                             "compared with its own votes (leave-one-out)")
     agree.add_argument("--ties", choices=("include", "exclude"), default="include")
@@ -103,6 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     bias = commands.add_parser("bias", help="position bias, swap consistency and health of each judge")
     bias.add_argument("file", nargs="?")
     _study_options(bias)
+    bias.add_argument("--model", action="store_true",
+                      help="judge bias as a model: each judge's position, self/family preference and length bias "
+                           "estimated together (contextual Bradley-Terry), in Elo points and as probability shifts "
+                           "with 95%% intervals")
+    bias.add_argument("--family", action="append", metavar="MODEL=FAMILY",
+                      help="--model: put contestants in one family for self-preference (repeatable; default: each "
+                           "model its own family)")
+    bias.add_argument("--judge", action="append", metavar="NAME", help="--model: only these judges (repeatable; a "
+                      "name ending in ':' is a prefix)")
     bias.add_argument("--format", choices=("table", "json"), default="table")
 
     rank.set_defaults(handler=_rank)
@@ -297,6 +313,13 @@ def _needed_columns(args) -> tuple[str, ...]:
 def _agree(args) -> int:
     from peercore.study import Study, agreement_table, final_verdicts
 
+    if args.alpha:
+        return _alpha(args)
+    if args.reference is None:
+        raise ValueError("give --reference NAME_OR_PREFIX (or --alpha for Krippendorff's alpha among the judges)")
+    if len(args.judge) > 1:
+        raise ValueError("give one --judge (a prefix ending in ':' names several), or use --alpha")
+    args.judge = args.judge[0]
     source = _source(args)
     if isinstance(source, Study):
         table = source.agreement(args.judge, args.reference, ties=args.ties, reference_mode=args.reference_mode,
@@ -323,10 +346,74 @@ def _agree(args) -> int:
     return 0
 
 
+def _families(pairs) -> dict[str, str]:
+    out = {}
+    for pair in pairs or ():
+        model, sep, family = pair.partition("=")
+        if not sep or not model.strip() or not family.strip():
+            raise ValueError(f"--family must be MODEL=FAMILY, got {pair!r}")
+        out[model.strip()] = family.strip()
+    return out
+
+
+def _bias_model(args) -> int:
+    from peercore.bias import judge_bias_model
+    from peercore.ranking.style import battle_lengths
+    from peercore.reports import bias_model_display
+    from peercore.study import Selection, Study, aliases_of, final_verdicts, select
+
+    families = _families(args.family)
+    source = _source(args, extras=("answer_a", "answer_b", "length_a", "length_b"))
+    selection = Selection(judges=tuple(args.judge) if args.judge else None)
+    if isinstance(source, Study):
+        result = source.judge_bias(selection, families=families)
+    else:
+        chosen = select(source, selection)
+        lengths = battle_lengths(chosen)
+        result = judge_bias_model(chosen, aliases=aliases_of(source), families=families, lengths=lengths)
+    table = result.table
+    if args.format == "json":
+        rows = [{"judge": j, "bias": b, **{k: _json_value(v) for k, v in row.items()}} for (j, b), row in table.iterrows()]
+        print(json.dumps({"biases": rows, "families": result.families}, indent=2))
+        return 0
+    print("Judge bias as a model: shared model strengths, per-judge position / self (family) / length terms; "
+          "Elo points and the change in P(favoured answer wins) at equal quality, 95% sandwich intervals.")
+    print(bias_model_display(table).to_string(index=False))
+    return 0
+
+
+def _alpha(args) -> int:
+    from peercore.agreement import krippendorff_alpha
+    from peercore.study import Study, final_verdicts
+
+    if args.reference is not None:
+        raise ValueError("--alpha measures agreement among the --judge raters; drop --reference")
+    source = _source(args)
+    if isinstance(source, Study):
+        result = source.alpha(args.judge, rounds=args.rounds, seed=args.seed, final_only=not args.all_rounds)
+    else:
+        frame = source if args.all_rounds else final_verdicts(source)
+        result = krippendorff_alpha(frame, raters=args.judge, rounds=args.rounds, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    interval = "n/a" if math.isnan(result.ci_low) else f"{result.ci_low:.4f} – {result.ci_high:.4f}"
+    print(f"Krippendorff's alpha (nominal) among {len(result.raters)} raters: {result.alpha:.4f}  "
+          f"(95% interval {interval}; bootstrap over units, {result.rounds} rounds)")
+    print(f"  pairable units {result.units}, values {result.values}; observed disagreement {result.observed:.4f}, "
+          f"expected {result.expected:.4f}")
+    print(f"  raters: {', '.join(result.raters[:10])}{' ...' if len(result.raters) > 10 else ''}")
+    return 0
+
+
 def _bias(args) -> int:
     from peercore.bias import judge_health, position_bias, swap_consistency
     from peercore.study import Study, final_verdicts
 
+    if args.model:
+        return _bias_model(args)
+    if args.family or args.judge:
+        raise ValueError("--family and --judge go with --model")
     source = _source(args)
     if isinstance(source, Study):
         judgments = source.judgments()

@@ -25,17 +25,25 @@ from peercore.ranking import elo_trajectory
 from peercore.study import KIND_LABELS
 
 __all__ = [
-    "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "VERDICT_LABELS", "VERDICT_NAMES",
+    "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "STYLE_CONTROLS", "INTERVAL_KINDS",
+    "GROUP_BY", "WEAK_PRIOR", "VERDICT_LABELS", "VERDICT_NAMES",
     "leaderboard_method", "judge_groups", "judge_label", "verdict_label", "what_if", "elo_curves", "turn_judgments",
     "initial_and_final", "debate_overview", "opinion_counts", "leader_effect", "leader_adoption", "final_turns",
     "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "accuracy_table", "scaleeval_table",
     "system_summary", "criteria_variation", "run_costs", "scaleeval_pivots", "health_display",
     "reference_description", "settings_text", "opinion_chart_rows", "adoption_display", "BASELINE_COLUMNS",
-    "baseline_columns", "baseline_display", "style_table", "grouped_table",
+    "baseline_columns", "baseline_display", "style_table", "grouped_table", "bias_model_display",
+    "self_preference_summary", "alpha_display", "BIAS_LABELS",
 ]
 
 # Leaderboard methods as the page names them -> peercore.study codes.
-LEADERBOARD_METHODS: tuple[str, ...] = ("Win rate", "Elo", "Bradley-Terry", "Peer Rank weighted", "PoE")
+LEADERBOARD_METHODS: tuple[str, ...] = ("Win rate", "Elo", "Bradley-Terry", "Peer Rank weighted", "PoE",
+                                         "Versus a baseline")
+# Style controls as the page names them -> peercore.ranking.style controls.
+STYLE_CONTROLS: dict[str, str] = {"Length": "length", "Markdown (headers, lists, bold)": "markdown"}
+INTERVAL_KINDS: dict[str, str] = {"Bootstrap": "bootstrap", "Sandwich (robust)": "sandwich"}
+GROUP_BY: dict[str, str] = {"Question category": "category", "Criterion": "criterion", "Turn": "turn"}
+WEAK_PRIOR = 200.0  # Elo points: the page's "weak prior" (peercore rank --prior 200)
 BASE_SCORES: dict[str, str] = {"Win rate": "winrate", "Elo": "elo", "Bradley-Terry": "bt"}
 WEIGHT_MODES: dict[str, str] = {
     "PRD (5 iterations, min-max)": "prd",
@@ -51,12 +59,15 @@ def leaderboard_method(label: str, *, base: str = "Win rate", peer: str | None =
     """``(method, peer_weights)`` codes of :meth:`peercore.study.Study.leaderboard` for the page's choice.
 
     ``Peer Rank weighted`` ranks by ``base`` with weights of mode ``peer``; ``PoE`` by
-    ``poe``; the others by themselves without weights.
+    ``poe``; ``Versus a baseline`` is the win rate (with a baseline); the others by
+    themselves without weights.
     """
     if label == "Peer Rank weighted":
         return BASE_SCORES[base], WEIGHT_MODES[peer or next(iter(WEIGHT_MODES))]
     if label == "PoE":
         return POE_METHODS[poe], "none"
+    if label == "Versus a baseline":
+        return "winrate", "none"
     return BASE_SCORES[label], "none"
 
 
@@ -608,6 +619,40 @@ def style_table(style: pd.DataFrame) -> pd.DataFrame:
         "95% interval": _intervals(style["ci_low"], style["ci_high"], 1),
         "P(first wins) shift": style["probability_shift"].round(3).to_numpy(),
     })
+
+
+BIAS_LABELS = {"position": "first position", "self": "own family", "length": "longer answer (per sd)"}
+
+
+def bias_model_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The judge-bias model (:func:`peercore.bias.judge_bias_model`) for display, one row per judge and bias."""
+    frame = table.reset_index()
+    return pd.DataFrame({
+        "judge": frame["judge"], "bias toward": frame["bias"].map(BIAS_LABELS).fillna(frame["bias"]),
+        "Elo points": frame["elo"].round(1), "95% interval": _intervals(frame["ci_low"], frame["ci_high"], 1),
+        "P shift": frame["probability_shift"].round(3),
+        "P shift interval": _intervals(frame["p_low"], frame["p_high"], 3),
+        "verdicts": frame["n"].astype(int), "informative": frame["n_informative"].astype(int),
+        "significant": frame["significant"].astype(bool),
+    })
+
+
+def self_preference_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per judge, its self (family) preference from the bias model: Elo points, interval, probability shift."""
+    if "self" not in set(table.index.get_level_values("bias")):
+        return pd.DataFrame(columns=["judge", "Elo points", "95% interval", "P shift", "significant"])
+    rows = table.xs("self", level="bias")
+    return pd.DataFrame({"judge": rows.index, "Elo points": rows["elo"].round(1).to_numpy(),
+                         "95% interval": _intervals(rows["ci_low"], rows["ci_high"], 1),
+                         "P shift": rows["probability_shift"].round(3).to_numpy(),
+                         "significant": rows["significant"].astype(bool).to_numpy()})
+
+
+def alpha_display(result) -> pd.DataFrame:
+    """Krippendorff's alpha (:class:`peercore.agreement.AlphaResult`) as a one-row table."""
+    return pd.DataFrame([{"raters": len(result.raters), "alpha": round(result.alpha, 4),
+                          "95% interval": _intervals(pd.Series([result.ci_low]), pd.Series([result.ci_high]), 3)[0],
+                          "units": result.units, "values": result.values}])
 
 
 def grouped_table(grouped) -> pd.DataFrame:

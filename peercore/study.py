@@ -506,6 +506,40 @@ class Study:
                                unparsed=unparsed)
 
 
+    def alpha(self, raters: Sequence[str], *, rounds: int = 1000, seed: int = 0, final_only: bool = True):
+        """Krippendorff's alpha among the judges ``raters`` names (names, or prefixes ending in ``:``).
+
+        Every vote counts (a rater's repeated votes on a presentation become its
+        majority there), unparsed replies are left out; see
+        :func:`peercore.agreement.krippendorff_alpha`.
+        """
+        from peercore.agreement import krippendorff_alpha
+
+        chosen = self.judgments(Selection(judges=tuple(raters), final_only=final_only, repeated_votes="each"))
+        return krippendorff_alpha(chosen, rounds=rounds, seed=seed)
+
+    def judge_bias(self, selection: Selection | None = None, *, families: Mapping[str, str] | None = None,
+                   level: float = 0.95):
+        """The judge-bias model of the selected judges (:func:`peercore.bias.judge_bias_model`).
+
+        Aliases are the study's (one rule); answer lengths come from the stored answers
+        (no length term when the study has none).
+        """
+        from peercore.bias import judge_bias_model
+        from peercore.ranking.style import battle_lengths
+
+        chosen = self.judgments(selection or Selection())
+        if len(chosen) == 0:
+            raise ValueError("the selection holds no judgments")
+        answers = self._memo("answers", lambda: self.store.answers(self.name))
+        lengths = battle_lengths(chosen, answers) if len(answers) else None
+        if lengths is not None and lengths.isna().all(axis=None):
+            lengths = None
+        judges = set(chosen["judge"].astype(str))
+        aliases = {j: m for j, m in self.aliases().items() if j in judges}
+        return judge_bias_model(chosen, aliases=aliases, families=families, lengths=lengths, level=level)
+
+
 # --------------------------------------------------------------------- pure helpers
 
 

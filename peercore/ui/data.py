@@ -28,7 +28,7 @@ import streamlit as st
 from peercore import bias, reports
 from peercore.ranking import battle_counts, pairwise_win_fraction
 from peercore.store import Store, default_db_path
-from peercore.study import DEFAULT_BOOTSTRAP, Selection, Study
+from peercore.study import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES, Selection, Study
 from peercore.ui import safe
 
 SAMPLE_STUDY = "sample"
@@ -256,18 +256,86 @@ def selected(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFra
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def ranked(db: str, study_: str, rev: int, selection: Selection, method: str, peer: str, *,
-           bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False, weights_from: str = "winrate"):
+           bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False, weights_from: str = "winrate",
+           baseline: str | None = None, controls: tuple[str, ...] = (), intervals: str = "bootstrap",
+           reweight: bool = False, prior: float | None = None, min_battles: int = PRELIMINARY_BATTLES):
     """:meth:`Study.leaderboard` (the CLI's ``peercore rank --study`` computes the same).
 
     Returns
     -------
     peercore.study.Ranking
-        ``table`` (``model, score, rank, ci_low, ci_high, battles, preliminary``),
-        ``weights``, ``history``, ``n_judgments``, ``score_label``, ``verdicts``,
-        ``warnings`` ...
+        ``table`` (``model, score, rank, ci_low, ci_high, battles, preliminary`` and
+        the method's extra columns), ``weights``, ``history``, ``n_judgments``,
+        ``score_label``, ``verdicts``, ``warnings``, ``style``, ``baseline`` ...
     """
     return study(db, study_).leaderboard(selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0,
-                                         soft=soft, weights_from=weights_from)
+                                         soft=soft, weights_from=weights_from, baseline=baseline,
+                                         controls=tuple(controls), intervals=intervals, reweight=reweight,
+                                         prior=prior, min_battles=min_battles)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def has_answers(db: str, study_: str, rev: int) -> bool:
+    """Whether the study stores answers' texts (style control and length terms need them)."""
+    return bool(len(answers(db, study_, rev)))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def ranked_by(db: str, study_: str, rev: int, selection: Selection, by: str, groups: tuple[str, ...] | None,
+              method: str, peer: str, *, bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False):
+    """:meth:`Study.leaderboards_by` (``peercore rank --study ... --by``): one leaderboard per group."""
+    return study(db, study_).leaderboards_by(selection, by=by, groups=groups, method=method, peer_weights=peer,
+                                             bootstrap=bootstrap, seed=0, soft=soft)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def bias_model(db: str, study_: str, rev: int, selection: Selection, families: tuple[tuple[str, str], ...] = ()):
+    """:meth:`Study.judge_bias` (``peercore bias --study ... --model``) with a model -> family map."""
+    return study(db, study_).judge_bias(selection, families=dict(families))
+
+
+def family_frame(db: str, study_: str, rev: int) -> pd.DataFrame:
+    """The Bias page's editable model -> family table (every contestant its own family to start with)."""
+    names = contestants(db, study_, rev)
+    return pd.DataFrame({"model": names, "family": names})
+
+
+def family_pairs(edited: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """The edited families as sorted (model, family) pairs, only where a family differs from the model."""
+    pairs = []
+    for model, family in zip(edited["model"], edited["family"]):
+        family = str(family).strip() if isinstance(family, str) else ""
+        if family and family != model:
+            pairs.append((str(model), family))
+    return tuple(sorted(pairs))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def alpha_rows(db: str, study_: str, rev: int, judges_: tuple[str, ...]) -> pd.DataFrame:
+    """Krippendorff's alpha among the chosen judges, and among its humans and its LLM judges (two or more each)."""
+    kind = kinds(db, study_, rev)
+    groups = {"all chosen judges": list(judges_),
+              "annotators (humans)": [j for j in judges_ if kind.get(j) == "human"],
+              "LLM judges": [j for j in judges_ if kind.get(j, "llm") == "llm"]}
+    frames = []
+    for label, members in groups.items():
+        if len(members) < 2 or (label != "all chosen judges" and len(members) == len(judges_)):
+            continue
+        try:
+            result = alpha(db, study_, rev, tuple(members))
+        except ValueError:
+            continue
+        frames.append(reports.alpha_display(result).assign(judges=label))
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    return out[["judges"] + [c for c in out.columns if c != "judges"]]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def alpha(db: str, study_: str, rev: int, raters: tuple[str, ...], rounds: int = 1000):
+    """:meth:`Study.alpha` (``peercore agree --study ... --alpha``): Krippendorff's alpha among ``raters``."""
+    return study(db, study_).alpha(raters, rounds=rounds, seed=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

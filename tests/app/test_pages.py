@@ -206,7 +206,8 @@ def test_leaderboard_download_is_a_csv_of_the_table(synthetic):
 def test_bias_page_shows_every_section_for_llm_judges(synthetic):
     at = open_page(app_test(), "bias")
     assert [h.value for h in at.header] == ["Judge health", "Position bias", "Swap consistency", "Self-enhancement",
-                                            "Length bias", "Debiasing threshold"]
+                                            "Length bias", "Debiasing threshold", "Biases as a model",
+                                            "Agreement among the chosen judges"]
     health = table(at, "carries information")
     assert set(health["judge"]) == {"openai:alpha", "anthropic:bravo", "local:charlie"}
     assert not at.info  # every section has data for the synthetic LLM judges
@@ -215,6 +216,15 @@ def test_bias_page_shows_every_section_for_llm_judges(synthetic):
     assert position.loc["local:charlie", "P(first)"] > position.loc["openai:alpha", "P(first)"]
     tau = table(at, "tau (median p_a)")
     assert list(tau["judge"]) == ["local:charlie"]  # the only judge with probabilities
+    # The bias model: local:charlie's first-position pull is the largest, and every LLM judge (a contestant)
+    # has a self-preference row; the three judges' agreement is one alpha row.
+    model = table(at, "bias toward", "Elo points").set_index(["judge", "bias toward"])
+    position = model.xs("first position", level="bias toward")["Elo points"]
+    assert position.idxmax() == "local:charlie" and position["local:charlie"] > 0
+    assert set(table(at, "judge", "Elo points", "significant")["judge"]) == {"openai:alpha", "anthropic:bravo",
+                                                                             "local:charlie"}
+    agreement = table(at, "judges", "alpha")
+    assert list(agreement["judges"]) == ["all chosen judges"] and -1 <= agreement["alpha"].iloc[0] <= 1
 
 
 def test_bias_page_explains_missing_sections_for_humans(synthetic):
@@ -223,6 +233,28 @@ def test_bias_page_explains_missing_sections_for_humans(synthetic):
     assert problems(at) == []
     text = "\n".join(i.value for i in at.info)
     assert "self-enhancement" in text and "probabilities" in text
+    # Humans are no contestants: the model has position and length terms only; their agreement is alpha
+    model = table(at, "bias toward", "Elo points")
+    assert set(model["bias toward"]) <= {"first position", "longer answer (per sd)"}
+    assert list(table(at, "judges", "alpha")["judges"]) == ["all chosen judges"]
+
+
+def test_bias_page_families_widen_self_preference(synthetic):
+    """The page's family table reaches the model: alpha and bravo as one family widen openai:alpha's self term."""
+    from peercore.study import Selection, Study
+    from peercore.ui import data
+
+    at = open_page(app_test(), "bias")
+    shown = table(at, "bias toward", "informative").set_index(["judge", "bias toward"])
+    edited = pd.DataFrame({"model": ["alpha", "bravo", "charlie", "delta"], "family": ["lab", "lab", "charlie", ""]})
+    pairs = data.family_pairs(edited)
+    assert pairs == (("alpha", "lab"), ("bravo", "lab"))   # an emptied cell keeps the model its own family
+    study = Study(Store(synthetic["db"]), "synthetic")
+    judges = Selection(judges=("openai:alpha", "anthropic:bravo", "local:charlie"))
+    alone = study.judge_bias(judges).table
+    together = study.judge_bias(judges, families=dict(pairs)).table
+    assert shown.loc[("openai:alpha", "own family"), "informative"] == alone.loc[("openai:alpha", "self"), "n_informative"]
+    assert together.loc[("openai:alpha", "self"), "n_informative"] > alone.loc[("openai:alpha", "self"), "n_informative"]
 
 
 # ----------------------------------------------------------------------------- debates

@@ -23,7 +23,7 @@ from peercore.agreement import (
     system_level_agreement,
     verdict_mode,
 )
-from peercore.judgments import judgments_from_frame
+from peercore.judgments import judgments_from_frame, mirror
 
 
 def table(rows, **extra) -> pd.DataFrame:
@@ -515,3 +515,77 @@ def test_scaleeval_agreement_counts_unparsed_examples():
 def test_unknown_unparsed_mode(call):
     with pytest.raises(ValueError, match=r"unparsed must be one of \('miss', 'exclude'\), got 'skip'"):
         call()
+
+
+# --------------------------------------------------------------------- Krippendorff's alpha
+
+
+def _raters(seed: int, *, units: int = 60, raters: int = 5, accuracy: float = 0.7, missing: float = 0.2):
+    from peercore.judgments import judgments_from_frame
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(units):
+        truth = rng.choice(["model_a", "model_b", "tie"], p=[0.45, 0.45, 0.1])
+        for r in range(raters):
+            if rng.random() < missing:
+                continue
+            verdict = truth if rng.random() < accuracy else rng.choice(["model_a", "model_b", "tie"])
+            rows.append({"question_id": str(q), "model_a": f"a{q % 7}", "model_b": f"b{q % 5}",
+                         "judge": f"human:{r}", "winner": verdict})
+    return judgments_from_frame(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_krippendorff_alpha_equals_evalica(seed):
+    import evalica
+
+    from peercore.agreement import alpha_units, krippendorff_alpha
+
+    judgments = _raters(seed, accuracy=0.4 + 0.1 * seed)
+    ours = krippendorff_alpha(judgments, rounds=0)
+    theirs = evalica.alpha(alpha_units(judgments))
+    assert ours.alpha == pytest.approx(theirs.alpha, abs=1e-12)
+    assert 50 < ours.units <= 60 and ours.raters == tuple(f"human:{r}" for r in range(5))
+
+
+def test_krippendorff_alpha_textbook_example():
+    """Krippendorff (2011), 'Computing Krippendorff's alpha-reliability', section C: 3 coders, nominal data.
+
+    Two units where the coders agree, one where they split 2-1: o = [[4, 1], [1, 0]] ... computed by hand:
+    values a,a,a | b,b | a,a,b -> coincidences o_aa = 3 + 0 + 1 = 4... alpha = 1 - D_o / D_e.
+    """
+    from peercore.agreement import krippendorff_alpha
+
+    rows = [("1", "human:x", "model_a"), ("1", "human:y", "model_a"), ("1", "human:z", "model_a"),
+            ("2", "human:x", "model_b"), ("2", "human:y", "model_b"),
+            ("3", "human:x", "model_a"), ("3", "human:y", "model_a"), ("3", "human:z", "model_b")]
+    judgments = judgments_from_frame(pd.DataFrame([{"question_id": q, "model_a": "m", "model_b": "n", "judge": j,
+                                                    "winner": w} for q, j, w in rows]))
+    # o_aa = 3*2/2 + 2*1/2 = 4; o_bb = 2*1/1 = 2; o_ab = o_ba = 2*1/2 = 1; n = 8; n_a = 5, n_b = 3
+    # D_o = 1 - 6/8 = 0.25; D_e = 1 - (5*4 + 3*2)/(8*7) = 30/56; alpha = 1 - 0.25 * 56 / 30
+    result = krippendorff_alpha(judgments, rounds=0)
+    assert result.alpha == pytest.approx(1 - 0.25 * 56 / 30)
+    assert (result.units, result.values) == (3, 8)
+
+
+def test_krippendorff_alpha_bootstrap_interval_and_rater_choice():
+    import evalica
+
+    from peercore.agreement import alpha_units, krippendorff_alpha
+
+    judgments = _raters(0)
+    result = krippendorff_alpha(judgments, rounds=2000, seed=1)
+    assert result.ci_low < result.alpha < result.ci_high
+    kalpha = evalica.alpha_bootstrap(alpha_units(judgments), n_resamples=2000, random_state=0)
+    # Resampling units (ours) and resampling pairs of values (KALPHA) give intervals of one size
+    assert 0.7 < (result.ci_high - result.ci_low) / (kalpha.high - kalpha.low) < 1.6
+    assert krippendorff_alpha(judgments, rounds=2000, seed=1) == result        # seeded
+    two = krippendorff_alpha(judgments, raters=["human:0", "human:1"], rounds=0)
+    assert two.raters == ("human:0", "human:1")
+    # Mirroring every verdict relabels the categories consistently: alpha does not move
+    assert krippendorff_alpha(mirror(judgments), rounds=0).alpha == pytest.approx(result.alpha)
+    with pytest.raises(ValueError, match="matches no judge"):
+        krippendorff_alpha(judgments, raters=["gpt:"])
+    with pytest.raises(ValueError, match="at least two raters"):
+        krippendorff_alpha(judgments, raters=["human:0"])
