@@ -322,7 +322,8 @@ def _centre(theta: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return theta - (sums / size)[:, labels]
 
 
-def sandwich(design: Design, solution: Solution, *, centred: bool = False) -> np.ndarray:
+def sandwich(design: Design, solution: Solution, *, centred: bool = False, bread: str = "penalised",
+             ridge: float = 0.0, meat_correction: np.ndarray | None = None) -> np.ndarray:
     """Robust (sandwich) covariance :math:`H^{-1} G H^{-1}` of :math:`(\\theta, \\gamma)`.
 
     :math:`H` is :func:`information` with the gauge on the rating block, :math:`G` is
@@ -331,12 +332,32 @@ def sandwich(design: Design, solution: Solution, *, centred: bool = False) -> np
     centred ratings (what a mean anchor needs; contrasts give any other anchor). This
     is the estimator arena-rank reports (``ci_method="sandwich"``; Huber 1967, White
     1980), robust to judges whose verdicts are not Bradley-Terry.
+
+    Parameters
+    ----------
+    centred : remove the mean score's outer product from the meat (see :func:`meat`).
+    bread : ``"penalised"`` (default): :math:`H` includes the ridge penalties, the
+        linearisation of the penalised estimate actually reported (it agrees with the
+        bootstrap of that estimate); ``"unpenalised"``: without the penalties, as
+        arena-rank's ``ContextualBradleyTerry`` computes it (wider when the penalty is
+        strong).
+    ridge : added to the whole diagonal of :math:`H` (arena-rank's ``hessian_reg``).
+    meat_correction : a matrix subtracted from :math:`G`.
     """
-    h = information(design, solution)
+    if bread not in ("penalised", "unpenalised"):
+        raise ValueError(f"bread must be 'penalised' or 'unpenalised', got {bread!r}")
+    used = solution if bread == "penalised" else Solution(solution.theta, solution.gamma, solution.iterations,
+                                                           solution.objective, solution.l2,
+                                                           np.zeros_like(solution.l2_features))
+    h = information(design, used)
+    if ridge:
+        h[np.diag_indices_from(h)] += ridge
     uniform = bool(design.n) and float(solution.l2.min()) == float(solution.l2.max())
     if uniform:
         h = _gauged(h, design.n, design.components)
     g = meat(design, solution, centred=centred)
+    if meat_correction is not None:
+        g = g - meat_correction
     factor = scipy.linalg.cho_factor(h)
     left = scipy.linalg.cho_solve(factor, g)
     cov = scipy.linalg.cho_solve(factor, left.T).T
