@@ -488,7 +488,8 @@ def families_of(models, families: Mapping[str, str] | None = None) -> dict[str, 
 
 def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | None = None,
                      families: Mapping[str, str] | None = None, lengths: pd.DataFrame | None = None,
-                     level: float = 0.95, l2: float = 1e-6, scale: float = 400.0, base: float = 10.0) -> JudgeBias:
+                     level: float = 0.95, l2: float = 1e-6, l2_bias: float = 1e-3, scale: float = 400.0,
+                     base: float = 10.0) -> JudgeBias:
     """Each judge's position, self-preference and length bias, estimated jointly with intervals.
 
     One contextual Bradley-Terry model (:func:`peercore.ranking.core.fit`) over every
@@ -525,6 +526,8 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
         no length term.
     level : interval coverage.
     l2 : ridge on the shared strengths (keeps a model that won every battle finite).
+    l2_bias : ridge on the bias coefficients (sum scale; negligible with data, it keeps a
+        judge that always picks one position finite).
     scale, base : the Elo scale.
 
     Returns
@@ -585,7 +588,7 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     x = np.column_stack(columns)
     usable = np.array([c > 0 for c in informative])
     design = core.Design(battles.n_models, battles.a, battles.b, battles.score_a, np.ones(n_rows), x=x[:, usable])
-    solution = core.fit(design, l2=l2, l2_features=0.0, what="judge-bias model")
+    solution = core.fit(design, l2=l2, l2_features=l2_bias, what="judge-bias model")
     cov = core.sandwich(design, solution)
     n = battles.n_models
     coef = np.full(len(names), np.nan)

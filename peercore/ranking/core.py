@@ -358,9 +358,15 @@ def sandwich(design: Design, solution: Solution, *, centred: bool = False, bread
     g = meat(design, solution, centred=centred)
     if meat_correction is not None:
         g = g - meat_correction
-    factor = scipy.linalg.cho_factor(h)
-    left = scipy.linalg.cho_solve(factor, g)
-    cov = scipy.linalg.cho_solve(factor, left.T).T
+    try:
+        factor = scipy.linalg.cho_factor(h)
+        left = scipy.linalg.cho_solve(factor, g)
+        cov = scipy.linalg.cho_solve(factor, left.T).T
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        # A parameter the data do not identify (e.g. separated verdicts with no penalty):
+        # the pseudo-inverse reports what the data do say and no variance for the rest.
+        inverse = scipy.linalg.pinvh(h)
+        cov = inverse @ g @ inverse
     cov = 0.5 * (cov + cov.T)
     if uniform:
         centre = np.eye(design.n + design.k)
