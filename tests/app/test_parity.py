@@ -105,3 +105,136 @@ def test_cli_rank_equals_the_leaderboard_page(studies, study, tmp_path, monkeypa
             assert shown["95% interval"].tolist() == intervals, where
             compared += 1
     assert compared >= 15
+
+
+# ----------------------------------------------------------------- issue 11: the new options
+#
+# Each scenario sets the Leaderboard page's widgets and gives the CLI the same options; the
+# page must show exactly `peercore rank --study ... --format json`'s rows.
+
+def _baseline_model(study: str) -> str:
+    return "gpt4" if study == "prd" else "local:qwen2.5-coder-1.5b"
+
+
+SCENARIOS = {
+    # name: (page method, widget settings, CLI arguments)
+    "sandwich": ("Bradley-Terry", [("radio", "lb_intervals", "Sandwich (robust)")], ["--method", "bt", "--intervals",
+                                                                                     "sandwich"]),
+    "reweight + prior": ("Bradley-Terry", [("checkbox", "lb_reweight", True), ("checkbox", "lb_prior", True)],
+                         ["--method", "bt", "--reweight", "--prior", "200"]),
+    "style control": ("Bradley-Terry", [("multiselect", "lb_controls", ["Length", "Markdown (headers, lists, bold)"])],
+                      ["--method", "bt", "--control", "length", "--control", "markdown"]),
+    "min battles": ("Win rate", [("number_input", "lb_min_battles", 100)], ["--method", "winrate", "--min-battles",
+                                                                            "100"]),
+    "baseline": ("Versus a baseline", [("selectbox", "lb_baseline", None)], ["--method", "winrate", "--baseline", None]),
+}
+
+
+def _set(at, kind: str, key: str, value):
+    widget = getattr(at, kind)(key=key)
+    if kind == "checkbox":
+        (widget.check() if value else widget.uncheck()).run()
+    else:
+        widget.set_value(value).run()
+
+
+def _interval(low, high, digits):
+    return "" if low is None else f"{low:.{digits}f} – {high:.{digits}f}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["sample", "prd"])
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_cli_rank_equals_the_leaderboard_page_with_issue_11_options(studies, study, scenario, tmp_path, monkeypatch,
+                                                                     capsys):
+    source, names = studies
+    if study not in names:
+        pytest.skip("the PRD data (../shared/data/prd_vicuna80) is not present")
+    db = tmp_path / "parity.sqlite"
+    shutil.copy(source, db)
+    monkeypatch.setenv("PEERBOARD_DB", str(db))
+    monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
+    method, widgets, cli_args = SCENARIOS[scenario]
+    baseline = _baseline_model(study)
+    cli_args = [baseline if a is None else a for a in cli_args]
+    at = app_test()
+    at.sidebar.selectbox(key="study").set_value(study).run()
+    open_page(at, "leaderboard")
+    at.button_group(key="lb_quick").set_value("All judges").run()
+    at.selectbox(key="lb_method").set_value(method).run()
+    for kind, key, value in widgets:
+        _set(at, kind, key, baseline if value is None else value)
+    assert problems(at) == [], scenario
+    assert main(["rank", "--study", study, "--db", str(db), *cli_args, "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    rows = payload["leaderboard"]
+    if scenario == "baseline":
+        shown = next(e.value for e in at.dataframe if "LC win rate %" in e.value.columns)
+        assert shown["model"].tolist() == [r["model"] for r in rows]
+        assert shown["win rate %"].tolist() == [round(r["win_rate"], 2) for r in rows]
+        assert shown["LC win rate %"].tolist() == [round(r["lc_win_rate"], 2) for r in rows]  # both studies have answers
+        assert shown["wins"].tolist() == [r["n_wins"] for r in rows]
+        assert shown["draws"].tolist() == [r["n_draws"] for r in rows]
+        assert payload["baseline"]["baseline"] == baseline
+        return
+    shown = next(e.value for e in at.dataframe if {"rank", "model", "95% interval", "battles"} <= set(e.value.columns))
+    score = shown.columns[2]
+    digits = 3 if score == "win rate" else 1
+    assert shown["model"].tolist() == [r["model"] for r in rows], scenario
+    assert shown["rank"].tolist() == [r["rank"] for r in rows], scenario
+    assert shown[score].tolist() == [round(r["score"], digits + 1) for r in rows], scenario
+    assert shown["95% interval"].tolist() == [_interval(r["ci_low"], r["ci_high"], digits) for r in rows], scenario
+    assert shown["preliminary"].tolist() == [r["preliminary"] for r in rows], scenario
+    if "rank_worst" in rows[0]:
+        assert shown["rank spread"].tolist() == [str(r["rank"]) if r["rank"] == r["rank_worst"]
+                                                 else f"{r['rank']}–{r['rank_worst']}" for r in rows], scenario
+    if "sandwich_low" in rows[0]:
+        assert shown["robust interval"].tolist() == [_interval(r["sandwich_low"], r["sandwich_high"], digits)
+                                                     for r in rows], scenario
+    if scenario == "style control":
+        assert set(payload["style"]) == {"length", "header", "list", "bold"}
+        assert shown["plain"].tolist() == [round(r["plain_score"], 2) for r in rows]
+        assert shown["plain rank"].tolist() == [r["plain_rank"] for r in rows]
+        styles = next(e.value for e in at.dataframe if "Elo points per sd" in e.value.columns)
+        assert styles["Elo points per sd"].tolist() == [round(payload["style"][f], 1) for f in styles["feature"]]
+    if scenario == "min battles":
+        assert all(r["preliminary"] == (r["battles"] < 100) for r in rows) and payload["options"]["min_battles"] == 100
+    if scenario == "reweight + prior":
+        assert payload["options"]["reweight"] is True and payload["options"]["prior"] == 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["sample", "prd"])
+def test_cli_rank_by_category_equals_the_page(studies, study, tmp_path, monkeypatch, capsys):
+    source, names = studies
+    if study not in names:
+        pytest.skip("the PRD data (../shared/data/prd_vicuna80) is not present")
+    db = tmp_path / "parity.sqlite"
+    shutil.copy(source, db)
+    monkeypatch.setenv("PEERBOARD_DB", str(db))
+    monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
+    at = app_test()
+    at.sidebar.selectbox(key="study").set_value(study).run()
+    open_page(at, "leaderboard")
+    at.button_group(key="lb_quick").set_value("All judges").run()
+    at.selectbox(key="lb_method").set_value("Bradley-Terry").run()
+    at.session_state["lb_tab"] = "By category"
+    at.run()
+    assert problems(at) == []
+    assert main(["rank", "--study", study, "--db", str(db), "--method", "bt", "--by", "category", "--format",
+                 "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    shown = next(e.value for e in at.dataframe if "model" in e.value.columns
+                 and any(c.startswith("score (") for c in e.value.columns)).set_index("model")
+    counts = next(e.value for e in at.dataframe if {"category", "judgments"} <= set(e.value.columns))
+    assert counts["category"].tolist() == list(payload["counts"])
+    assert counts["judgments"].tolist() == [c["judgments"] for c in payload["counts"].values()]
+    compared = 0
+    for group, ranking in payload["groups"].items():
+        if f"score ({group})" not in shown.columns:  # the page shows the first six groups by default
+            continue
+        for row in ranking["leaderboard"]:
+            assert shown.loc[row["model"], f"score ({group})"] == pytest.approx(row["score"])
+            assert shown.loc[row["model"], f"rank ({group})"] == row["rank"]
+            compared += 1
+    assert compared >= 3 * 2
