@@ -682,7 +682,7 @@ class AlphaResult:
 
     Attributes
     ----------
-    alpha : the point estimate (NaN when no unit has two values or every value is the same).
+    alpha : the point estimate (NaN when no unit has two raters' values, or every value is the same).
     ci_low, ci_high : the bootstrap percentile interval (NaN without rounds).
     units : pairable units (at least two raters' values).
     values : pairable values.
@@ -797,7 +797,7 @@ def krippendorff_alpha(judgments: pd.DataFrame, *, raters: Sequence[str] | None 
     pairable = m >= 2
     counts, m = counts[pairable], m[pairable]
     per_unit = (counts[:, :, None] * counts[:, None, :] - np.eye(3)[None] * counts[:, :, None]) / (m - 1)[:, None, None]
-    flat = per_unit.reshape(len(per_unit), -1)
+    flat = per_unit.reshape(len(per_unit), 9)
     alpha, observed, expected = _alpha_from(flat.sum(axis=0))
     low = high = math.nan
     if rounds and len(flat):

@@ -533,7 +533,9 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     Returns
     -------
     JudgeBias
-        A term with no informative verdict (a judge whose family never plays) is NaN.
+        A term with no informative verdict is NaN: a judge whose family never plays
+        against another family, or whose family no other judge judged (self-preference is
+        measured against the panel, so it needs one).
 
     Raises
     ------
@@ -577,10 +579,14 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
         own = aliases.get(judge)
         if own is not None:
             fam = family[own]
-            self_term = ((model_family[battles.a] == fam).astype(float) - (model_family[battles.b] == fam)) * mine
+            plays = (model_family[battles.a] == fam).astype(float) - (model_family[battles.b] == fam)
+            self_term = plays * mine
             columns.append(self_term)
             names.append((judge, "self"))
-            informative.append(int((self_term != 0).sum()))
+            # Measured against the panel: without another judge's verdicts on the family the term is
+            # the family's own strength again, and not identified.
+            panel = bool(((plays != 0) & ~mine).any())
+            informative.append(int((self_term != 0).sum()) if panel else 0)
         if ratio is not None:
             columns.append(ratio * mine)
             names.append((judge, "length"))

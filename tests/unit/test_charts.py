@@ -257,3 +257,39 @@ def test_escaped_labels_decode_to_the_names():
                                                    "elo": [1000, 1010]}))
     assert curves.data[0].meta == "m&amp;n, judged by &lt;b&gt;j&lt;/b&gt;"
     assert curves.data[0].hovertemplate.startswith("%{meta}<br>")
+
+
+# ------------------------------------------------------------------ issue 11 figures
+
+
+def test_style_control_chart_joins_plain_and_controlled_with_rank_arrows():
+    table = pd.DataFrame({"model": ["a", "b"], "score": [1010.0, 990.0], "ci_low": [1000.0, 980.0],
+                          "ci_high": [1020.0, 1000.0], "plain_score": [980.0, 1020.0], "rank_change": [1, -1]})
+    fig = charts.style_control_chart(table)
+    plain, controlled = fig.data[-2], fig.data[-1]
+    assert list(plain.x) == [980.0, 1020.0] and list(controlled.x) == [1010.0, 990.0]
+    assert list(controlled.text) == ["▲1", "▼1"]
+    with pytest.raises(ValueError, match="plain_score"):
+        charts.style_control_chart(table.drop(columns=["plain_score"]))
+
+
+def test_bias_model_chart_one_point_per_estimated_term_and_a_zero_line():
+    table = pd.DataFrame({"judge": ["j", "j", "k"], "bias": ["position", "self", "position"],
+                          "elo": [30.0, np.nan, -10.0], "ci_low": [10.0, np.nan, -30.0],
+                          "ci_high": [50.0, np.nan, 10.0]}).set_index(["judge", "bias"])
+    fig = charts.bias_model_chart(table)
+    assert sum(len(trace.x) for trace in fig.data) == 2        # the NaN term is left out
+    assert {trace.name for trace in fig.data} == {"position"}
+    assert fig.layout.shapes[0].x0 == 0
+
+
+def test_baseline_chart_and_group_heatmap():
+    table = pd.DataFrame({"model": ["m", "base"], "win_rate": [30.0, 50.0], "standard_error": [2.0, 0.0],
+                          "lc_win_rate": [40.0, 50.0], "lc_standard_error": [1.0, 0.0]})
+    fig = charts.baseline_chart(table, baseline="base")
+    assert [list(trace.y) for trace in fig.data] == [["m"], ["m"]]
+    assert [list(trace.x) for trace in fig.data] == [[30.0], [40.0]]
+    wide = pd.DataFrame({"model": ["a", "b"], "score (x)": [1.0, 2.0], "rank (x)": [2, 1], "rank (y)": [1, 2]})
+    heat = charts.group_rank_heatmap(wide)
+    assert list(heat.data[0].x) == ["x", "y"] and heat.data[0].z.tolist() == [[2.0, 1.0], [1.0, 2.0]]
+    assert charts.group_rank_heatmap(wide.iloc[:0]).layout.annotations[0].text == "Nothing to show"

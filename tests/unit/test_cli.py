@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from peerboard_testing import make_judgments
@@ -143,3 +145,116 @@ def test_a_database_url_is_refused_not_taken_for_a_folder(tmp_path, monkeypatch,
     assert not (tmp_path / "postgresql:").exists()
     assert main(["rank", "--study", "s", "--db", "sqlite:///x.db"]) == 2
     assert "is a database URL (sqlite://...)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------ issue 11 options
+
+
+@pytest.fixture
+def answered_file(tmp_path):
+    """Battles with the answers' texts and a question category as extra columns of the file."""
+    rng = np.random.default_rng(0)
+    models = ["base", "terse", "wordy"]
+    rows = []
+    for q in range(40):
+        # each answer's length varies by question, so which answer is longer is not fixed by the pair
+        text = {"base": "b" * int(200 * rng.uniform(0.3, 3)), "terse": "t" * int(100 * rng.uniform(0.3, 3)),
+                "wordy": "w" * int(400 * rng.uniform(0.3, 3)) + "\n# Heading\n- a\n- b\n**bold**"}
+        for a in models:
+            for b in models:
+                if a != b:
+                    longer = len(text[a]) > len(text[b])
+                    rows.append({"question_id": f"q{q}", "model_a": a, "model_b": b, "judge": "gpt",
+                                 "winner": "model_a" if (longer if rng.random() < 0.8 else not longer) else "model_b",
+                                 "answer_a": text[a], "answer_b": text[b],
+                                 "category": "maths" if q % 2 else "writing"})
+    path = tmp_path / "answered.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_rank_against_a_baseline_from_a_file_with_answers(answered_file, capsys):
+    assert main(["rank", str(answered_file), "--method", "winrate", "--baseline", "base", "--lc-rounds", "20",
+                 "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    rows = {r["model"]: r for r in payload["leaderboard"]}
+    assert set(rows) == {"base", "terse", "wordy"}
+    assert rows["wordy"]["avg_length"] > rows["terse"]["avg_length"] and rows["base"]["n_draws"] == 40
+    assert {"win_rate", "discrete_win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "avg_length",
+            "lc_win_rate"} <= set(rows["wordy"])
+    assert payload["baseline"]["difficulty"].startswith("none (fewer than 3 models")
+    assert main(["rank", str(answered_file), "--method", "winrate", "--baseline", "base", "--lc-rounds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "lc_win_rate" in out and "instruction difficulty none" in out
+
+
+def test_rank_with_style_control_from_answer_texts(answered_file, capsys):
+    assert main(["rank", str(answered_file), "--method", "bt", "--control", "length", "--control", "markdown",
+                 "--bootstrap", "0", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload["style"]) == {"length", "header", "list", "bold"}
+    assert {"plain_score", "plain_rank", "rank_change", "sandwich_low", "rank_worst"} <= set(payload["leaderboard"][0])
+    assert main(["rank", str(answered_file), "--method", "bt", "--control", "length", "--bootstrap", "0"]) == 0
+    assert "Style coefficients" in capsys.readouterr().out
+
+
+def test_rank_by_category_side_by_side(answered_file, capsys):
+    assert main(["rank", str(answered_file), "--method", "winrate", "--by", "category", "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "score (maths)" in out and "rank (writing)" in out and "Judgments per category" in out
+    assert main(["rank", str(answered_file), "--method", "winrate", "--by", "category", "--group", "maths",
+                 "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert list(payload["groups"]) == ["maths"] and payload["counts"]["maths"]["judgments"] == 20 * 6
+    assert main(["rank", str(answered_file), "--group", "maths"]) == 2
+    assert "--group needs --by" in capsys.readouterr().err
+
+
+def test_rank_sandwich_prior_reweight_and_min_battles(judgments_file, capsys):
+    assert main(["rank", str(judgments_file), "--method", "bt", "--intervals", "sandwich", "--prior", "200",
+                 "--reweight", "--min-battles", "5", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["options"] == {"intervals": "sandwich", "reweight": True, "prior": 200.0, "min_battles": 5}
+    assert all(r["ci_low"] == r["sandwich_low"] for r in payload["leaderboard"])
+    assert [r["preliminary"] for r in payload["leaderboard"]] == [False, False, False]  # 19, 27, 8 battles >= 5
+    assert main(["rank", str(judgments_file), "--method", "bt", "--reweight", "--format", "json"]) == 0
+    flat = json.loads(capsys.readouterr().out)["leaderboard"]
+    spread = lambda rows: max(r["score"] for r in rows) - min(r["score"] for r in rows)  # noqa: E731
+    assert spread(payload["leaderboard"]) < spread(flat)  # the prior pulls towards 1000
+    assert main(["rank", str(judgments_file), "--method", "winrate", "--reweight"]) == 2
+    assert "Bradley-Terry options" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["rank", str(judgments_file), "--prior", "-3"])
+
+
+def test_a_length_column_that_is_not_a_number_is_refused_with_its_row(tmp_path, capsys):
+    path = tmp_path / "lengths.csv"
+    pd.DataFrame({"question_id": ["1", "2"], "model_a": ["a", "a"], "model_b": ["b", "b"], "judge": "j",
+                  "winner": ["model_a", "model_b"], "length_a": ["12", "long"], "length_b": [3, 4]}).to_csv(path,
+                                                                                                    index=False)
+    assert main(["rank", str(path), "--method", "winrate", "--baseline", "a"]) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and "length_a 'long' is not a length" in err
+
+
+def test_agree_alpha_and_bias_model(judgments_file, answered_file, capsys):
+    assert main(["agree", str(judgments_file), "--alpha", "--judge", "human:", "--judge", "gpt", "--rounds", "50",
+                 "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["raters"] == ["gpt", "human:x", "human:y"]
+    assert payload["units"] == 0 and payload["alpha"] is None   # every verdict is its own question: no unit shared
+    assert main(["agree", str(answered_file), "--alpha", "--judge", "gpt", "--judge", "gpt", "--rounds", "0"]) == 2
+    assert "at least two raters" in capsys.readouterr().err
+    assert main(["agree", str(judgments_file), "--alpha", "--judge", "human:", "--reference", "gpt"]) == 2
+    assert main(["agree", str(judgments_file), "--judge", "human:"]) == 2
+    assert "give --reference" in capsys.readouterr().err
+    assert main(["bias", str(answered_file), "--model", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    biases = {(r["judge"], r["bias"]) for r in payload["biases"]}
+    assert biases == {("gpt", "position"), ("gpt", "length")}  # gpt is no contestant: no self term
+    length = next(r for r in payload["biases"] if r["bias"] == "length")
+    assert length["elo"] > 0 and length["significant"]
+    assert main(["bias", str(answered_file), "--model", "--family", "terse=lab", "--family", "wordy=lab"]) == 0
+    assert "longer answer" in capsys.readouterr().out
+    assert main(["bias", str(answered_file), "--model", "--family", "nonsense"]) == 2
+    assert main(["bias", str(answered_file), "--family", "a=b"]) == 2

@@ -189,3 +189,53 @@ def test_gold_is_added_for_ranking_without_counting_a_debate_twice():
     panel = judgments([("1", "x", "y", "gpt4", "model_a", None), ("1", "x", "y", "debate:scaleeval", "model_a", None)])
     assert sorted(study.with_gold(panel, gold)["judge"]) == ["adjudicator:ann", "debate:scaleeval", "gpt4"]
     assert study.with_gold(stored, gold.iloc[0:0]) is stored
+
+
+# ------------------------------------------------------------------ issue 11 displays
+
+
+def test_leaderboard_display_adds_rank_spread_robust_interval_and_style_columns():
+    from peercore.reports import leaderboard_display
+
+    table = pd.DataFrame({"model": ["a", "b"], "score": [1010.04, 990.0], "rank": [1, 1], "ci_low": [990.0, 970.0],
+                          "ci_high": [1030.0, 1010.0], "battles": [40, 40], "sandwich_low": [991.0, 971.0],
+                          "sandwich_high": [1029.0, 1009.0], "rank_worst": [2, 2], "preliminary": [False, False],
+                          "plain_score": [1000.0, 1000.0], "plain_rank": [2, 1], "rank_change": [1, 0]})
+    shown = leaderboard_display(table, "Bradley-Terry (Elo scale)")
+    assert shown.columns.tolist() == ["rank", "model", "Bradley-Terry (Elo scale)", "95% interval", "battles",
+                                      "rank spread", "robust interval", "preliminary", "plain", "plain rank",
+                                      "rank change"]
+    assert shown["rank spread"].tolist() == ["1–2", "1–2"]
+    assert shown["robust interval"].tolist() == ["991.0 – 1029.0", "971.0 – 1009.0"]
+    assert shown["rank change"].tolist() == ["▲ 1", ""]
+
+
+def test_baseline_style_grouped_and_bias_displays():
+    from peercore.reports import baseline_display, bias_model_display, grouped_table, self_preference_summary, \
+        style_table
+    from peercore.study import GroupedRanking, Ranking
+
+    baseline = pd.DataFrame({"model": ["m"], "win_rate": [12.3456], "standard_error": [1.2], "lc_win_rate": [20.0],
+                             "lc_standard_error": [0.5], "discrete_win_rate": [11.0], "n_wins": [10],
+                             "n_wins_base": [80], "n_draws": [2], "n_total": [92], "avg_length": [1037.0]})
+    shown = baseline_display(baseline)
+    assert shown.loc[0, "win rate %"] == 12.35 and shown.loc[0, "avg length"] == 1037
+    style = pd.DataFrame({"coefficient": [35.26], "ci_low": [20.0], "ci_high": [50.0], "probability_shift": [0.0507]},
+                         index=pd.Index(["length"], name="feature"))
+    assert style_table(style).loc[0].tolist() == ["length", 35.3, "20.0 – 50.0", 0.051]
+    ranking = lambda rows: Ranking(table=pd.DataFrame(rows), method="winrate", peer_weights="none",  # noqa: E731
+                                   score_label="win rate", verdicts="hard", judges=("j",), n_judgments=1)
+    grouped = GroupedRanking(by="category", rankings={
+        "x": ranking({"model": ["a", "b"], "score": [0.6, 0.4], "rank": [1, 2]}),
+        "y": ranking({"model": ["c", "a"], "score": [0.7, 0.3], "rank": [1, 2]})},
+        counts=pd.DataFrame({"judgments": [2, 2]}, index=pd.Index(["x", "y"], name="category")))
+    wide = grouped_table(grouped)
+    assert wide["model"].tolist() == ["a", "b", "c"]
+    assert wide["rank (y)"].tolist()[0] == 2 and pd.isna(wide["rank (y)"].tolist()[1])
+    bias = pd.DataFrame({"judge": ["j", "j"], "bias": ["position", "self"], "coefficient": [0.1, 0.2],
+                         "elo": [17.37, 34.7], "ci_low": [1.0, 2.0], "ci_high": [30.0, 60.0],
+                         "probability_shift": [0.025, 0.05], "p_low": [0.001, 0.003], "p_high": [0.04, 0.08],
+                         "n": [100, 100], "n_informative": [100, 30], "significant": [True, True]}
+                        ).set_index(["judge", "bias"])
+    assert bias_model_display(bias)["bias toward"].tolist() == ["first position", "own family"]
+    assert self_preference_summary(bias)["Elo points"].tolist() == [34.7]

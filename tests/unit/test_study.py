@@ -158,3 +158,126 @@ def test_agree_through_a_study_is_leave_one_out_and_counts_unparsed(store, capsy
                  "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["n"] == 1 and got["unparsed"] == 1 and got["agreement"] == 0.0
+
+
+# ---------------------------------------------------------------------- issue 11 options
+
+
+def _styled_study(store: Store, name: str = "styled") -> Study:
+    """Four contestants on 12 questions in 3 categories and 2 criteria; answers stored; the judge likes length."""
+    rng = np.random.default_rng(0)
+    models = ["a", "b", "c", "d"]
+    store.create_study(name, exist_ok=True)
+    store.add_questions(name, pd.DataFrame({"question_id": [f"q{i}" for i in range(12)], "text": "?",
+                                            "category": [["maths", "coding", "writing"][i % 3] for i in range(12)]}))
+    answers = [{"question_id": f"q{i}", "model": m, "answer": "x" * int(50 + 100 * k + rng.integers(0, 40))
+                + ("\n# h\n- item" if m == "d" else "")} for i in range(12) for k, m in enumerate(models)]
+    store.add_answers(name, pd.DataFrame(answers))
+    rows = []
+    for i in range(12):
+        for a in models:
+            for b in models:
+                if a != b:
+                    for criterion in ("helpfulness", "harmlessness"):
+                        longer = models.index(a) > models.index(b)
+                        rows.append({"question_id": f"q{i}", "model_a": a, "model_b": b, "judge": "gpt",
+                                     "criterion": criterion,
+                                     "winner": "model_a" if (longer if rng.random() < 0.8 else not longer) else "model_b"})
+    store.add_judgments(name, pd.DataFrame(rows))
+    return Study(store, name)
+
+
+def test_baseline_view_through_the_study(store):
+    study = _styled_study(store)
+    ranking = study.leaderboard(method="winrate", baseline="a", lc_rounds=20)
+    table = ranking.table.set_index("model")
+    assert ranking.baseline["baseline"] == "a" and ranking.baseline["difficulty"] == "joint fit of 3 models"
+    assert table.loc["a", "win_rate"] == 50 and table.loc["a", "n_draws"] == 12
+    assert table.loc["d", "n_total"] == 2 * 12 * 2  # both orders, both criteria
+    assert (table["avg_length"].notna()).all() and table.loc["d", "avg_length"] > table.loc["b", "avg_length"]
+    assert ranking.to_json()["baseline"]["baseline"] == "a"
+    with pytest.raises(ValueError, match="a baseline goes with method 'winrate'"):
+        study.leaderboard(method="bt", baseline="a")
+
+
+def test_style_control_through_the_study_lowers_the_verbose_models(store):
+    study = _styled_study(store)
+    plain = study.leaderboard(method="bt", bootstrap=0).table.set_index("model")
+    styled = study.leaderboard(method="bt", controls=("length",), bootstrap=0)
+    table = styled.table.set_index("model")
+    assert styled.style is not None and styled.style.loc["length", "coefficient"] > 0
+    assert table.loc["d", "score"] < plain.loc["d", "score"]          # its wins were length
+    assert np.allclose(table["plain_score"], plain["score"].reindex(table.index))
+    assert (table["rank_change"] == table["plain_rank"] - table["rank"]).all()
+    payload = styled.to_json()
+    assert set(payload["style"]) == {"length"} and set(payload["style_intervals"]["length"]) <= {None} | set(
+        payload["style_intervals"]["length"])
+    with pytest.raises(ValueError, match="style control is a Bradley-Terry model"):
+        study.leaderboard(method="elo", controls=("length",))
+
+
+def test_style_control_without_answers_says_what_to_import(store):
+    _add(store, "bare", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
+                         for i in range(5)])
+    with pytest.raises(ValueError, match="import the answers"):
+        Study(store, "bare").leaderboard(method="bt", controls=("length",))
+
+
+def test_leaderboards_by_category_criterion_and_turn(store):
+    study = _styled_study(store)
+    by_category = study.leaderboards_by(by="category", method="winrate", bootstrap=0)
+    assert list(by_category.rankings) == ["coding", "maths", "writing"]
+    assert by_category.counts["judgments"].tolist() == [96, 96, 96]
+    assert by_category.counts["contestants"].tolist() == [4, 4, 4]
+    maths = study.leaderboard(Selection(categories=("maths",)), method="winrate", bootstrap=0).table
+    pd.testing.assert_frame_equal(by_category.rankings["maths"].table, maths)
+    by_criterion = study.leaderboards_by(by="criterion", method="bt", bootstrap=0, groups=["harmlessness"])
+    assert list(by_criterion.rankings) == ["harmlessness"]
+    assert list(study.leaderboards_by(by="turn", method="winrate", bootstrap=0).rankings) == ["1"]
+    with pytest.raises(ValueError, match=r"category \['poetry'\] has no judgment"):
+        study.leaderboards_by(by="category", groups=["poetry"])
+    with pytest.raises(ValueError, match="by must be one of"):
+        study.leaderboards_by(by="judge")
+    assert json.loads(json.dumps(by_category.to_json()))["counts"]["maths"]["judgments"] == 96
+
+
+def test_prior_keeps_five_verdicts_near_1000(store):
+    _add(store, "five", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
+                         for i in range(5)])
+    study = Study(store, "five")
+    without = study.leaderboard(method="bt", bootstrap=0).table.set_index("model")["score"]
+    weak = study.leaderboard(method="bt", bootstrap=0, prior=200).table.set_index("model")["score"]
+    assert (without - 1000).abs().max() > 1000       # 5 wins out of 5: 'ratings like 1739 / -479' or worse
+    assert (weak - 1000).abs().max() < 200
+    warning = " ".join(study.leaderboard(method="bt", bootstrap=0).warnings)
+    assert "a weak prior (--prior 200)" in warning
+
+
+def test_min_battles_sets_the_preliminary_flag_and_options_are_checked(store):
+    study = _styled_study(store)
+    table = study.leaderboard(method="winrate", bootstrap=0, min_battles=200).table
+    assert table["preliminary"].all()
+    assert not study.leaderboard(method="winrate", bootstrap=0, min_battles=10).table["preliminary"].any()
+    with pytest.raises(ValueError, match="Bradley-Terry options"):
+        study.leaderboard(method="winrate", reweight=True)
+    with pytest.raises(ValueError, match="intervals must be one of"):
+        study.leaderboard(method="bt", intervals="jackknife")
+    with pytest.raises(ValueError, match="min_battles must be"):
+        study.leaderboard(method="bt", min_battles=-1)
+
+
+def test_alpha_and_judge_bias_through_the_study(store):
+    study = _styled_study(store)
+    rows = [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": judge, "criterion": "helpfulness",
+             "winner": "model_a" if (i + k) % 3 else "model_b"} for i in range(12) for k, judge in
+            enumerate(["human:x", "human:y", "human:z"])]
+    store.add_judgments("styled", pd.DataFrame(rows))
+    alpha = study.alpha(["human:"], rounds=100)
+    assert alpha.raters == ("human:x", "human:y", "human:z") and alpha.units == 12
+    store.set_judge("styled", "gpt", kind="llm", model_alias="d")
+    bias = study.judge_bias(Selection(judges=("gpt",)))
+    assert {"position", "self", "length"} == set(bias.table.index.get_level_values("bias"))
+    assert bias.table.loc[("gpt", "length"), "coefficient"] > 0     # the judge likes length
+    # gpt is d, and no other judge judged d: its self-preference cannot be told from d's strength
+    assert np.isnan(bias.table.loc[("gpt", "self"), "coefficient"]) and bias.table.loc[("gpt", "self"),
+                                                                                          "n_informative"] == 0
