@@ -1030,11 +1030,17 @@ def majority_of_votes(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def _row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """An integer id per distinct combination of ``columns`` (missing values are a value)."""
+    """An integer id per distinct combination of ``columns`` (missing values are a value).
+
+    Stops as soon as the columns seen so far tell every row apart (a log with one
+    question per battle is settled by its first column).
+    """
     combined = np.zeros(len(frame), dtype=np.int64)
     for column in columns:
         codes = pd.factorize(frame[column], use_na_sentinel=True)[0].astype(np.int64) + 1
         combined = pd.factorize(combined * (int(codes.max(initial=0)) + 1) + codes)[0].astype(np.int64)
+        if len(combined) and int(combined.max()) + 1 == len(combined):
+            break
     return combined
 
 
