@@ -237,11 +237,13 @@ class NLGStudy:
     def curves(self, attribute: str, *, judge: str, criterion: str | None = None,
                methods: Sequence[str] = CURVE_METHODS, strategies: Sequence[str] = ("random", "greedy"),
                repeats: int = 10, seed: int = 0, sizes: Sequence[int] | None = None,
-               band: tuple[float, float] = (0.1, 0.9)) -> pd.DataFrame:
+               band: tuple[float, float] = (0.1, 0.9), contexts: Sequence[str] | None = None) -> pd.DataFrame:
         """Spearman with the human scores against the number of comparisons per context (PoE paper Fig. 1).
 
         Random vs greedy selection, raw vs debiased, for each scorer in ``methods``
-        (:func:`peercore.efficiency.efficiency_curve` with ``reference="human"``).
+        (:func:`peercore.efficiency.efficiency_curve` with ``reference="human"``), on
+        ``contexts`` when given (e.g. :attr:`Evaluation.contexts`), else on every context
+        the judge compared.
 
         Returns
         -------
@@ -252,6 +254,8 @@ class NLGStudy:
 
         human = self.human(attribute)
         judgments = self.comparisons(judge, attribute if criterion is None else criterion)
+        if contexts is not None:
+            judgments = judgments[judgments["question_id"].isin(set(contexts))]
         parts = []
         for debiased in (False, True):
             curve = efficiency_curve(judgments, methods=methods, strategies=strategies, repeats=repeats, seed=seed,
