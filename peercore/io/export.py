@@ -115,11 +115,17 @@ def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = 
     Parameters
     ----------
     what : ``judgments`` (canonical columns, stored order) or ``leaderboard`` (``model,
-        score, rank, ci_low, ci_high, battles, preliminary``, see
+        score, rank, ci_low, ci_high, battles, preliminary``, and the columns the options
+        add: ``rank_worst`` with intervals, ``sandwich_low, sandwich_high`` for
+        Bradley-Terry, ``plain_score, plain_rank, rank_change`` with style control,
+        AlpacaEval's ``win_rate ... lc_win_rate, lc_standard_error`` against a baseline; see
         :meth:`peercore.study.Study.leaderboard`).
     judges : names or prefixes ending in ``:``; default all (a shortcut for
         ``selection=Selection(judges=...)``).
-    method, peer_weights, bootstrap, seed, **leaderboard_options : leaderboard options.
+    method, peer_weights, bootstrap, seed, **leaderboard_options : leaderboard options, every
+        one :meth:`peercore.study.Study.leaderboard` takes (``baseline``, ``controls``,
+        ``intervals``, ``reweight``, ``prior``, ``min_battles`` ...), so an export holds
+        exactly what ``peercore rank --study`` prints with the same options.
     selection : a :class:`peercore.study.Selection` (default: every judge, final verdicts).
     """
     if what not in EXPORT_WHAT:

@@ -60,7 +60,7 @@ from peercore.errors import ConvergenceError
 
 __all__ = [
     "Design", "Solution", "fit", "fit_rounds", "fit_batch", "fit_glm_batch", "information", "meat", "sandwich", "laplacian",
-    "objective", "DEFAULT_L2",
+    "objective", "batch_laplacian", "DEFAULT_L2",
 ]
 
 DEFAULT_L2 = 1e-6
@@ -567,7 +567,7 @@ def fit_batch(i: np.ndarray, j: np.ndarray, y: np.ndarray, w: np.ndarray, n: int
         residual = ww * (yy - q)
         gradient = (np.bincount(_flat(ii, n).ravel(), residual.ravel(), minlength=m * n)
                     - np.bincount(_flat(jj, n).ravel(), residual.ravel(), minlength=m * n)).reshape(m, n) - l2 * si
-        hessian = _batch_laplacian(ii, jj, ww * q * (1.0 - q), n)
+        hessian = batch_laplacian(ii, jj, ww * q * (1.0 - q), n)
         hessian[:, np.arange(n), np.arange(n)] += l2
         step = np.linalg.solve(hessian, gradient[..., None])[..., 0]
         t = np.ones(m)
@@ -595,7 +595,8 @@ def _flat(index: np.ndarray, n: int) -> np.ndarray:
     return index + n * np.arange(index.shape[0])[:, None]
 
 
-def _batch_laplacian(i, j, weight, n) -> np.ndarray:
+def batch_laplacian(i: np.ndarray, j: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """(B, n, n) weighted graph Laplacians of B problems with (B, K) rows (what PoE-Gaussian's batch needs)."""
     b = i.shape[0]
     base = (n * n) * np.arange(b)[:, None]
     ww = weight.ravel()

@@ -281,3 +281,16 @@ def test_alpha_and_judge_bias_through_the_study(store):
     # gpt is d, and no other judge judged d: its self-preference cannot be told from d's strength
     assert np.isnan(bias.table.loc[("gpt", "self"), "coefficient"]) and bias.table.loc[("gpt", "self"),
                                                                                           "n_informative"] == 0
+
+
+def test_a_leaderboard_export_holds_the_new_columns_the_cli_prints(store, capsys):
+    from peercore.io.export import study_table
+
+    study = _styled_study(store)
+    exported = study_table(store, "styled", what="leaderboard", method="bt", controls=("length",), bootstrap=0,
+                           intervals="sandwich", prior=200.0)
+    shown = study.leaderboard(method="bt", controls=("length",), bootstrap=0, intervals="sandwich", prior=200.0)
+    pd.testing.assert_frame_equal(exported, shown.table.reset_index(drop=True))
+    assert {"plain_score", "rank_change", "sandwich_low", "rank_worst"} <= set(exported.columns)
+    baseline = study_table(store, "styled", what="leaderboard", method="winrate", baseline="a", lc_rounds=0)
+    assert {"win_rate", "discrete_win_rate", "lc_win_rate", "avg_length"} <= set(baseline.columns)
