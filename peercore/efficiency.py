@@ -30,8 +30,9 @@ instead of 1/2 (Liusie, Manakul, Gales 2024, eq. 9-10), the soft scorers use
 few comparisons per question, a per-question estimate would be degenerate (one
 comparison's own ``p``), hence one offset per judge and data set.
 
-The scorers here are batched re-implementations of :mod:`peercore.ranking.poe` (the
-same objectives, solved for thousands of small problems at once);
+The scorers here are batched forms of :mod:`peercore.ranking.poe` (the same objectives,
+solved for thousands of small problems at once; PoE-BT through the one solver's
+:func:`peercore.ranking.core.fit_batch`);
 ``tests/unit/test_efficiency.py`` checks them against the one-problem functions.
 """
 
@@ -42,10 +43,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logit
+from scipy.special import logit
 from scipy.stats import rankdata
 
-from peercore.errors import ConvergenceError
+from peercore.ranking.core import batch_laplacian, fit_batch
 from peercore.ranking.poe import DEFAULT_L2, METHODS, comparisons_from_judgments
 from peercore.ranking.selection import GreedySelector
 
@@ -162,12 +163,13 @@ def batch_scores(i: np.ndarray, j: np.ndarray, p: np.ndarray, used: np.ndarray, 
         elif method == "poe_gaussian":
             return _gaussian(i, j, p - shift, used, n)
         else:
-            return _soft_bt(i, j, p, used, n, l2=l2, tol=tol, max_iter=max_iter, gamma=-float(logit(beta)))
+            return fit_batch(i, j, p, used.astype(float), n, l2=l2, tol=tol, max_iter=max_iter,
+                             offset=float(logit(beta)))
     if method in ("win_ratio", "avg_prob"):
         return _share(i, j, p, used, n)
     if method == "poe_gaussian":
         return _gaussian(i, j, p, used, n)
-    return _soft_bt(i, j, p, used, n, l2=l2, tol=tol, max_iter=max_iter)
+    return fit_batch(i, j, p, used.astype(float), n, l2=l2, tol=tol, max_iter=max_iter)
 
 
 def _hard(p: np.ndarray, threshold: float = 0.5) -> np.ndarray:
@@ -190,25 +192,13 @@ def _share(i, j, p, used, n) -> np.ndarray:
         return (won / np.where(games > 0, games, np.nan)).reshape(b, n)
 
 
-def _laplacian(i, j, weight, n) -> np.ndarray:
-    """(B, n, n) graph Laplacians with edge weights ``weight`` (B, K)."""
-    b = i.shape[0]
-    base = (n * n) * np.arange(b)[:, None]
-    ww = weight.ravel()
-    lap = -(np.bincount((base + i * n + j).ravel(), ww, minlength=b * n * n)
-            + np.bincount((base + j * n + i).ravel(), ww, minlength=b * n * n)).reshape(b, n, n)
-    lap[:, np.arange(n), np.arange(n)] = 0.0
-    lap[:, np.arange(n), np.arange(n)] = -lap.sum(axis=2)
-    return lap
-
-
 def _gaussian(i, j, p, used, n) -> np.ndarray:
     b = i.shape[0]
     w = used.astype(float)
     mu = (p - 0.5) * w
     rhs = (np.bincount(_flat(i, n).ravel(), mu.ravel(), minlength=b * n)
            - np.bincount(_flat(j, n).ravel(), mu.ravel(), minlength=b * n)).reshape(b, n)
-    lap = _laplacian(i, j, w, n)
+    lap = batch_laplacian(i, j, w, n)
     # Connected components: reachability by repeated squaring of (I + adjacency).
     reach = ((lap != 0) | np.eye(n, dtype=bool)).astype(float)
     for _ in range(max(1, int(np.ceil(np.log2(max(n, 2)))))):
@@ -217,56 +207,6 @@ def _gaussian(i, j, p, used, n) -> np.ndarray:
     size = same.sum(axis=2).astype(float)
     normal = lap + same / (size[:, :, None] * size[:, None, :])
     return np.linalg.solve(normal, rhs[..., None])[..., 0]
-
-
-def _soft_objective(s, i, j, p, w, l2, gamma=0.0) -> np.ndarray:
-    n = s.shape[1]
-    flat = s.ravel()
-    x = flat[_flat(i, n)] - flat[_flat(j, n)] - gamma
-    return (w * (-p * np.logaddexp(0.0, -x) - (1.0 - p) * np.logaddexp(0.0, x))).sum(axis=1) - 0.5 * l2 * (s * s).sum(axis=1)
-
-
-def _soft_bt(i, j, p, used, n, *, l2, tol, max_iter, gamma: float = 0.0) -> np.ndarray:
-    """Newton with backtracking, all problems at once (the objective of poe._fit_soft_bt, offset gamma)."""
-    b = i.shape[0]
-    w = used.astype(float)
-    s = np.zeros((b, n))
-    objective = _soft_objective(s, i, j, p, w, l2, gamma)
-    active = np.ones(b, dtype=bool)
-    change = np.full(b, np.inf)
-    for _ in range(max_iter):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            return s
-        si, ii, jj, pp, ww = s[idx], i[idx], j[idx], p[idx], w[idx]
-        flat = si.ravel()
-        q = expit(flat[_flat(ii, n)] - flat[_flat(jj, n)] - gamma)
-        residual = ww * (pp - q)
-        m = idx.size
-        gradient = (np.bincount(_flat(ii, n).ravel(), residual.ravel(), minlength=m * n)
-                    - np.bincount(_flat(jj, n).ravel(), residual.ravel(), minlength=m * n)).reshape(m, n) - l2 * si
-        hessian = _laplacian(ii, jj, ww * q * (1.0 - q), n)
-        hessian[:, np.arange(n), np.arange(n)] += l2
-        step = np.linalg.solve(hessian, gradient[..., None])[..., 0]
-        t = np.ones(m)
-        current = objective[idx]
-        accepted = np.zeros(m, dtype=bool)
-        candidate, value = si.copy(), current.copy()
-        while not accepted.all():
-            todo = np.flatnonzero(~accepted)
-            trial = si[todo] + t[todo, None] * step[todo]
-            trial_value = _soft_objective(trial, ii[todo], jj[todo], pp[todo], ww[todo], l2, gamma)
-            ok = (trial_value >= current[todo] - 1e-12 * np.abs(current[todo])) | (t[todo] < 1e-10)
-            candidate[todo[ok]], value[todo[ok]] = trial[ok], trial_value[ok]
-            accepted[todo[ok]] = True
-            t[todo[~ok]] *= 0.5
-        moved = np.max(np.abs(candidate - si), axis=1)
-        s[idx], objective[idx], change[idx] = candidate, value, moved
-        active[idx[moved < tol]] = False
-    if active.any():
-        raise ConvergenceError("batched PoE Bradley-Terry Newton iteration", iterations=max_iter,
-                               change=float(change[active].max()), tol=tol)
-    return s
 
 
 # ------------------------------------------------------------------------- correlation

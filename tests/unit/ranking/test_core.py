@@ -112,7 +112,7 @@ def test_fit_batch_equals_fit_on_each_problem():
 
 
 def test_fit_batch_matches_the_efficiency_modules_batched_poe_bt():
-    """What peercore.efficiency must call: its private _soft_bt is this solver (same numbers)."""
+    """peercore.efficiency solves its batched PoE-BT (plain and debiased) through this solver."""
     from peercore.efficiency import batch_scores
 
     rng = np.random.default_rng(6)
@@ -123,6 +123,11 @@ def test_fit_batch_matches_the_efficiency_modules_batched_poe_bt():
     used = rng.random((b, k)) < 0.7
     theirs = batch_scores(i, j, p, used, n, "poe_bt")
     ours = core.fit_batch(i, j, p, used.astype(float), n, l2=core.DEFAULT_L2)
+    assert np.allclose(theirs, ours, atol=1e-6)
+    # debiased (Liusie et al. 2024, PoE-BT with gamma = -logit(beta)): an offset of logit(beta) on every row
+    beta = 0.7
+    theirs = batch_scores(i, j, p, used, n, "poe_bt", beta=beta)
+    ours = core.fit_batch(i, j, p, used.astype(float), n, l2=core.DEFAULT_L2, offset=float(np.log(beta / (1 - beta))))
     assert np.allclose(theirs, ours, atol=1e-6)
 
 
