@@ -294,10 +294,21 @@ def _print_grouped(grouped, args) -> int:
     for group, error in grouped.errors.items():
         print(f"warning: {grouped.by} {group} could not be ranked: {error}", file=sys.stderr)
     if args.format != "json":
-        for group, ranking in grouped.rankings.items():
-            for warning in ranking.warnings:
-                print(f"warning: {grouped.by} {group}: {warning}", file=sys.stderr)
+        for warning in _grouped_warnings(grouped):
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _grouped_warnings(grouped) -> list[str]:
+    """Each group's warnings, a warning every group shares said once rather than once per group."""
+    per_group = {group: list(dict.fromkeys(ranking.warnings)) for group, ranking in grouped.rankings.items()}
+    shared = [w for w in dict.fromkeys(w for ws in per_group.values() for w in ws)
+              if all(w in ws for ws in per_group.values())]
+    if len(per_group) < 2:
+        shared = []
+    out = [f"every {grouped.by}: {w}" for w in shared]
+    out += [f"{grouped.by} {group}: {w}" for group, ws in per_group.items() for w in ws if w not in shared]
+    return out
 
 
 def _needed_columns(args) -> tuple[str, ...]:

@@ -208,6 +208,15 @@ def test_rank_by_category_side_by_side(answered_file, capsys):
     assert list(payload["groups"]) == ["maths"] and payload["counts"]["maths"]["judgments"] == 20 * 6
     assert main(["rank", str(answered_file), "--group", "maths"]) == 2
     assert "--group needs --by" in capsys.readouterr().err
+    # a warning every group shares is said once, not once per group (the ten-category PRD study printed it ten times)
+    from types import SimpleNamespace
+
+    from peercore.cli import _grouped_warnings
+
+    grouped = SimpleNamespace(by="category", rankings={
+        "maths": SimpleNamespace(warnings=("mixed selection: x", "few battles: a")),
+        "writing": SimpleNamespace(warnings=("mixed selection: x",))})
+    assert _grouped_warnings(grouped) == ["every category: mixed selection: x", "category maths: few battles: a"]
 
 
 def test_rank_sandwich_prior_reweight_and_min_battles(judgments_file, capsys):
