@@ -1353,6 +1353,20 @@ class Store:
                 "AND i.item_key = c.item_key WHERE c.run_id = ? AND i.status = 'pending'"),
         }
 
+    def run_judgments(self, run_id: str) -> pd.DataFrame:
+        """The verdicts one run stored, valid and invalid, in insertion order.
+
+        Columns: ``question_id, model_a, model_b, judge, winner`` (missing when the
+        reply held no verdict), ``p_a, criterion, round, rationale, valid, raw, vote``;
+        names decoded. Empty (same columns) for a run that stored no verdict.
+        """
+        frame = pd.read_sql_query(
+            "SELECT question_id, model_a, model_b, judge, winner, p_a, NULLIF(criterion, '') AS criterion, "
+            "round, rationale, valid, raw, vote FROM judgments WHERE run_id = ? ORDER BY id",
+            self.connect(), params=(run_id,))
+        return frame.astype({"question_id": "str", "model_a": "str", "model_b": "str", "judge": "str",
+                             "valid": "int64", "vote": "int64", "p_a": "float64"})
+
     @contextlib.contextmanager
     def busy_timeout(self, milliseconds: int) -> Iterator[None]:
         """Within the block, this thread's connection waits at most ``milliseconds`` for a lock.
