@@ -2,8 +2,9 @@
 
 Run with ``streamlit run app.py`` (or ``peercore app``). The database is
 ``$PEERBOARD_DB`` (default: the per-user data folder); an empty database gets the
-bundled sample study from ``sample_data/`` on first run, with no key and no network
-(``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for no sample).
+bundled studies from ``sample_data/`` on first run (the sample, and each subfolder with its
+own ``provenance.json``: PRD Vicuna80, TopicalChat), with no key and no network, and opens on
+the sample (``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for none).
 """
 
 from pathlib import Path
@@ -15,6 +16,8 @@ from peercore.ui import data, state
 st.set_page_config(page_title="PeerBoard", page_icon=":material/balance:", layout="wide")
 state.init()
 data.ensure_sample_study(data.store(), data.sample_folder(Path(__file__).parent / "sample_data"))
+if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
+    st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it
 data.sidebar_study_picker()
 
 PAGES = {

@@ -83,9 +83,11 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
     process, so sessions opening at once do not duplicate data.
 
     A subfolder holding its own ``provenance.json`` is a further bundled study, seeded in
-    the same transaction after the sample (``sample_data/topicalchat/``: the TopicalChat
-    USR ratings with the offline judge's comparisons and absolute scores, which the NLG
-    assessment page opens on).
+    the same transaction after the sample (``sample_data/prd_vicuna80/``: PRD's 80
+    questions, 5 models, 8,000 LLM reviews and 1,760 human votes, whose Peer Rank weights
+    reproduce the paper; ``sample_data/topicalchat/``: the TopicalChat USR ratings with the
+    offline judge's comparisons and absolute scores, which the NLG assessment page opens
+    on). The sample is still the study returned, and the one the app opens on.
     """
     if folder is None:
         return None
