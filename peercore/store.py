@@ -25,12 +25,12 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 4)
+Schema (version 5)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
 =================  ==========================================================  =============================
-studies            study                                                       name
+studies            study; its adjudication rubric and overlap (migration 5)    name
 questions          question (text, category, reference, metadata JSON)         (study, question_id)
 answers            model's answer to a question turn                           (study, question_id, model, turn)
 judges             judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
@@ -45,7 +45,9 @@ runs, run_items    review / debate run and its work items                      i
 llm_calls          paid LLM call (the cache)                                   cache_key
 debates            debate or discussion (status, panel = consensus judge)      (study, debate_key)
 debate_turns       speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
-adjudications      human decision on an unresolved debate                      (debate, annotator)
+adjudications      human decision on an unresolved debate (both-bad and blind  (debate, annotator)
+                   flags, migration 5)
+adjudication_skips debate an annotator put aside                               (debate, annotator)
 human_scores       human rating of one candidate on one attribute (NLG          (study, question_id, model,
                    assessment: context = question_id, candidate = model)        attribute)
 judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
@@ -105,6 +107,9 @@ __all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "default_db_pa
 
 ENV_DB = "PEERBOARD_DB"
 VERDICTS = ("model_a", "model_b", "tie")
+# An annotator's choices on a debate: a verdict, or "both bad" (stored as a tie, flagged).
+DECISIONS = (*VERDICTS, "both_bad")
+MAX_OVERLAP = 1000
 JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
@@ -547,6 +552,27 @@ CREATE TABLE judge_scores (
     UNIQUE (study_id, question_id, model, judge, attribute, vote)
 );
 CREATE INDEX judge_scores_by_run ON judge_scores (run_id) WHERE run_id IS NOT NULL;
+"""),
+    (5, "adjudication guidelines: study rubric and overlap, both-bad decisions, blind flag, skips per annotator", """
+-- "Both bad" (Arena's "tie (bothbad)", a label of its own in Argilla / Label Studio
+-- queues) is stored as verdict 'tie' with both_bad = 1: every reader of verdicts (the
+-- gold set, agreement) sees a tie, and the annotator's exact choice is kept.
+ALTER TABLE adjudications ADD COLUMN both_bad INTEGER NOT NULL DEFAULT 0
+    CHECK (both_bad = 0 OR (both_bad = 1 AND verdict = 'tie'));
+-- 1: decided before seeing the agents' verdicts and reasons (blind mode), 0: after,
+-- NULL: not recorded (decisions made before version 5, imports).
+ALTER TABLE adjudications ADD COLUMN blind INTEGER CHECK (blind IS NULL OR blind = 0 OR blind = 1);
+-- A skip belongs to its annotator (in any browser, on any day) until they clear it.
+CREATE TABLE adjudication_skips (
+    debate_id  INTEGER NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+    annotator  TEXT NOT NULL CHECK (annotator <> ''),
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (debate_id, annotator)
+);
+-- The study's adjudication guidelines (plain text shown beside every item) and how many
+-- annotators each debate needs (0 = every annotator decides every debate).
+ALTER TABLE studies ADD COLUMN rubric TEXT NOT NULL DEFAULT '';
+ALTER TABLE studies ADD COLUMN overlap INTEGER NOT NULL DEFAULT 0 CHECK (overlap >= 0 AND overlap <= 1000);
 """),
 ]
 
@@ -1465,34 +1491,63 @@ class Store:
             ))
         return pd.concat(frames, ignore_index=True)
 
-    def adjudication_queue(self, study: str, *, annotator: str | None = None) -> pd.DataFrame:
-        """Unresolved debates (kind ``debate``, not PRD discussions) not yet decided, by
-        ``annotator`` or, when None, by anyone."""
+    def adjudication_queue(self, study: str, *, annotator: str | None = None, overlap: int = 0) -> pd.DataFrame:
+        """Unresolved debates (kind ``debate``, not PRD discussions) still waiting for a decision.
+
+        Parameters
+        ----------
+        annotator : only debates this annotator has not decided; None: only debates nobody
+            decided (what ``overlap`` then means is ignored).
+        overlap : with ``annotator``, only debates with fewer than ``overlap`` decisions by
+            anyone (the study's :meth:`study_settings` ``overlap``); 0: no limit.
+
+        Returns
+        -------
+        DataFrame ``id, debate_key, question_id, model_a, model_b, criterion, scenario,
+        n_rounds, decisions`` (how many annotators decided it so far), in debate order.
+        """
         sid = self.study_id(study)
+        overlap = _overlap(overlap)
+        count = "(SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id)"
         if annotator is None:
-            where, params = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)", [sid]
+            where, params = f"{count} = 0", [sid]
         else:
-            where, params = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)", [sid, annotator]
+            where = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
+            params = [sid, annotator]
+            if overlap:
+                where += f" AND {count} < ?"
+                params.append(overlap)
         return pd.read_sql_query(
-            "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds "
+            "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds, "
+            f"{count} AS decisions "
             f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
             "ORDER BY d.id",
             self.connect(), params=params,
         )
 
     def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "",
-                   token: str | None = None) -> bool:
+                   token: str | None = None, blind: bool | None = None) -> bool:
         """Record ``annotator``'s decision on a debate; True if new, False if it replaced theirs.
 
         One decision per (debate, annotator): concurrent annotators each keep theirs, and
         a repeated click by the same annotator cannot make a second row. ``token`` marks
         this decision (e.g. one per browser tab and click) so that :meth:`undo_adjudication`
         can remove exactly it and not a later decision made elsewhere.
+
+        ``verdict`` is one of :data:`DECISIONS`: ``model_a``, ``model_b``, ``tie`` or
+        ``both_bad`` (neither answer is acceptable), which is stored as a tie with
+        ``both_bad = 1`` (the gold set and agreement count it as a tie, as Chatbot Arena
+        counts "tie (bothbad)"). ``blind`` records whether the annotator decided without
+        having seen the agents' verdicts (None: not known). A decision clears the
+        annotator's skip of that debate.
         """
-        if verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+        if verdict not in DECISIONS:
+            raise ValueError(f"verdict must be one of {DECISIONS}, got {verdict!r}")
         if not annotator or not annotator.strip():
             raise ValueError("annotator name is empty")
+        both_bad = int(verdict == "both_bad")
+        stored = "tie" if both_bad else verdict
+        blind_flag = None if blind is None else int(bool(blind))
         with self.transaction() as tx:
             row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
             if row is None:
@@ -1501,12 +1556,14 @@ class Store:
                 "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
             ).fetchone()
             tx.execute(
-                "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token) "
-                "VALUES (?, ?, ?, ?, ?, ?) "
+                "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token, both_bad, blind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (debate_id, annotator) DO UPDATE SET verdict = excluded.verdict, note = excluded.note, "
-                "created_at = excluded.created_at, token = excluded.token",
-                (int(debate_id), annotator, verdict, note, _now(), token),
+                "created_at = excluded.created_at, token = excluded.token, both_bad = excluded.both_bad, "
+                "blind = excluded.blind",
+                (int(debate_id), annotator, stored, note, _now(), token, both_bad, blind_flag),
             )
+            tx.execute("DELETE FROM adjudication_skips WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator))
             self._bump(tx, row[0])
             return existed is None
 
@@ -1528,13 +1585,80 @@ class Store:
             return cursor.rowcount == 1
 
     def adjudications(self, study: str) -> pd.DataFrame:
-        """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note, created_at."""
-        return pd.read_sql_query(
+        """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note,
+        created_at, both_bad (bool; its verdict is ``tie``), decision (``verdict``, or ``both_bad``), blind
+        (True / False / None when not recorded)."""
+        frame = pd.read_sql_query(
             "SELECT a.debate_id, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, a.annotator, a.verdict, "
-            "a.note, a.created_at FROM adjudications a JOIN debates d ON d.id = a.debate_id WHERE d.study_id = ? "
-            "ORDER BY a.id",
+            "a.note, a.created_at, a.both_bad, a.blind FROM adjudications a JOIN debates d ON d.id = a.debate_id "
+            "WHERE d.study_id = ? ORDER BY a.id",
             self.connect(), params=(self.study_id(study),),
         )
+        frame["both_bad"] = frame["both_bad"].astype(bool)
+        frame["decision"] = frame["verdict"].where(~frame["both_bad"], "both_bad")
+        frame["blind"] = pd.array([None if pd.isna(v) else bool(v) for v in frame["blind"]], dtype="boolean")
+        return frame
+
+    # ------------------------------------------------------- adjudication settings
+
+    def skip_debate(self, debate_id: int, annotator: str) -> bool:
+        """Put a debate aside for ``annotator`` (kept in the store, not in a browser); True if new.
+
+        Skips are no data: they do not change the study's revision.
+        """
+        if not annotator or not annotator.strip():
+            raise ValueError("annotator name is empty")
+        with self.transaction() as tx:
+            if tx.execute("SELECT 1 FROM debates WHERE id = ?", (int(debate_id),)).fetchone() is None:
+                raise StoreError(f"no debate with id {debate_id}")
+            cursor = tx.execute("INSERT OR IGNORE INTO adjudication_skips (debate_id, annotator, created_at) "
+                                "VALUES (?, ?, ?)", (int(debate_id), annotator, _now()))
+            return cursor.rowcount == 1
+
+    def skipped_debates(self, study: str, annotator: str) -> list[int]:
+        """Ids of the debates of ``study`` that ``annotator`` skipped, oldest skip first."""
+        rows = self.connect().execute(
+            "SELECT s.debate_id FROM adjudication_skips s JOIN debates d ON d.id = s.debate_id "
+            "WHERE d.study_id = ? AND s.annotator = ? ORDER BY s.created_at, s.debate_id",
+            (self.study_id(study), annotator)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def clear_skips(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
+        """Bring ``annotator``'s skipped debates of ``study`` (or just ``debate_id``) back; returns how many."""
+        sql = ("DELETE FROM adjudication_skips WHERE annotator = ? AND debate_id IN "
+               "(SELECT id FROM debates WHERE study_id = ?)")
+        params: list = [annotator, self.study_id(study)]
+        if debate_id is not None:
+            sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
+        with self.transaction() as tx:
+            return tx.execute(sql, params).rowcount
+
+    def study_settings(self, study: str) -> dict:
+        """The study's adjudication settings: ``rubric`` (plain text, '' when none) and ``overlap``
+        (decisions each debate needs; 0 = every annotator decides every debate)."""
+        row = self.connect().execute("SELECT rubric, overlap FROM studies WHERE id = ?",
+                                     (self.study_id(study),)).fetchone()
+        return {"rubric": row[0], "overlap": int(row[1])}
+
+    def update_study_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None) -> None:
+        """Change the study's adjudication ``rubric`` and/or ``overlap`` (see :meth:`study_settings`).
+
+        Settings are no data: they do not change the study's revision.
+
+        Raises
+        ------
+        ValueError
+            If ``rubric`` is not text or ``overlap`` is not an integer in [0, 1000].
+        """
+        sid = self.study_id(study)
+        if rubric is not None and not isinstance(rubric, str):
+            raise ValueError(f"rubric must be text, got {type(rubric).__name__}")
+        overlap = None if overlap is None else _overlap(overlap)
+        with self.transaction() as tx:
+            if rubric is not None:
+                tx.execute("UPDATE studies SET rubric = ? WHERE id = ?", (rubric, sid))
+            if overlap is not None:
+                tx.execute("UPDATE studies SET overlap = ? WHERE id = ?", (overlap, sid))
 
     # ---------------------------------------------------------------------- helpers
 
@@ -1728,6 +1852,13 @@ class Store:
             if added:
                 self._bump(tx, study_id)
         return WriteCounts(added, len(rows) - added)
+
+
+def _overlap(value) -> int:
+    """An overlap setting checked: an integer in [0, MAX_OVERLAP] (0 = no limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_OVERLAP:
+        raise ValueError(f"overlap must be an integer from 0 (no limit) to {MAX_OVERLAP}, got {value!r}")
+    return int(value)
 
 
 def _json_default(value):

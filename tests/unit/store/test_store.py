@@ -44,8 +44,8 @@ def test_wal_foreign_keys_and_schema_version(store):
     connection = store.connect()
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert store.schema_version() == SCHEMA_VERSION == 3
-    assert list(store.migrations()["version"]) == [1, 2, 3]
+    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert list(store.migrations()["version"]) == [1, 2, 3, 4, 5]
 
 
 def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):
