@@ -22,7 +22,8 @@ data.sidebar_study_picker()
 
 PAGES = {
     "": [
-        st.Page("pages/studies.py", title="Studies", icon=":material/folder_open:", default=True),
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/studies.py", title="Studies", icon=":material/folder_open:"),
     ],
     "Rank": [
         st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),

@@ -69,6 +69,8 @@ def sample_folder(default: Path) -> Path | None:
 
 _FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "usr": 0, "answers": 1, "fastchat-answers": 1}
 PROVENANCE = "provenance.json"  # how the sample was made: recorded as the study's source, not imported
+SAMPLE_DESCRIPTION = ("The sample study shipped with PeerBoard: 12 questions answered and peer-reviewed by small local "
+                      "models, human annotations, and a ScaleEval debate panel with an adjudication queue.")
 
 
 def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
@@ -96,8 +98,7 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
         return None
     from peercore.io.importer import import_path
 
-    plan = _bundle_plan(folder, default=SAMPLE_STUDY, description="The sample study shipped with PeerBoard (opens on "
-                                                                    "first run).")
+    plan = _bundle_plan(folder, default=SAMPLE_STUDY, description=SAMPLE_DESCRIPTION)
     if plan is None:
         return None
     extras = [p for p in (_bundle_plan(sub, default=sub.name) for sub in sorted(folder.iterdir())

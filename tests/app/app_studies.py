@@ -241,12 +241,14 @@ def build_prd_study(store: Store, name: str = "prd-vicuna80") -> dict:
     return {"name": name, "judgments": len(judgments)}
 
 
-def app_test(*, timeout: float = 60):
-    """An AppTest of app.py, run once (it opens on Studies)."""
+def app_test(*, timeout: float = 60, page: str | None = "studies"):
+    """An AppTest of app.py, run once (it opens on Home), then on ``pages/<page>.py`` (Studies; None: stay on Home)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.run()
+    if page:
+        open_page(at, page)
     return at
 
 

@@ -13,7 +13,7 @@ from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, copy_to_
 from peercore.store import Store
 
 PAGES = [
-    ("", "Studies"),
+    ("studies", "Studies"),
     ("leaderboard", "Leaderboard"),
     ("bias", "Bias"),
     ("efficiency", "Efficiency"),
@@ -263,7 +263,7 @@ def test_first_run_opens_on_the_bundled_sample_with_no_key(chromium, sample_serv
     context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     try:
-        open_page(page, sample_server, "", "Studies")
+        open_page(page, sample_server, "studies", "Studies")
         assert page.get_by_role("heading", name="sample", exact=True).count() == 1
         assert page.locator(ERRORS).count() == 0
         full_screenshot(page, screenshots / "sample-studies.png")

@@ -1,0 +1,127 @@
+"""Home: what PeerBoard is, the ready studies to open, and what to do next.
+
+A gallery of the studies that hold judgments (the bundled ones first: the sample, PRD
+Vicuna80, TopicalChat), each with its counts and the one-line description its provenance
+gives, and a button that opens the study on the Leaderboard (with the method its
+provenance names, e.g. Peer Rank for PRD). Below, links to import data, launch a review
+and adjudicate (with the number of debates waiting in the open study). Study names and
+descriptions are untrusted text (:mod:`peercore.ui.safe`).
+"""
+
+import pandas as pd
+import streamlit as st
+
+from peercore import reports
+from peercore.ui import data, safe, state
+
+GALLERY_SIZE = 6
+DESCRIPTION_CHARS = 160
+BUNDLED = "bundled sample"
+
+
+def ready_studies(studies: pd.DataFrame) -> list[dict]:
+    """The studies worth opening (some judgment stored): bundled first (the sample leading), then by name."""
+    db = data.db_path()
+    cards = []
+    for name, rev, description, source in zip(studies["name"], studies["revision"], studies["description"],
+                                              studies["source"]):
+        counts = data.summary(db, name, int(rev))
+        if counts["judgments"] == 0:
+            continue
+        source = source if isinstance(source, dict) else {}
+        cards.append({"name": name, "description": one_line(description), "counts": counts,
+                      "bundled": source.get("kind") == BUNDLED,
+                      "method": source.get("leaderboard_method")})
+    cards.sort(key=lambda c: (not c["bundled"], c["name"] != data.SAMPLE_STUDY, c["name"]))
+    return cards
+
+
+def one_line(description: object) -> str:
+    text = " ".join(str(description or "").split())
+    return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 1].rstrip() + "…"
+
+
+def counts_line(counts: dict) -> str:
+    """``80 questions · 5 models · 9,760 judgments · 1,760 human votes`` (zero counts left out)."""
+    parts = [plural(counts["questions"], "question"), plural(counts["contestants"], "model"),
+             plural(counts["judgments"], "judgment"), plural(counts["human_votes"], "human vote"),
+             plural(counts["open_adjudications"], "debate") + " to adjudicate"]
+    if counts["invalid_judgments"]:
+        parts[2] += f" (+{counts['invalid_judgments']:,} unparsed)"
+    return " · ".join(part for part in parts if part and not part.startswith(" "))
+
+
+def plural(count: int, noun: str) -> str:
+    return "" if not count else f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def open_study(name: str, method: str | None) -> None:
+    """Button callback: make ``name`` the open study (and its provenance's leaderboard method, if any)."""
+    st.session_state[state.STUDY] = name
+    if method in reports.LEADERBOARD_METHODS:
+        st.session_state[state.LB_METHOD] = method
+
+
+def study_card(card: dict, *, is_open: bool) -> bool:
+    """One study of the gallery; True when its button was clicked."""
+    with st.container(border=True):
+        status = " · ".join(word for word, on in (("bundled with PeerBoard", card["bundled"]),
+                                                   ("open now", is_open)) if on)
+        st.markdown(f"**{safe.md(card['name'])}**")
+        st.markdown(counts_line(card["counts"]))
+        st.caption(safe.md(card["description"]) or "No description recorded.")
+        if status:
+            st.caption(status.capitalize() + ".")
+        label = "Open its leaderboard" + (f" ({card['method']})" if card["method"] in reports.LEADERBOARD_METHODS
+                                          else "")
+        return st.button(label, key=f"home_open::{card['name']}", on_click=open_study,
+                         args=(card["name"], card["method"]), width="stretch",
+                         type="primary" if is_open else "secondary")
+
+
+state.ensure_frame()
+st.title("PeerBoard")
+st.markdown("**Rank LLMs by peer review, and check whether LLM judges can be trusted.** Import judgments (or let "
+            "models review each other's answers), rank the contestants by win rate, Elo, Bradley-Terry or Peer Rank, "
+            "measure each judge's biases, and settle the debates LLM judges could not agree on.")
+
+# ------------------------------------------------------------------ ready studies
+st.subheader("Open a ready study")
+all_studies = data.studies()
+current = st.session_state.get(state.STUDY)
+cards = ready_studies(all_studies)
+if cards:
+    shown = cards[:GALLERY_SIZE]
+    columns = st.columns(min(len(shown), 3))
+    for number, card in enumerate(shown):
+        with columns[number % len(columns)]:
+            if study_card(card, is_open=card["name"] == current):
+                st.switch_page("pages/leaderboard.py")
+    if len(cards) > GALLERY_SIZE:
+        st.caption(f"{len(cards) - GALLERY_SIZE} more on **Studies**.")
+else:
+    st.info("No study holds judgments yet: import yours below, or create a study on **Studies**.")
+
+# --------------------------------------------------------------------- next steps
+st.subheader("Or start from your own")
+waiting = 0
+if current and current in set(all_studies["name"]):
+    db, _, rev = data.key(current)
+    waiting = int(data.summary(db, current, rev)["open_adjudications"])
+imports, review, adjudicate = st.columns(3)
+with imports:
+    st.page_link("pages/data.py", label="Import your data", icon=":material/upload_file:")
+    st.caption("Judgments, answers or a peer tool's files (FastChat MT-Bench, Chatbot Arena, AlpacaEval, PRD, "
+               "ScaleEval); errors name the row and field.")
+with review:
+    st.page_link("pages/reviewers.py", label="Launch a review", icon=":material/smart_toy:")
+    st.caption("Let OpenAI, Anthropic, OpenAI-compatible or local models answer and review each other, with an "
+               "estimate of the calls first.")
+with adjudicate:
+    where = f" in {safe.md(current)}" if current else ""
+    label = f"Adjudicate: {waiting:,} debate(s) waiting{where}" if waiting else "Adjudicate"
+    st.page_link("pages/adjudication.py", label=label, icon=":material/gavel:")
+    st.caption("Decide the debates the judge agents could not settle; your decisions become the gold set "
+               "Meta-evaluation scores every judge against." if waiting else
+               f"No debate waits{where}; a ScaleEval debate run or import fills the queue.")
+st.page_link("pages/studies.py", label="All studies: create, open or delete one", icon=":material/folder_open:")

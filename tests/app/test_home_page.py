@@ -1,0 +1,116 @@
+"""Home (the default page): what PeerBoard is, the gallery of ready studies, and the next steps."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from app_studies import HOSTILE_STUDY, REPO, app_test, open_page, problems
+from peercore.store import Store
+from peercore.untrusted import escape_markdown
+
+
+def require_bundles() -> None:
+    if not (REPO / "sample_data" / "prd_vicuna80" / "provenance.json").is_file():
+        pytest.fail("sample_data/prd_vicuna80/ is missing from the repository")
+
+
+def cards(at) -> dict[str, str]:
+    """Study name -> the counts line of its gallery card (the markdown after its bold name)."""
+    values = [m.value for m in at.markdown]
+    out = {}
+    for number, value in enumerate(values):
+        if value.startswith("**") and " · " in (values[number + 1] if number + 1 < len(values) else ""):
+            out[value.split("**")[1]] = values[number + 1]
+    return out
+
+
+def links(at) -> dict[str, str]:
+    return {p.proto.page: p.proto.label for p in at.get("page_link")}
+
+
+def test_a_first_run_opens_on_home_with_the_bundled_studies(db_file):
+    require_bundles()
+    at = app_test(page=None)
+    assert problems(at) == []
+    assert [t.value for t in at.title] == ["PeerBoard"]
+    assert at.session_state["study"] == "sample"  # the sample is still the open study
+    shown = cards(at)
+    assert list(shown) == ["sample", "prd-vicuna80", "topicalchat-usr"]  # bundled, the sample first
+    assert shown["prd-vicuna80"] == "80 questions · 5 models · 9,760 judgments · 1,760 human votes"
+    assert shown["sample"] == "12 questions · 3 models · 250 judgments (+5 unparsed) · 36 human votes · 9 debates to adjudicate"
+    captions = "\n".join(c.value for c in at.caption)
+    assert "PRD Vicuna80 (Li, Patel \\& Du 2023; MIT)" in captions  # the description from its provenance
+    assert {b.label for b in at.button} >= {"Open its leaderboard", "Open its leaderboard (Peer Rank weighted)"}
+    assert links(at) == {"data": "Import your data", "reviewers": "Launch a review",
+                         "adjudication": "Adjudicate: 9 debate(s) waiting in sample",
+                         "studies": "All studies: create, open or delete one"}
+
+
+def test_opening_the_prd_study_shows_its_peer_rank_leaderboard(db_file, monkeypatch):
+    require_bundles()
+    import streamlit as st
+
+    switched = []
+    at = app_test(page=None)
+    monkeypatch.setattr(st, "switch_page", lambda page: switched.append(page))
+    at.button(key="home_open::prd-vicuna80").click().run()
+    assert problems(at) == []
+    assert switched == ["pages/leaderboard.py"]
+    assert at.session_state["study"] == "prd-vicuna80"
+    assert at.session_state["lb_method"] == "Peer Rank weighted"
+    assert at.sidebar.selectbox(key="study").value == "prd-vicuna80"
+    open_page(at, "leaderboard")  # where st.switch_page goes (AppTest does not follow it)
+    assert problems(at) == []
+    weights = next(c.value for c in at.caption if c.value.startswith("Peer Rank weights"))
+    assert "gpt4 0.488, claude 0.377, vicuna-13b 0.082, gpt35 0.053, bard 0.000" in weights  # PRD Table 2
+    board = next(e.value for e in at.dataframe if {"rank", "model"} <= set(e.value.columns)).set_index("model")
+    assert list(board.index) == ["gpt4", "claude", "vicuna-13b", "gpt35", "bard"]
+
+
+def test_opening_a_study_without_a_method_keeps_the_chosen_one(db_file, monkeypatch):
+    require_bundles()
+    import streamlit as st
+
+    monkeypatch.setattr(st, "switch_page", lambda page: None)
+    at = app_test(page=None)
+    at.session_state["lb_method"] = "Win rate"
+    at.button(key="home_open::topicalchat-usr").click().run()
+    assert at.session_state["study"] == "topicalchat-usr" and at.session_state["lb_method"] == "Win rate"
+    assert links(at)["adjudication"] == "Adjudicate"  # nothing waits in that study
+    assert "No debate waits in topicalchat-usr" in "\n".join(c.value for c in at.caption)
+
+
+def test_an_empty_database_says_what_to_do(db_file, monkeypatch):
+    monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
+    at = app_test(page=None)
+    assert problems(at) == []
+    assert any("No study holds judgments yet" in i.value for i in at.info)
+    assert set(links(at)) == {"data", "reviewers", "adjudication", "studies"}
+
+
+def test_only_studies_with_judgments_are_shown_and_the_gallery_is_bounded(synthetic):
+    from peercore.judgments import judgments_from_frame
+
+    store = Store(synthetic["db"])
+    store.create_study("empty one")
+    one = judgments_from_frame(pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
+                                             "judge": ["j"], "winner": ["model_a"]}))
+    for number in range(6):
+        store.create_study(f"extra-{number}")
+        store.add_judgments(f"extra-{number}", one)
+    at = app_test(page=None)
+    assert problems(at) == []
+    shown = cards(at)
+    assert "empty one" not in shown and len(shown) == 6  # 7 studies hold judgments; 6 are shown
+    assert shown["extra-0"] == "2 models · 1 judgment"
+    assert any(c.value == "1 more on **Studies**." for c in at.caption)
+
+
+def test_hostile_study_names_and_descriptions_stay_text(hostile):
+    from test_untrusted_text import rendered_from_data
+
+    at = app_test(page=None)
+    assert problems(at) == []
+    assert rendered_from_data(at) == []
+    assert any(escape_markdown(HOSTILE_STUDY) in m.value for m in at.markdown)
