@@ -45,11 +45,15 @@ DEB_FILTER = "deb_filter"
 DEB_SELECTED = "deb_selected"
 
 # --- Adjudication -----------------------------------------------------------------
-ADJ_SKIPPED = "adj_skipped"          # debate ids skipped in this session
+# (skips are the annotator's and live in the store: Store.skip_debate)
 ADJ_HISTORY = "adj_history"          # [(debate_id, annotator, token)] decided in this tab, for undo
 ADJ_NOTE_VERSION = "adj_note_version"  # bumps to clear the note box after a decision
 ADJ_FLASH = "adj_flash"              # one-line confirmation of the last action
-ADJ_ONLY_UNSEEN = "adj_only_unseen"  # hide items someone else already decided
+ADJ_BLIND = "adj_blind"              # blind mode: agents' verdicts hidden until the decision (on by default)
+ADJ_REVEALED = "adj_revealed"        # debate ids whose agents this tab chose to see before deciding
+ADJ_LAST = "adj_last"                # the debate this tab decided last (its agents are shown after the decision)
+ADJ_SCENARIO = "adj_scenario"        # queue filter: one scenario or "All scenarios"
+ADJ_CRITERION = "adj_criterion"      # queue filter: one criterion or "All criteria"
 
 # --- Meta-evaluation / Efficiency ---------------------------------------------------
 META_CRITERION = "meta_criterion"   # criterion filter of the ScaleEval tables
@@ -73,17 +77,21 @@ DEFAULTS: dict[str, object] = {
     REVIEWERS: [],
     DEB_FILTER: "All",
     DEB_SELECTED: None,
-    ADJ_SKIPPED: [],
     ADJ_HISTORY: [],
     ADJ_NOTE_VERSION: 0,
     ADJ_FLASH: "",
-    ADJ_ONLY_UNSEEN: False,
+    ADJ_BLIND: True,
+    ADJ_REVEALED: [],
+    ADJ_LAST: None,
+    ADJ_SCENARIO: "All scenarios",
+    ADJ_CRITERION: "All criteria",
     META_CRITERION: "All criteria",
     EFF_JUDGE: None,
 }
 
 # Widget-backed keys whose value must survive switching pages.
-PERSISTENT = (STUDY, ANNOTATOR, LB_METHOD, LB_WEIGHT_MODE, LB_BASE, LB_BOOTSTRAP, ADJ_ONLY_UNSEEN)
+PERSISTENT = (STUDY, ANNOTATOR, LB_METHOD, LB_WEIGHT_MODE, LB_BASE, LB_BOOTSTRAP, ADJ_BLIND, ADJ_SCENARIO,
+              ADJ_CRITERION)
 
 
 def init() -> None:

@@ -155,6 +155,8 @@ def test_agent_names_are_code_and_replies_keep_their_lines(db_file):
     require_sample()
     at = open_page(app_test(), "adjudication")
     at.text_input(key="annotator").input("sam").run()
+    assert not [m.value for m in at.markdown if "@agent-t0" in m.value]  # blind mode (the default) hides the agents
+    at.button(key="adj_show_agents").click().run()
     shown = [m.value for m in at.markdown]
     agents = [s for s in shown if "@agent-t0" in s]  # the final columns and the transcript
     assert agents and all(s.startswith("`local:qwen2.5-coder-1.5b@agent-t0") for s in agents), agents

@@ -1,0 +1,256 @@
+"""The Adjudication page's helpers: the queue, decisions, skips, undo, blind mode, agreement.
+
+Everything here is read straight from the store on every run (never cached): several
+people adjudicate at once and each must see the others' decisions. What belongs to an
+annotator lives in the store (decisions, skips); what belongs to one browser tab lives
+in session state (the undo history, which debates this tab unblinded, the last
+decision, a one-line confirmation).
+
+Decisions are ``model_a``, ``model_b``, ``tie`` and ``both_bad`` (neither answer is
+acceptable; stored as a tie flagged ``both_bad``, see :meth:`peercore.store.Store.adjudicate`).
+The gold set and the agreement between annotators count "both bad" as a tie.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pandas as pd
+import streamlit as st
+
+from peercore.ui import data, state
+
+ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
+DECISION_NAMES = {"model_a": "Submission 1", "model_b": "Submission 2", "tie": "Tie", "both_bad": "Both bad"}
+# (decision, widget key, button label, icon, shortcut, primary)
+DECISION_BUTTONS = (
+    ("model_a", "adj_one", "Submission 1 is better", ":material/looks_one:", "1", True),
+    ("model_b", "adj_two", "Submission 2 is better", ":material/looks_two:", "2", True),
+    ("tie", "adj_tie", "Tie", ":material/drag_handle:", "0", False),
+    ("both_bad", "adj_both_bad", "Both bad", ":material/thumb_down:", "B", False),
+)
+KEYS_HELP = ("Keys: **1**, **2**, **0** tie, **B** both bad, **S** skip, **U** undo. They do nothing while a text "
+             "box has the cursor (a note types as a note): press **Tab** or click outside the box first.")
+
+
+def annotator_name() -> str:
+    return (st.session_state.get(state.ANNOTATOR) or "").strip()
+
+
+def settings(study: str) -> dict:
+    """The study's ``rubric`` and ``overlap`` (decisions each debate needs; 0 = everyone decides every debate)."""
+    return data.store().study_settings(study)
+
+
+def overlap_text(overlap: int) -> str:
+    """How the overlap setting reads on screen."""
+    if overlap == 0:
+        return "every annotator decides every debate"
+    return f"each debate needs {overlap} annotator{'s' if overlap > 1 else ''}"
+
+
+def _unresolved(study: str) -> pd.DataFrame:
+    """Every debate waiting for people (unresolved, kind ``debate``) with its number of ``decisions``."""
+    db = data.store()
+    debates = db.debates(study, status="unresolved", kind="debate")
+    decided = db.adjudications(study)
+    counts = decided.groupby("debate_id").size() if len(decided) else pd.Series(dtype=int)
+    return debates.assign(decisions=debates["id"].map(counts).fillna(0).astype(int))
+
+
+def progress(study: str, annotator: str, *, overlap: int) -> dict:
+    """Counts for the progress line.
+
+    Returns
+    -------
+    dict
+        ``unresolved`` (debates waiting for people), ``open`` (no decision by anyone),
+        ``mine`` (decided by ``annotator``), ``complete`` (with ``overlap`` decisions or
+        more; None without an overlap), ``needs_me`` (what :func:`queue` shows without
+        filters and skips), ``share`` (``mine`` / ``unresolved``).
+    """
+    db = data.store()
+    unresolved = _unresolved(study)
+    n = len(unresolved)
+    mine = n - len(db.adjudication_queue(study, annotator=annotator)) if annotator else 0
+    return {"unresolved": n, "open": int((unresolved["decisions"] == 0).sum()), "mine": mine,
+            "complete": int((unresolved["decisions"] >= overlap).sum()) if overlap else None,
+            "needs_me": len(db.adjudication_queue(study, annotator=annotator, overlap=overlap)) if annotator else 0,
+            "share": mine / n if n else 0.0}
+
+
+def filter_options(study: str) -> tuple[list[str], list[str]]:
+    """The scenario and criterion choices of the queue filters (each list starts with its "All ...")."""
+    unresolved = _unresolved(study)
+    scenarios = sorted({s for s in unresolved["scenario"] if s})
+    criteria = sorted({c for c in unresolved["criterion"] if c})
+    return [ALL_SCENARIOS, *scenarios], [ALL_CRITERIA, *criteria]
+
+
+def queue(study: str, annotator: str, *, overlap: int, scenario: str = ALL_SCENARIOS,
+          criterion: str = ALL_CRITERIA) -> pd.DataFrame:
+    """Unresolved debates that still need ``annotator``: not decided by them and, with an overlap,
+    decided by fewer than ``overlap`` people; narrowed to one scenario / criterion when chosen."""
+    frame = data.store().adjudication_queue(study, annotator=annotator, overlap=overlap)
+    if scenario != ALL_SCENARIOS:
+        frame = frame[frame["scenario"] == scenario]
+    if criterion != ALL_CRITERIA:
+        frame = frame[frame["criterion"] == criterion]
+    return frame.reset_index(drop=True)
+
+
+def skipped(study: str, annotator: str) -> list[int]:
+    """The debates ``annotator`` put aside (stored: the same in every browser)."""
+    return data.store().skipped_debates(study, annotator) if annotator else []
+
+
+def without_skipped(frame: pd.DataFrame, skipped_ids: list[int]) -> pd.DataFrame:
+    return frame[~frame["id"].isin(skipped_ids)].reset_index(drop=True)
+
+
+def decision_button(container, spec: tuple, debate_id: int, annotator: str, note_key: str) -> None:
+    """One of :data:`DECISION_BUTTONS` in ``container``, deciding ``debate_id`` when clicked (or its key pressed)."""
+    decision, key, label, icon, shortcut, primary = spec
+    container.button(label, key=key, type="primary" if primary else "secondary", icon=icon, shortcut=shortcut,
+                     on_click=decide, args=(debate_id, decision, annotator, note_key), width="stretch")
+
+
+def is_blind(debate_id: int) -> bool:
+    """Whether the agents' verdicts and reasons are hidden on this debate (blind mode on, not unblinded here)."""
+    return bool(st.session_state[state.ADJ_BLIND]) and int(debate_id) not in st.session_state[state.ADJ_REVEALED]
+
+
+def reveal(debate_id: int) -> None:
+    """Button callback: show the agents on this debate (the decision is then recorded as not blind)."""
+    st.session_state[state.ADJ_REVEALED] = [*st.session_state[state.ADJ_REVEALED], int(debate_id)]
+
+
+def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None:
+    """Button callback: store the decision at once, remember it for undo, clear the note."""
+    note = (st.session_state.get(note_key) or "").strip()
+    token = uuid.uuid4().hex  # this tab's decision: undo removes it and nothing decided elsewhere
+    data.store().adjudicate(int(debate_id), annotator, decision, note=note, token=token, blind=is_blind(debate_id))
+    st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator, token)]
+    st.session_state[state.ADJ_NOTE_VERSION] += 1
+    st.session_state[state.ADJ_LAST] = int(debate_id)
+    st.session_state[state.ADJ_FLASH] = f"Saved: debate #{debate_id} → {DECISION_NAMES[decision]}" + (
+        " (with a note)" if note else "") + ". Press U to undo."
+
+
+def skip(study: str, debate_id: int, annotator: str) -> None:
+    """Button callback: put the debate aside for this annotator (stored, so every browser skips it)."""
+    data.store().skip_debate(int(debate_id), annotator)
+    st.session_state[state.ADJ_FLASH] = f"Skipped debate #{debate_id}."
+
+
+def clear_skipped(study: str, annotator: str) -> None:
+    data.store().clear_skips(study, annotator)
+    st.session_state[state.ADJ_FLASH] = ""
+
+
+def can_undo(annotator: str) -> bool:
+    return any(entry[1] == annotator for entry in st.session_state[state.ADJ_HISTORY])
+
+
+def undo_last(annotator: str) -> None:
+    """Button callback: remove this tab's last decision by ``annotator`` (only if it is still the one stored).
+
+    Each decision carries the token this tab gave it; if the same annotator has decided
+    the debate again in another tab since, that decision stays and the undo says so.
+    """
+    history = list(st.session_state[state.ADJ_HISTORY])
+    for k in range(len(history) - 1, -1, -1):
+        debate_id, name, token = history[k]
+        if name == annotator:
+            del history[k]
+            removed = data.store().undo_adjudication(debate_id, annotator, token=token)
+            st.session_state[state.ADJ_HISTORY] = history
+            if st.session_state[state.ADJ_LAST] == debate_id:
+                st.session_state[state.ADJ_LAST] = None
+            st.session_state[state.ADJ_FLASH] = (
+                f"Undone: your decision on debate #{debate_id} is removed; it is back in the queue." if removed else
+                f"Nothing undone: debate #{debate_id} was decided again in another tab since; that decision stays.")
+            return
+
+
+def decision_of(study: str, debate_id: int, annotator: str) -> str | None:
+    """``annotator``'s stored decision on a debate (``both_bad`` included), None when there is none."""
+    decided = data.store().adjudications(study)
+    mine = decided[(decided["debate_id"] == int(debate_id)) & (decided["annotator"] == annotator)]
+    return mine["decision"].iloc[0] if len(mine) else None
+
+
+# ------------------------------------------------------------------- agreement
+
+
+def alpha(decisions: pd.DataFrame):
+    """Krippendorff's alpha (nominal) over every annotator, one unit per debate, "both bad" as a tie.
+
+    Returns the :class:`peercore.agreement.AlphaResult` (1,000 bootstrap rounds over
+    debates), or None when no debate has two decisions.
+    """
+    from peercore.agreement import krippendorff_alpha
+
+    counts = decisions.groupby("debate_id")["annotator"].nunique() if len(decisions) else pd.Series(dtype=int)
+    if not (counts >= 2).any():
+        return None
+    units = pd.DataFrame({
+        "question_id": "debate " + decisions["debate_id"].astype(str), "model_a": decisions["model_a"],
+        "model_b": decisions["model_b"], "judge": "adjudicator:" + decisions["annotator"],
+        "winner": decisions["verdict"],
+    })
+    return krippendorff_alpha(units, rounds=1000, seed=0)
+
+
+def alpha_text(result) -> str:
+    """One sentence for the page: alpha, its interval and what it was computed on."""
+    if math.isnan(result.alpha):
+        return (f"Krippendorff's alpha is undefined on these {result.units} debate(s): every decision is the same "
+                "verdict, so there is no disagreement to expect.")
+    interval = "" if math.isnan(result.ci_low) else f" (95% bootstrap interval {result.ci_low:.2f} to {result.ci_high:.2f})"
+    return (f"Krippendorff's alpha over all {len(result.raters)} annotators: **{result.alpha:.3f}**{interval}, on "
+            f"{result.units} debate(s) with two or more decisions ({result.values} decisions). 1 = perfect agreement, "
+            "0 = chance; \"both bad\" counts as a tie.")
+
+
+def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
+    """Every decision for the page's table (untrusted names and notes are shown by st.dataframe as text)."""
+    blind = decisions["blind"].map(lambda v: "not recorded" if pd.isna(v) else "yes" if v else "no")
+    return pd.DataFrame({
+        "debate": decisions["debate_id"], "question": decisions["question_id"], "annotator": decisions["annotator"],
+        "decision": decisions["decision"].map(lambda d: DECISION_NAMES.get(d, str(d))), "blind": blind,
+        "note": decisions["note"], "when (UTC)": decisions["created_at"].str.slice(0, 19).str.replace("T", " "),
+    })
+
+
+# ------------------------------------------------------------------- rendering
+
+
+def answer_height(text: str | None) -> int | str:
+    """A submission's box: as tall as its text when short, a 320 px scroller when long (the decision
+    buttons beside it must stay on screen at 1366 x 768)."""
+    return 320 if text and (len(text) > 700 or text.count("\n") > 12) else "content"
+
+
+def rubric_height(rubric: str) -> int | str:
+    """The guidelines box: as tall as the text when short, a 220 px scroller when long."""
+    return 220 if len(rubric) > 500 or rubric.count("\n") > 8 else "content"
+
+
+def show_agents(db: str, study: str, rev: int, debate_id: int) -> None:
+    """Each agent's final verdict and reasons, and the whole debate in an expander (names and replies as text)."""
+    from peercore import reports
+    from peercore.ui import safe
+
+    turns = data.turns(db, study, rev)
+    finals = reports.final_turns(turns, debate_id)
+    for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):
+        column.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
+        safe.text(turn.rationale, empty="(no reasoning recorded)", container=column)
+    with st.expander("The whole debate"):
+        for round_number, round_turns in reports.rounds(turns, debate_id):
+            st.markdown(f"**{reports.round_title(round_number)}**")
+            for turn in round_turns.itertuples(index=False):
+                st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
+                safe.text(turn.rationale, empty="(no reasoning recorded)")
