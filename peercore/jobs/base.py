@@ -15,8 +15,8 @@ from peercore.reviewers.base import Backend
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
 
-__all__ = ["Judge", "as_judges", "item_key", "parse_item_key", "seeded_rng", "load_questions", "load_answers",
-           "backend_config", "judge_identity", "resolve_judge_names"]
+__all__ = ["Judge", "as_judges", "item_key", "parse_item_key", "describe_item", "progress_line", "seeded_rng",
+           "load_questions", "load_answers", "backend_config", "judge_identity", "resolve_judge_names"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,50 @@ def item_key(*parts: object) -> str:
 
 def parse_item_key(key: str) -> list[str]:
     return json.loads(key)
+
+
+#: How an item of each job kind reads: its key's parts, named.
+_ITEM_WORDS = {
+    "review": "question {0}: {1} vs {2}, judged by {3}",
+    "discussion": "question {0}: {1} vs {2}, led by {3}",
+    "debate": "question {0}: {1} vs {2} on {3}",
+    "answers": "question {0}, answered by {1}",
+    "score": "question {0}: {1}, scored by {2}",
+}
+
+
+def describe_item(key: str, kind: str | None = None) -> str:
+    """An item key in words (``question q1: alpha vs bravo, judged by gpt4``), never a raw list.
+
+    A key that is not a JSON list of strings is returned as it is.
+    """
+    try:
+        parts = parse_item_key(key)
+    except (TypeError, ValueError):
+        return str(key)
+    if not isinstance(parts, list):
+        return str(key)
+    template = _ITEM_WORDS.get(kind or "")
+    if template is None or template.count("{") != len(parts):
+        template = {4: _ITEM_WORDS["review"], 2: _ITEM_WORDS["answers"], 3: _ITEM_WORDS["score"]}.get(len(parts))
+    return template.format(*parts) if template else ", ".join(map(str, parts))
+
+
+def progress_line(event, kind: str | None = None) -> str:
+    """One readable log line of a run's progress event: ``3/18 running — done: question q1: a vs b, judged by j``.
+
+    The runner's message names the last item by its key (a JSON list); here it is put in words.
+    """
+    message = event.message or ""
+    status, _, rest = message.partition(" ")
+    if rest.startswith("["):
+        try:
+            parts, end = json.JSONDecoder().raw_decode(rest)
+        except ValueError:
+            pass
+        else:
+            message = f"{status}: {describe_item(json.dumps(parts), kind)}{rest[end:]}"
+    return f"{event.done}/{event.total} {event.status}" + (f" — {message}" if message else "")
 
 
 def seeded_rng(seed: int, *parts: object) -> np.random.Generator:

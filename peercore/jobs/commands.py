@@ -129,7 +129,11 @@ def _pairs(parser) -> None:
     parser.add_argument("--comparisons", type=_positive_int, default=None, metavar="K",
                         help="comparisons per question with a selection strategy")
     parser.add_argument("--budget", type=_positive_int, default=None, metavar="CALLS",
-                        help="total call budget (sets K when --comparisons is not given)")
+                        help="at most this many calls: sets K when --comparisons is not given; when the job "
+                             "needs more, keeps whole questions (chosen at random, seeded) while they fit and "
+                             "says what was left out")
+    parser.add_argument("--max-questions", type=_positive_int, default=None, metavar="N",
+                        help="judge at most N questions, chosen at random (seeded by --seed)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -202,7 +206,8 @@ def _runs(args) -> int:
 
 def _pair_options(args) -> dict:
     return {"contestants": args.contestant, "questions": args.question, "strategy": args.strategy,
-            "comparisons": args.comparisons, "budget": args.budget, "seed": args.seed}
+            "comparisons": args.comparisons, "budget": args.budget, "seed": args.seed,
+            "max_questions": args.max_questions}
 
 
 def _judge(spec: str, args):
@@ -252,6 +257,10 @@ def _run(job, args) -> int:
         est = estimate(job, store, prices=prices, run_id=args.run_id)
         print(json.dumps(est.to_dict(), indent=2, default=str) if args.json else est.to_text())
         return 0
+    if not args.json:  # a budget or a question limit that cut the job is said before any call
+        note = _plan_note(job, store)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     for backend in job.backends():  # fail fast, before any work, when a key is missing
         check = getattr(backend, "check_credentials", None)
         if check is not None:
@@ -277,6 +286,14 @@ def _run(job, args) -> int:
     if result.status == "failed" and result.error and not result.failed_items:
         return fail(result.error)
     return 0 if result.status == "finished" else 1
+
+
+def _plan_note(job, store) -> str:
+    """What the budget and the question limit left out ('' when nothing, or for jobs without them)."""
+    if getattr(job, "budget", None) is None and getattr(job, "max_questions", None) is None:
+        return ""
+    job.prepare(store)  # read only; the runner prepares again
+    return job.plan_note()
 
 
 def _health(store, study: str, names: dict):
@@ -308,8 +325,10 @@ def summary(result, *, names: dict | None = None, health=None) -> str:
             text += (f"\n  {judge}: {row['n']} replies, P(first) {bias}, identical {row['identical_share']:.0%}, "
                      f"invalid {row['invalid_share']:.0%}: {state}")
     if result.failed_items:
+        from peercore.jobs.base import describe_item
+
         key, reason = result.failed_items[0]
-        text += f"\nfirst failure: {key}: {reason}\nrun the same command again to retry the failed items"
+        text += f"\nfirst failure: {describe_item(key)}: {reason}\nrun the same command again to retry the failed items"
     return text
 
 

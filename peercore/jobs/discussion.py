@@ -60,7 +60,7 @@ class DiscussionJob(PairedJob):
         PRD Table 8: 1 or 2, no tie, as the paper's discussions; ``prd_review`` is the
         Vicuna80 reviewing prompt with a tie).
     both_orders : run each pair with each reviewer as leader (default True).
-    contestants, questions, strategy, comparisons, budget, seed : pair selection, as
+    contestants, questions, strategy, comparisons, budget, seed, max_questions : pair selection, as
         :class:`~peercore.jobs.review.ReviewJob`.
     temperature : sampling temperature of the discussion turns.
     max_tokens : reply budget (default 512, as :class:`~peercore.jobs.ReviewJob`, so the
@@ -77,7 +77,7 @@ class DiscussionJob(PairedJob):
     def __init__(self, study: str, reviewers: Sequence, *, turns: int = 4, both_orders: bool = True,
                  contestants: Sequence[str] | None = None, questions: Sequence[str] | None = None,
                  strategy: str = "all", comparisons: int | None = None, budget: int | None = None, seed: int = 0,
-                 temperature: float = 0.0, max_tokens: int = 512,
+                 max_questions: int | None = None, temperature: float = 0.0, max_tokens: int = 512,
                  review_template: str = DISCUSSION_REVIEW_TEMPLATE) -> None:
         reviewers = as_judges(reviewers, what="reviewers")
         if len(reviewers) != 2:
@@ -86,7 +86,7 @@ class DiscussionJob(PairedJob):
         if not isinstance(turns, int) or turns < 0:
             raise ValueError(f"turns must be an integer >= 0, got {turns!r}")
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
-                         comparisons=comparisons, budget=budget, seed=seed)
+                         comparisons=comparisons, budget=budget, seed=seed, max_questions=max_questions)
         self.reviewers: list[Judge] = reviewers
         self.turns = turns
         self.both_orders = bool(both_orders)
@@ -119,14 +119,15 @@ class DiscussionJob(PairedJob):
     def calls_per_pair(self) -> int:
         return 2 + self.turns * (2 if self.both_orders else 1)
 
+    def item_calls(self, item: str) -> int:
+        return 2 + self.turns
+
     def items_for_pair(self, question: str, model_a: str, model_b: str) -> list[str]:
         leaders = self.reviewers if self.both_orders else self.reviewers[:1]
         return [item_key(question, model_a, model_b, leader.label) for leader in leaders]
 
     def prepare(self, store: "Store") -> list[str]:
         items = super().prepare(store)
-        per_item = 2 + self.turns
-        self._check_budget(len(items) * per_item)
         self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
                                           contestants=self.models, register=False)
         return items
@@ -218,7 +219,7 @@ class DebateJob(PairedJob):
         ``("helpfulness",)``.
     max_rounds : D, rounds in total including the initial verdicts (ScaleEval: 3).
     name : the panel's name; the consensus is stored as judge ``debate:<name>``.
-    contestants, questions, strategy, comparisons, budget, seed : pair selection as in
+    contestants, questions, strategy, comparisons, budget, seed, max_questions : pair selection as in
         :class:`~peercore.jobs.review.ReviewJob` (pairs are unordered here).
     temperature, max_tokens : sampling settings (an agent's own temperature wins; an
         agent's ``seed`` is sent with its requests).
@@ -243,7 +244,8 @@ class DebateJob(PairedJob):
     def __init__(self, study: str, agents: Sequence, *, criteria: Sequence[str] = ("helpfulness",),
                  max_rounds: int = 3, name: str | None = None, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
-                 budget: int | None = None, seed: int = 0, temperature: float = 0.0, max_tokens: int = 256,
+                 budget: int | None = None, seed: int = 0, max_questions: int | None = None,
+                 temperature: float = 0.0, max_tokens: int = 256,
                  initial_template: str = DEBATE_TEMPLATES[0], discussion_template: str = DEBATE_TEMPLATES[1]) -> None:
         agents = as_judges(agents, what="agents")
         if len(agents) < 2:
@@ -264,7 +266,7 @@ class DebateJob(PairedJob):
             raise ValueError(f"name must be non-empty without ':' or '~', got {name!r}")
         self.templates = _judging.debate_templates(initial_template, discussion_template)
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
-                         comparisons=comparisons, budget=budget, seed=seed)
+                         comparisons=comparisons, budget=budget, seed=seed, max_questions=max_questions)
         self.agents: list[Judge] = agents
         self.criteria = criteria
         self.max_rounds = max_rounds
@@ -323,12 +325,14 @@ class DebateJob(PairedJob):
     def calls_per_pair(self) -> int:
         return len(self.agents) * self.max_rounds * len(self.criteria)
 
+    def item_calls(self, item: str) -> int:
+        return len(self.agents) * self.max_rounds
+
     def items_for_pair(self, question: str, model_a: str, model_b: str) -> list[str]:
         return [item_key(question, model_a, model_b, criterion) for criterion in self.criteria]
 
     def prepare(self, store: "Store") -> list[str]:
         items = super().prepare(store)
-        self._check_budget(len(items) * len(self.agents) * self.max_rounds)
         self._resolve(store, register=False)
         return items
 

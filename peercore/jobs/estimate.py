@@ -11,7 +11,13 @@ range ``low .. high``:
 - high: every possible call, output at ``max_tokens``.
 
 A model missing from the price table makes the dollar figures unknown (None), and the
-estimate names it.
+estimate names it. Jobs whose every backend runs on this machine cost nothing: their
+cost reads "local, free". A question limit or a call budget that cut the job down is
+said in :attr:`Estimate.note` (:mod:`peercore.jobs.budget`).
+
+Items and calls are not the same: an item is one unit of work stored together (one
+comparison by one reviewer; a discussion of one pair; a debate of one pair on one
+criterion) and makes one or more calls (:data:`ITEM_CALLS`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,22 @@ from peercore.store import StoreError
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
 
-__all__ = ["Estimate", "estimate"]
+__all__ = ["Estimate", "estimate", "ITEM_CALLS", "items_and_calls"]
+
+#: What one item of each job kind is, and the calls it makes.
+ITEM_CALLS = {
+    "review": "an item is one comparison of two answers by one reviewer: one call (K calls with samples)",
+    "answers": "an item is one answer by one contestant: one call",
+    "discussion": "an item is one pair discussed by the two reviewers with one of them leading: "
+                  "two reviews plus one call per turn",
+    "debate": "an item is one pair on one criterion debated by the panel: one call per agent per round; "
+              "rounds after the first happen only while the agents disagree (the upper figure)",
+}
+
+
+def items_and_calls(kind: str) -> str:
+    """The sentence that says what an item of ``kind`` is and how many calls it makes."""
+    return ITEM_CALLS.get(kind, "an item is one unit of work; it makes one or more calls")
 
 _BY_JUDGE = ["backend", "calls_low", "calls_high", "cached", "prompt_tokens_low", "prompt_tokens_high",
              "output_tokens_low", "output_tokens_high", "cost_usd_low", "cost_usd_high"]
@@ -47,6 +68,8 @@ class Estimate:
     prompt_tokens_low/high, output_tokens_low/high : token ranges.
     cost_usd_low/high : dollar range, None when a price is unknown.
     unknown_prices : ``backend:model`` names missing from the price table.
+    local : every backend runs on this machine (the cost is nothing).
+    note : what a question limit or a call budget left out ('' when nothing).
     by_backend : the same figures per ``backend:model`` (DataFrame).
     """
 
@@ -64,6 +87,8 @@ class Estimate:
     cost_usd_low: float | None
     cost_usd_high: float | None
     unknown_prices: tuple[str, ...] = ()
+    local: bool = False
+    note: str = ""
     by_backend: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_BY_JUDGE), compare=False)
 
     def to_dict(self) -> dict:
@@ -72,6 +97,15 @@ class Estimate:
         out["unknown_prices"] = list(self.unknown_prices)
         out["by_backend"] = self.by_backend.to_dict(orient="records")
         return out
+
+    def cost_text(self) -> str:
+        """The cost in words: ``local, free``, a dollar range, or why it is unknown."""
+        if self.local:
+            return "local, free"
+        if self.cost_usd_low is None:
+            return f"unknown: no price for {', '.join(self.unknown_prices)}"
+        low, high = f"${self.cost_usd_low:,.4f}", f"${self.cost_usd_high:,.4f}"
+        return low if low == high else f"{low} .. {high}"
 
     def to_text(self) -> str:
         """The human summary printed by ``--dry-run``."""
@@ -84,11 +118,11 @@ class Estimate:
             f"  prompt tokens  {rng(self.prompt_tokens_low, self.prompt_tokens_high)}  (characters / 4)",
             f"  output tokens  {rng(self.output_tokens_low, self.output_tokens_high)}  (typical .. max_tokens bound)",
         ]
-        if self.cost_usd_low is None:
-            lines.append(f"  cost           unknown: no price for {', '.join(self.unknown_prices)} "
-                         "(add it to a --prices file)")
-        else:
-            lines.append(f"  cost           {rng(self.cost_usd_low, self.cost_usd_high, '${:,.4f}')}")
+        lines.append(f"  cost           {self.cost_text()}"
+                     + (" (add it to a --prices file)" if self.cost_usd_low is None and not self.local else ""))
+        lines.append(f"  ({items_and_calls(self.kind)})")
+        if self.note:
+            lines.insert(1, f"  {self.note}")
         if len(self.by_backend) > 1:
             table = self.by_backend[["calls_low", "calls_high", "cached", "cost_usd_low", "cost_usd_high"]]
             lines.append("")
@@ -171,4 +205,6 @@ def estimate(job: Job, store: "Store", *, prices: PriceTable | None = None, run_
         prompt_tokens_low=total("prompt_tokens_low"), prompt_tokens_high=total("prompt_tokens_high"),
         output_tokens_low=total("output_tokens_low"), output_tokens_high=total("output_tokens_high"),
         cost_usd_low=cost_low, cost_usd_high=cost_high, unknown_prices=tuple(sorted(unknown)), by_backend=table,
+        local=bool(job.backends()) and all(b.backend == "local" for b in job.backends()),
+        note=job.plan_note() if hasattr(job, "plan_note") else "",
     )

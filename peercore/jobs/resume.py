@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["job_from_config", "resume_job"]
 
-_PAIRS = ("contestants", "questions", "strategy", "comparisons", "budget", "seed")
+_PAIRS = ("contestants", "questions", "strategy", "comparisons", "budget", "seed", "max_questions")
 
 
 def _judge(entry: dict, *, timeout: float | None, api_keys: Mapping[str, str]) -> Judge:

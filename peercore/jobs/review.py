@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from peercore.jobs import _judging
+from peercore.jobs.budget import Plan, fit_budget, limit_questions
 from peercore.jobs.base import (
     Judge,
     as_judges,
@@ -117,10 +118,11 @@ class PairedJob(Job):
 
     ordered = True
 
-    def _init_pairs(self, study: str, *, contestants, questions, strategy, comparisons, budget, seed) -> None:
+    def _init_pairs(self, study: str, *, contestants, questions, strategy, comparisons, budget, seed,
+                    max_questions=None) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-        for name, value in (("comparisons", comparisons), ("budget", budget)):
+        for name, value in (("comparisons", comparisons), ("budget", budget), ("max_questions", max_questions)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
         if strategy == "all" and comparisons is not None:
@@ -133,15 +135,28 @@ class PairedJob(Job):
         self.strategy = strategy
         self.comparisons = comparisons
         self.budget = budget
+        self.max_questions = max_questions
         self.seed = int(seed)
+        self.plan_result: Plan | None = None
         self._texts: dict[str, str] = {}
         self._categories: dict[str, str] = {}
         self._answers: dict[tuple[str, str], str] = {}
         self.models: list[str] = []
 
     def _pair_config(self) -> dict:
-        return {"contestants": self.contestants, "questions": self.questions, "strategy": self.strategy,
-                "comparisons": self.comparisons, "budget": self.budget, "seed": self.seed}
+        config = {"contestants": self.contestants, "questions": self.questions, "strategy": self.strategy,
+                  "comparisons": self.comparisons, "budget": self.budget, "seed": self.seed}
+        if self.max_questions is not None:  # only when set: jobs without a limit keep the run ids they had
+            config["max_questions"] = self.max_questions
+        return config
+
+    def item_calls(self, item: str) -> int:
+        """Most calls one item can cost (for budgets)."""
+        raise NotImplementedError
+
+    def plan_note(self) -> str:
+        """What the question limit and the budget left out, after :meth:`prepare` ('' when nothing)."""
+        return "" if self.plan_result is None else self.plan_result.note()
 
     def calls_per_pair(self) -> int:
         """Most calls one selected pair can cost (for budgets)."""
@@ -168,9 +183,13 @@ class PairedJob(Job):
         if not per_question:
             raise ValueError(f"study {self.study!r} has no question with answers from two contestants; "
                              "run `peercore answer` first")
-        k = self._k(len(per_question))
-        items = []
-        for question, candidates in per_question.items():
+        n_questions = len(per_question)
+        limited = limit_questions(list(per_question), self.max_questions, seed=self.seed)
+        k = self._k(len(limited))
+        groups: dict[str, list[list[str]]] = {}
+        selected: dict[str, list[str]] = {}  # each question's items in the order they run
+        for question in limited:
+            candidates = per_question[question]
             rng = seeded_rng(self.seed, "pairs", question)
             cap = self.comparisons is None  # K from a budget is an upper bound; a K asked for is checked
             try:
@@ -179,8 +198,20 @@ class PairedJob(Job):
                 raise ValueError(f"question {question!r}: {exc}") from None
             if not self.ordered:
                 pairs = _unordered(pairs)
+            by_pair: dict[tuple[int, int], list[str]] = {}  # both orders of a pair stay together
+            selected[question] = []
             for i, j in pairs:
-                items.extend(self.items_for_pair(question, candidates[i], candidates[j]))
+                pair_items = self.items_for_pair(question, candidates[i], candidates[j])
+                by_pair.setdefault((min(i, j), max(i, j)), []).extend(pair_items)
+                selected[question].extend(pair_items)
+            groups[question] = list(by_pair.values())
+        costs = {q: [sum(self.item_calls(item) for item in group) for group in gs] for q, gs in groups.items()}
+        self.plan_result = fit_budget(costs, self.budget, seed=self.seed, questions=n_questions,
+                                      max_questions=self.max_questions)
+        items = []  # the kept groups' items, in the order the pairs were selected
+        for question, n in self.plan_result.kept.items():
+            kept = {item for group in groups[question][:n] for item in group}
+            items.extend(item for item in selected[question] if item in kept)
         return items
 
     def _k(self, n_questions: int) -> int | None:
@@ -188,17 +219,9 @@ class PairedJob(Job):
             return None
         if self.comparisons is not None:
             return self.comparisons
-        per = n_questions * self.calls_per_pair()
-        k = self.budget // per
-        if k < 1:
-            raise ValueError(f"budget={self.budget} calls is too small for one comparison per question "
-                             f"({n_questions} questions x up to {self.calls_per_pair()} calls per comparison "
-                             f"= {per} calls)")
-        return k
-
-    def _check_budget(self, n_pairs_calls: int) -> None:
-        if self.budget is not None and n_pairs_calls > self.budget:
-            raise ValueError(f"budget={self.budget} calls is less than the up to {n_pairs_calls} this job needs")
+        # K from the budget; when even one comparison per question is too much, K = 1 and
+        # the budget keeps as many questions as it pays for (fit_budget).
+        return max(1, self.budget // (n_questions * self.calls_per_pair()))
 
 
 def _unordered(pairs: np.ndarray) -> np.ndarray:
@@ -276,9 +299,13 @@ class ReviewJob(PairedJob):
     strategy : comparison selection, see :func:`select_pairs` (default ``"all"``: every
         ordered pair, both presentation orders).
     comparisons : K, comparisons per question (per reviewer) for the non-``all`` strategies.
-    budget : total calls allowed; sets K = budget // (questions x reviewers x samples)
-        when ``comparisons`` is not given, and is checked when it is.
-    seed : seeds the pair selection (per question, stable).
+    budget : total calls allowed (at most). Sets K = budget // (questions x reviewers x
+        samples) when ``comparisons`` is not given (at least 1); when the comparisons cost
+        more, whole questions are kept while they fit, in a seeded random order
+        (:func:`peercore.jobs.budget.fit_budget`), and :meth:`plan_note` says what was
+        left out. Only a budget below one comparison is refused.
+    seed : seeds the pair selection (per question, stable) and the questions a limit keeps.
+    max_questions : judge at most this many questions, chosen at random (seeded).
     method : ``"verdict"`` (the reply's verdict line, PRD), ``"logprobs"``, ``"logits"``
         (label probabilities, Liusie et al. eq. 3), ``"samples"`` (share of K sampled
         verdicts), ``"auto"`` (the best the backend can do), or None (default): each
@@ -307,7 +334,8 @@ class ReviewJob(PairedJob):
 
     def __init__(self, study: str, reviewers: Sequence, *, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
-                 budget: int | None = None, seed: int = 0, method: str | None = None, template: str | None = None,
+                 budget: int | None = None, seed: int = 0, max_questions: int | None = None,
+                 method: str | None = None, template: str | None = None,
                  criterion: str | None = None, samples: int = 1, temperature: float | None = None,
                  max_tokens: int = 512) -> None:
         if method is not None and method not in judging.METHODS:
@@ -323,7 +351,7 @@ class ReviewJob(PairedJob):
         if temperature is not None and not (isinstance(temperature, (int, float)) and 0 <= temperature <= 2):
             raise ValueError(f"temperature must be a number in [0, 2] or None, got {temperature!r}")
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
-                         comparisons=comparisons, budget=budget, seed=seed)
+                         comparisons=comparisons, budget=budget, seed=seed, max_questions=max_questions)
         self.reviewers: list[Judge] = as_judges(reviewers, what="reviewers")
         seeded = [r.label for r in self.reviewers if r.seed is not None]
         if seeded:  # samples are seeded by their index; a fixed seed would make all K identical
@@ -338,6 +366,7 @@ class ReviewJob(PairedJob):
         # Each reviewer's settings, now: a method the backend cannot do fails before any work.
         self.settings = {r.label: self._settings(r) for r in self.reviewers}
         self._by_name = {r.label: r for r in self.reviewers}
+        self._item_calls: dict[str, int] = {}
         self._names: dict[str, str] = {}
 
     def _settings(self, reviewer: Judge) -> ReviewSettings:
@@ -391,12 +420,19 @@ class ReviewJob(PairedJob):
     def calls_per_pair(self) -> int:
         return sum(self.settings[r.label].samples for r in self.reviewers)
 
+    def item_calls(self, item: str) -> int:
+        """Every call an item may make (a fallback call included), as the estimate counts them."""
+        label = parse_item_key(item)[3]
+        calls = self._item_calls.get(label)
+        if calls is None:
+            calls = self._item_calls[label] = len(self.plan(item))
+        return calls
+
     def items_for_pair(self, question: str, model_a: str, model_b: str) -> list[str]:
         return [item_key(question, model_a, model_b, r.label) for r in self.reviewers]
 
     def prepare(self, store: "Store") -> list[str]:
         items = super().prepare(store)
-        self._check_budget(sum(self.settings[parse_item_key(i)[3]].samples for i in items))
         self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
                                           contestants=self.models, register=False)
         return items

@@ -168,11 +168,18 @@ def test_review_budget_caps_k_at_what_no_repeat_can_make(store, study):
         ReviewJob(study, [FakeBackend()], strategy="no-repeat", comparisons=4).prepare(store)
 
 
-def test_review_budget_too_small_or_exceeded_is_an_error(store, study):
-    with pytest.raises(ValueError, match="budget=5 calls is too small"):
-        ReviewJob(study, [FakeBackend("a"), FakeBackend("b")], strategy="random", budget=5).prepare(store)
-    with pytest.raises(ValueError, match="budget=10 calls is less than the up to 18"):
-        ReviewJob(study, [FakeBackend()], budget=10).prepare(store)
+def test_review_budget_keeps_what_fits_and_refuses_only_below_one_comparison(store, study):
+    # K = 5 // (3 questions x 2 reviewers) < 1: one comparison (2 calls) on the 2 questions 5 calls pay for
+    job = ReviewJob(study, [FakeBackend("a"), FakeBackend("b")], strategy="random", budget=5)
+    items = job.prepare(store)
+    assert len(items) == 4 and len({parse_item_key(i)[0] for i in items}) == 2
+    assert "call budget 5: 2 of 3 questions" in job.plan_note()
+    # every ordered pair of 3 contestants is 6 calls a question: 10 calls keep one whole question
+    job = ReviewJob(study, [FakeBackend()], budget=10)
+    items = job.prepare(store)
+    assert len(items) == 6 and len({parse_item_key(i)[0] for i in items}) == 1
+    with pytest.raises(ValueError, match="budget=1 calls is too small for a single comparison"):
+        ReviewJob(study, [FakeBackend("a"), FakeBackend("b")], strategy="random", budget=1).prepare(store)
 
 
 def test_review_same_seed_same_pairs_other_seed_other_pairs(store, study):
