@@ -56,7 +56,7 @@ options = {"strategy": "all"}
 if kind == "answers":
     st.caption("Each reviewer above answers every question of the study, as a contestant.")
 else:
-    pick_col, strategy_col, k_col, budget_col = st.columns([3, 2, 1, 1])
+    pick_col, strategy_col, k_col, budget_col, limit_col = st.columns([3, 2, 1, 1, 1])
     options["contestants"] = pick_col.multiselect("Contestants to compare", contestants, key="rv_contestants",
                                                   help="Default: every contestant with answers.")
     options["strategy"] = strategy_col.selectbox("Selection strategy", ["all", "random", "no-repeat", "symmetric", "greedy"],
@@ -69,7 +69,13 @@ else:
     options["comparisons"] = k_col.number_input("K per question", min_value=1, value=4, key="rv_k",
                                                 disabled=options["strategy"] == "all")
     options["budget"] = budget_col.number_input("Call budget", min_value=0, value=0, key="rv_budget",
-                                                help="Stop planning at this many calls (0 = no limit).")
+                                                help="At most this many calls (0 = no limit). When the job needs "
+                                                     "more, whole questions are kept (chosen at random, seeded) "
+                                                     "while they fit, and the estimate says what was left out.")
+    options["max_questions"] = limit_col.number_input("Question limit", min_value=0, value=0, key="rv_max_questions",
+                                                      help="Judge at most this many questions, chosen at random "
+                                                           "(seeded) — 0 = every question. `--max-questions` in "
+                                                           "the command line.")
     if kind == "review":
         method_col, criterion_col, template_col = st.columns(3)
         options["method"] = method_col.selectbox(
@@ -117,8 +123,11 @@ else:
         cells[0].metric("Items to do", f"{est.pending_items:,} of {est.items:,}")
         cells[1].metric("Paid calls", runs.range_text(est.calls_low, est.calls_high))
         cells[2].metric("From the cache", f"{est.cached_calls:,}")
-        cells[3].metric("Cost", runs.cost_text(est.cost_usd_low, est.cost_usd_high, est.unknown_prices))
-        st.caption(f"Run `{planned['run_id'][:12]}` — launching the same job again resumes it; "
+        cells[3].metric("Cost", runs.cost_text(est))
+        if est.note:
+            st.info(f"Cut to fit: {safe.md(est.note)}", icon=":material/content_cut:")
+        st.caption(f"Items and calls: {planned['items_and_calls']}; a range is certain calls – every possible "
+                   f"call. Run `{planned['run_id'][:12]}` — launching the same job again resumes it; "
                    "calls already made come from the cache for free.")
         st.button("Launch", type="primary", icon=":material/play_arrow:", key="rv_launch",
                   disabled=live is not None and not live.handle.done() or est.pending_items == 0,
@@ -153,14 +162,8 @@ if live is not None:
         live_progress()
     else:
         result, error = runs.result_of(live)
-        if error:
-            st.error(f"The run stopped: {safe.md_lines(error)}")
-        elif result.error:
-            st.warning(f"Run {safe.md(result.status)}: {safe.md_lines(result.error)}")
-        elif result.status == "cancelled":
-            st.info(f"Run cancelled: {result.done:,} of {result.total:,} items done; launch it again to go on.")
-        else:
-            st.success(f"Run {safe.md(result.status)}: {result.done:,} of {result.total:,} items done.")
+        level, message = runs.result_message(result, error)
+        getattr(st, level)(safe.md_lines(message))
         if getattr(result, "accounting", None):
             st.caption(safe.md(runs.accounting_text(result.accounting)))
         if result is not None:
@@ -187,3 +190,50 @@ else:
                                     format_func=runs.run_label(stopped))
         button_col.button("Resume", key="rv_resume", icon=":material/replay:", on_click=runs.resume,
                           args=(study, run_id), disabled=live is not None and not live.handle.done())
+
+# ------------------------------------------------------------------ inspect verdicts
+st.subheader("Inspect verdicts")
+sources = runs.inspectable_runs(db, study, rev)
+source_col, judge_col = st.columns([3, 2])
+source = source_col.selectbox("Verdicts of", sources, key="rv_inspect_run", format_func=runs.inspect_label(db, study, rev),
+                              help="A run's verdicts, or every verdict stored in the study (imports included).")
+if source == runs.ALL_VERDICTS:  # a whole study can be large: read one judge at a time by default
+    judge_options = data.judge_names(db, study, rev)
+    data.seed_list_choice("rv_inspect_judges", judge_options, limit=1)
+else:  # a run is read whole; its own judges are the choices
+    judge_options = runs.judges_of(runs.run_verdicts(db, study, rev, source, None))
+    data.seed_list_choice("rv_inspect_judges", judge_options, limit=0)
+picked = judge_col.multiselect("Judges", judge_options, key="rv_inspect_judges", placeholder="Every judge")
+verdicts = runs.run_verdicts(db, study, rev, source, tuple(picked) or None)
+counts = runs.verdict_counts(verdicts)
+invalid_col, disagree_col = st.columns(2)
+invalid_only = invalid_col.toggle(f"Only invalid replies ({counts['invalid']:,})", key="rv_inspect_invalid")
+disagreeing_only = disagree_col.toggle(
+    f"Only pairs whose two orders disagree ({counts['disagreeing']:,} of {counts['both_orders']:,} verdicts "
+    "judged in both orders)",
+    key="rv_inspect_disagree", help="The same judge judged the same two answers as A/B and as B/A and named "
+                                    "different winners (MT-Bench's swap inconsistency).")
+shown = runs.filter_verdicts(verdicts, invalid_only=invalid_only, disagreeing_only=disagreeing_only)
+if len(shown) == 0:
+    st.info("No verdict matches these filters.")
+else:
+    st.caption(f"{len(shown):,} of {counts['verdicts']:,} verdicts"
+               + (f"; the first {runs.DISPLAY_LIMIT:,} are listed" if len(shown) > runs.DISPLAY_LIMIT else "")
+               + ". Open one below to read the question, both answers and the judge's reasoning.")
+    listed = shown.head(runs.DISPLAY_LIMIT)
+    st.dataframe(runs.verdicts_display(listed), hide_index=True, width="stretch", key="rv_inspect_table",
+                 column_config=runs.verdicts_columns())
+    row = st.selectbox("Open", listed.index.tolist(), key="rv_inspect_row", format_func=runs.verdict_label(listed))
+    item = listed.loc[row]
+    st.markdown(" ".join([safe.code(item["judge"]), data.verdict_badge(item["verdict"] if item["valid"] else None),
+                          f"p_a {item['p_a']:.3f}" if item["p_a"] == item["p_a"] else "no p_a",
+                          "" if item["valid"] else "**invalid reply**"]))
+    st.markdown(f"**Question {safe.md(item['question_id'])}**")
+    safe.text(item["question"], empty="(question text not stored)")
+    first, second = st.columns(2)
+    first.markdown(f"**Shown first** — {data.name_md(item['model_a'])}")
+    safe.text(item["answer_a"], empty="(answer not stored)", container=first)
+    second.markdown(f"**Shown second** — {data.name_md(item['model_b'])}")
+    safe.text(item["answer_b"], empty="(answer not stored)", container=second)
+    st.markdown("**The judge's reasoning**" + ("" if item["valid"] else " (the raw reply: no verdict could be read)"))
+    safe.text(item["rationale"], empty="(no reasoning recorded)")

@@ -172,7 +172,8 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
     judges = [_judge(r, with_key=with_keys) for r in reviewers]
     pairs = {"contestants": options.get("contestants") or None, "strategy": options["strategy"],
              "comparisons": options.get("comparisons") if options["strategy"] != "all" else None,
-             "budget": options.get("budget") or None, "seed": int(options.get("seed", 0))}
+             "budget": options.get("budget") or None, "seed": int(options.get("seed", 0)),
+             "max_questions": options.get("max_questions") or None}
     if kind == "answers":
         return AnswerJob(study, judges)
     if kind == "review":
@@ -195,10 +196,11 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
 def estimate(db: str, study: str, rev: int, kind: str, reviewers: tuple, options: tuple) -> dict:
     """Calls, tokens and dollars of the described job (cached per study revision and settings)."""
     from peercore.jobs.estimate import estimate as estimate_job
+    from peercore.jobs.estimate import items_and_calls
 
     job = build_job(study, kind, [dict(r) for r in reviewers], dict(options))
     est = estimate_job(job, data.store())
-    return {"estimate": est, "run_id": job.run_id()}
+    return {"estimate": est, "run_id": job.run_id(), "items_and_calls": items_and_calls(kind)}
 
 
 def frozen(reviewers: list[dict], options: dict) -> tuple[tuple, tuple]:
@@ -208,10 +210,9 @@ def frozen(reviewers: list[dict], options: dict) -> tuple[tuple, tuple]:
     return (tuple(tuple(sorted(r.items())) for r in reviewers), tuple(sorted((k, freeze(v)) for k, v in options.items())))
 
 
-def cost_text(low, high, unknown) -> str:
-    if low is None:
-        return "unknown (no price for " + ", ".join(unknown) + ")"
-    return f"${low:,.4f}" if abs(high - low) < 5e-5 else f"${low:,.4f} – ${high:,.4f}"
+def cost_text(est) -> str:
+    """The estimate's cost in words (:meth:`peercore.jobs.estimate.Estimate.cost_text`): "local, free" for local models."""
+    return est.cost_text().replace(" .. ", " – ")
 
 
 def range_text(low: int, high: int) -> str:
@@ -243,7 +244,9 @@ class LiveRun:
     job: object = None
 
     def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
-        line = f"{event.done}/{event.total} {event.status}" + (f" — {event.message}" if event.message else "")
+        from peercore.jobs.base import progress_line
+
+        line = progress_line(event, self.kind)
         with self.lock:
             self.log.append(line)
 
@@ -316,9 +319,35 @@ def resumable_runs(db: str, study: str, rev: int) -> pd.DataFrame:
     return frame[frame["status"].isin(RESUMABLE) & (frame["n_done"] < frame["n_items"])].reset_index(drop=True)
 
 
+#: How a run's status reads in the runs table: only a finished run looks done.
+STATUS_WORDS = {"finished": "✅ finished", "cancelled": "⏹️ cancelled", "failed": "⚠️ failed",
+                "interrupted": "⏸️ interrupted", "running": "▶️ running", "pending": "⏳ pending"}
+
+
+def status_text(status: str) -> str:
+    return STATUS_WORDS.get(status, status)
+
+
+def result_message(result, error: str | None) -> tuple[str, str]:
+    """(level, text) of a run that ended: ``success`` only when every item finished.
+
+    ``error`` is what the run raised; a cancelled, interrupted or failed run is a
+    warning (never a green success), with how far it got.
+    """
+    if error:
+        return "error", f"The run stopped: {error}"
+    done = f"{result.done:,} of {result.total:,} items done"
+    if result.status == "finished":
+        return "success", f"Run finished: {done}."
+    if result.status == "cancelled":
+        return "warning", f"Run cancelled: {done}; launch it again (or resume it below) to go on."
+    reason = f" {result.error}" if result.error else (f" {result.message}" if result.message else "")
+    return "warning", f"Run {result.status}: {done}.{reason}"
+
+
 def runs_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
-        "run": frame["id"].str.slice(0, 12), "kind": frame["kind"], "status": frame["status"],
+        "run": frame["id"].str.slice(0, 12), "kind": frame["kind"], "status": frame["status"].map(status_text),
         "done": [f"{d:,} / {n:,}" for d, n in zip(frame["n_done"], frame["n_items"])],
         "paid calls → stored, failed": [runs_accounting(run_id) for run_id in frame["id"]],
         "tokens": (frame["prompt_tokens"] + frame["completion_tokens"]).astype(int),
@@ -372,3 +401,87 @@ def run_label(frame: pd.DataFrame):
     labels = {rid: f"{rid[:12]} ({kind}, {status}, {done:,} of {total:,} done)"
               for rid, kind, status, done, total in zip(frame["id"], frame["kind"], frame["status"], frame["n_done"], frame["n_items"])}
     return lambda run_id: labels.get(run_id, run_id)
+
+
+# ---------------------------------------------------------------------- inspection
+
+ALL_VERDICTS = ""  # the "Verdicts of" option meaning every stored verdict of the study (imports included)
+INSPECT_KINDS = ("review", "discussion", "debate")  # runs that store verdicts
+
+
+def inspectable_runs(db: str, study: str, rev: int) -> list[str]:
+    """Run ids that stored verdicts, newest first, then :data:`ALL_VERDICTS`."""
+    frame = data.runs(db, study, rev)
+    ids = frame.loc[frame["kind"].isin(INSPECT_KINDS), "id"].tolist()
+    return [*[rid for rid in ids if data.store().run_accounting(rid)["verdicts"]], ALL_VERDICTS]
+
+
+def inspect_label(db: str, study: str, rev: int):
+    frame = data.runs(db, study, rev)
+    labels = {rid: f"run {rid[:12]} ({kind}, {status_text(status)}, {done:,} of {total:,} items)"
+              for rid, kind, status, done, total in zip(frame["id"], frame["kind"], frame["status"], frame["n_done"],
+                                                        frame["n_items"])}
+    return lambda run_id: labels.get(run_id, "every stored verdict of the study (imports included)")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def run_verdicts(db: str, study: str, rev: int, run_id: str, judges: tuple[str, ...] | None) -> pd.DataFrame:
+    """:func:`peercore.run_inspection.run_verdicts`, cached per study revision."""
+    from peercore.run_inspection import run_verdicts as verdicts_of
+
+    return verdicts_of(data.store(), study, run_id=run_id or None, judges=judges)
+
+
+def verdicts_display(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The compact table (texts open below it): one row per verdict, p_a with 3 decimals."""
+    return pd.DataFrame({
+        "question": verdicts["question_id"], "judge": verdicts["judge"], "shown first": verdicts["model_a"],
+        "shown second": verdicts["model_b"], "verdict": verdicts["verdict"], "p_a": verdicts["p_a"].round(3),
+        "valid": verdicts["valid"].astype(bool),
+        "orders agree": verdicts["orders_agree"].map({True: "yes", False: "no"}).fillna("—"),
+        "rationale": verdicts["rationale"].fillna("").astype(str).str.slice(0, 300),
+    })
+
+
+def verdicts_columns() -> dict:
+    """Column widths that keep the table within a 1366 px screen (the rationale is read below the table)."""
+    return {
+        "question": st.column_config.TextColumn("question", width=80),
+        "judge": st.column_config.TextColumn("judge", width=150),
+        "shown first": st.column_config.TextColumn("shown first", width=105),
+        "shown second": st.column_config.TextColumn("shown second", width=105),
+        "verdict": st.column_config.TextColumn("verdict", width=105),
+        "p_a": st.column_config.NumberColumn("p_a", format="%.3f", width=55,
+                                             help="Probability that the answer shown first is better"),
+        "valid": st.column_config.CheckboxColumn("valid", width=50, help="False: the reply held no readable verdict"),
+        "orders agree": st.column_config.TextColumn("orders agree", width=85,
+                                                    help="The same judge on the same pair in the other order: same "
+                                                         "winner? — = not judged in both orders"),
+        "rationale": st.column_config.TextColumn("rationale", width=150),
+    }
+
+
+def verdict_label(verdicts: pd.DataFrame):
+    labels = {k: f"{q} · {a} vs {b} · {j} → {v}" for k, q, a, b, j, v in zip(
+        verdicts.index, verdicts["question_id"], verdicts["model_a"], verdicts["model_b"], verdicts["judge"],
+        verdicts["verdict"])}
+    return lambda k: labels.get(k, str(k))
+
+
+def verdict_counts(verdicts: pd.DataFrame) -> dict[str, int]:
+    from peercore.run_inspection import verdict_summary
+
+    return verdict_summary(verdicts)
+
+
+def filter_verdicts(verdicts: pd.DataFrame, *, invalid_only: bool, disagreeing_only: bool) -> pd.DataFrame:
+    from peercore.run_inspection import filter_verdicts as keep
+
+    return keep(verdicts, invalid_only=invalid_only, disagreeing_only=disagreeing_only)
+
+
+DISPLAY_LIMIT = 2000  # peercore.run_inspection.DISPLAY_LIMIT (no import at page load)
+
+
+def judges_of(verdicts: pd.DataFrame) -> list[str]:
+    return sorted(verdicts["judge"].unique().tolist())
