@@ -1,84 +1,102 @@
-"""How long the Leaderboard page takes to run (AppTest), on 100,000 judgments and on the sample study.
+"""How long each dashboard page takes to open at Arena scale (AppTest), before and after, cold and warm.
 
-What is timed: one ``AppTest.run()`` of ``pages/leaderboard.py`` through ``app.py``
-(navigation, sidebar, the page's default settings: Bradley-Terry with 100 bootstrap
-rounds over the LLM reviewers) —
+What is timed: ``AppTest.run()`` of one page through ``app.py`` with the page's default
+settings, each page in a **new Python process** (a subprocess per page and study):
 
-- **cold**: every Streamlit cache cleared first (data and resources: the store and the
-  :class:`peercore.study.Study` handles with their memos), so the run reads the study from SQLite,
-  validates it and ranks it (what the first visitor after a write waits for);
-- **warm**: the same run again (what every later rerun costs: the cached tables).
+- **cold**: the page's first run in that process: empty Streamlit caches, the study read
+  from SQLite and everything computed (what the first visitor after a restart or a
+  write waits for); the process has imported Streamlit and the test harness (a server
+  has), not PeerBoard, pandas or plotly (the first run imports them);
+- **warm**: the run that follows in the same process (every later rerun);
+- **peak memory**: the subprocess's peak resident set (``resource.getrusage``,
+  ``ru_maxrss``) after both runs, Streamlit's own ~200 MB included.
 
-Studies:
+Pages: Studies (home), Leaderboard, Bias, Efficiency, Meta-evaluation (issue 12).
 
-- 100,000 judgments: 10 contestants that are also the 10 LLM reviewers, every ordered
-  pair of contestants on 111 questions (10 x 90 x 111 = 99,900 verdicts), outcomes from
-  a Bradley-Terry model with known strengths, 10% ties;
-- the sample study: ``sample_data/`` when the repository has it, else the synthetic
-  study of ``tests/app`` (396 judgments).
+Studies (the Chatbot Arena shape): 100 contestants, **one judge** (``arena``), battles
+between uniformly random pairs (strengths ~ N(0, 1), Bradley-Terry outcomes, 10% ties),
+each prompt judged in ``--per-prompt`` battles (default 10, so the Efficiency page has
+questions with three or more candidates to sub-sample); 100,000 and 1,000,000 judgments.
 
-Target: the cold run on 100,000 judgments under 2 s.
+Before and after: the same pages of the code at ``--before`` (default: the commit this
+work started from) are extracted with ``git archive`` into a temporary folder and run
+on the same databases in the same run, so machine load affects both alike.
 
-Run: ``.venv/bin/python benchmarks/app.py [--repeats N]``; writes ``benchmarks/results/app.md``.
+Targets (issue 12): every page cold under 3 s and warm under 1 s at 1,000,000
+judgments; peak memory under 1.5 GB.
+
+Run: ``.venv/bin/python benchmarks/app.py [--sizes 100000 1000000] [--before REF]``;
+writes ``benchmarks/results/app.md``. One page at a time (2 shared cores are enough).
+Profile one page: ``.venv/bin/python benchmarks/app.py --profile efficiency --sizes 1000000``.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT / "tests" / "app"))
-from _common import machine, markdown_table  # noqa: E402
-
-from peercore.judgments import judgments_from_frame  # noqa: E402
-from peercore.store import Store  # noqa: E402
-
-TARGET_S = 2.0
+BEFORE_REF = "ada9ce6"  # main before the issue-12 performance work
+PAGES = {"studies": "Studies (home)", "leaderboard": "Leaderboard", "bias": "Bias", "efficiency": "Efficiency",
+         "meta_evaluation": "Meta-evaluation"}
+COLD_TARGET_S, WARM_TARGET_S, MEMORY_TARGET_MB = 3.0, 1.0, 1536
 
 
-def big_study(store: Store, *, models: int = 10, questions: int = 111, seed: int = 0) -> int:
+# ------------------------------------------------------------------------------ studies
+
+
+def arena_judgments(n: int, *, models: int = 100, per_prompt: int = 10, tie_rate: float = 0.10, seed: int = 0):
+    """``n`` canonical judgments in the Chatbot Arena shape (one judge), ``per_prompt`` battles per prompt."""
+    import numpy as np
+    import pandas as pd
+    from scipy.special import expit
+
+    from peercore.judgments import judgments_from_frame
+
     rng = np.random.default_rng(seed)
-    names = [f"model-{k:02d}" for k in range(models)]
-    strength = dict(zip(names, rng.normal(0, 1, models)))
-    pairs = list(itertools.permutations(names, 2))
-    rows = {"question_id": [], "model_a": [], "model_b": [], "judge": [], "winner": []}
-    for q, (a, b), judge in itertools.product(range(questions), pairs, names):
-        p = 1 / (1 + np.exp(strength[b] - strength[a]))
-        u = rng.random()
-        rows["question_id"].append(f"q{q:03d}")
-        rows["model_a"].append(a)
-        rows["model_b"].append(b)
-        rows["judge"].append(f"local:{judge}")
-        rows["winner"].append("tie" if u < 0.1 else "model_a" if rng.random() < p else "model_b")
-    judgments = judgments_from_frame(pd.DataFrame(rows))
-    store.create_study("big", description="100,000 synthetic peer reviews (benchmarks/app.py)")
-    store.add_judgments("big", judgments)
-    return len(judgments)
+    strength = rng.normal(0.0, 1.0, models)
+    a = rng.integers(0, models, n)
+    b = (a + rng.integers(1, models, n)) % models
+    tie = rng.random(n) < tie_rate
+    a_wins = rng.random(n) < expit(strength[a] - strength[b])
+    names = np.array([f"model-{k:03d}" for k in range(models)])
+    return judgments_from_frame(pd.DataFrame({
+        "question_id": pd.Series(np.arange(n) // per_prompt).map("p{:07d}".format),
+        "model_a": names[a], "model_b": names[b], "judge": "arena",
+        "winner": np.where(tie, "tie", np.where(a_wins, "model_a", "model_b")),
+    }))
 
 
-def sample_study(store: Store) -> tuple[str, int]:
-    from peercore.ui.data import ensure_sample_study
+def build_study(path: Path, n: int, *, per_prompt: int) -> float:
+    """Write the study ``arena`` into a new database; seconds taken."""
+    sys.path.insert(0, str(ROOT))
+    from peercore.store import Store
 
-    name = ensure_sample_study(store, ROOT / "sample_data")
-    if name is None:
-        from app_studies import build_synthetic_study
+    start = time.perf_counter()
+    store = Store(path)
+    store.create_study("arena", description=f"{n:,} synthetic Arena battles (benchmarks/app.py)")
+    store.add_judgments("arena", arena_judgments(n, per_prompt=per_prompt))
+    store.close()
+    return time.perf_counter() - start
 
-        name = build_synthetic_study(store)["name"]
-    return name, store.summary(name)["judgments"]
+
+# ------------------------------------------------------------------- one page (child)
 
 
-def time_page(db: Path, study: str, *, repeats: int) -> tuple[list[float], list[float]]:
-    import streamlit as st
+def run_page(root: Path, db: Path, study: str, page: str, *, profile: Path | None = None) -> dict:
+    """Cold and warm AppTest runs of one page in this (fresh) process; the child's side."""
+    import resource
+
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+    os.environ["PEERBOARD_DB"] = str(db)
+    os.environ["PEERBOARD_SAMPLE_DATA"] = ""
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
@@ -89,67 +107,183 @@ def time_page(db: Path, study: str, *, repeats: int) -> tuple[list[float], list[
         PagesManager.uses_pages_directory = False
 
     PagesManager.__init__ = init
-    os.environ["PEERBOARD_DB"] = str(db)
-    cold, warm = [], []
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=900)
+    at.session_state["study"] = study
+    at.switch_page(f"pages/{page}.py")
+    profilers = []
+    if profile is not None:  # the script runs in its own thread: profile the threads the run starts
+        import cProfile
+        import threading
+
+        def start_profiler(frame, event, arg):
+            sys.setprofile(None)
+            profilers.append(cProfile.Profile())
+            profilers[-1].enable()
+
+        threading.setprofile(start_profiler)
+    start = time.perf_counter()
+    at.run()
+    cold = time.perf_counter() - start
+    if profile is not None:
+        import pstats
+
+        threading.setprofile(None)
+        for profiler in profilers:
+            profiler.create_stats()
+        pstats.Stats(*profilers).dump_stats(str(profile))
+    errors = [str(e.value)[:300] for e in at.exception]
+    start = time.perf_counter()
+    at.run()
+    warm = time.perf_counter() - start
+    errors += [str(e.value)[:300] for e in at.exception]
+    out = {"cold": cold, "warm": warm, "errors": errors, "title": [t.value for t in at.title][:1],
+           "dataframes": len(at.dataframe), "charts": len(at.get("plotly_chart")),
+           "info": [str(i.value)[:200] for i in at.info][:3]}
+    if page == "efficiency":
+        # The curves may still run in the background: rerun until the page shows no progress bar.
+        start, complete = time.perf_counter(), None
+        for _ in range(600):
+            if not at.get("progress"):
+                complete = time.perf_counter() - start
+                break
+            time.sleep(0.5)
+            at.run()
+        out["complete_after"] = complete
+        out["captions"] = [str(c.value)[:200] for c in at.caption][:8]
+    import peercore  # imported by the runs: check it is the tree being measured
+
+    assert Path(peercore.__file__).resolve().is_relative_to(root.resolve()), peercore.__file__
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def measure(root: Path, db: Path, study: str, page: str, *, timeout: float) -> dict:
+    """:func:`run_page` in a subprocess (so that every page starts cold)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), str(db), study, page]
     try:
-        for _ in range(repeats):
-            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-            at.session_state["study"] = study
-            at.run()
-            at.switch_page("pages/leaderboard.py")
-            st.cache_data.clear()
-            st.cache_resource.clear()  # the store and the Study handles (with their memos) too
-            start = time.perf_counter()
-            at.run()
-            cold.append(time.perf_counter() - start)
-            assert not at.exception, [e.value for e in at.exception]
-            assert at.dataframe, "the leaderboard table is missing"
-            start = time.perf_counter()
-            at.run()
-            warm.append(time.perf_counter() - start)
-    finally:
-        PagesManager.__init__ = original
-    return cold, warm
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=root)
+    except subprocess.TimeoutExpired:
+        return {"cold": float("nan"), "warm": float("nan"), "peak_mb": float("nan"), "errors": [f"timed out ({timeout:.0f} s)"]}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        return {"cold": float("nan"), "warm": float("nan"), "peak_mb": float("nan"),
+                "errors": [done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"]}
+    return json.loads(lines[-1])
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _checkout(ref: str, folder: Path) -> Path:
+    """The tree of ``ref`` extracted into ``folder`` (git archive: the shared checkout is not touched)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def _seconds(value) -> str:
+    return "—" if value is None or value != value else f"{value:.2f}"
+
+
+def _ratio(before, after) -> str:
+    if before is None or after is None or before != before or after != after or after <= 0:
+        return "—"
+    return f"{before / after:.1f}x"
+
+
+def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import machine, markdown_table
+
+    header = ["judgments", "page", "cold before (s)", "cold after (s)", "cold speed-up", "warm before (s)",
+              "warm after (s)", "peak MB before", "peak MB after", "targets (after)"]
+    rows, notes, misses = [], [], []
+    for n in sizes:
+        for page, label in PAGES.items():
+            b, a = results[("before", n, page)], results[("after", n, page)]
+            met = (a["cold"] < COLD_TARGET_S and a["warm"] < WARM_TARGET_S and a["peak_mb"] < MEMORY_TARGET_MB
+                   and not a.get("errors"))
+            if n == max(sizes) and not met:
+                misses.append(f"{label} at {n:,}")
+            rows.append([f"{n:,}", label, _seconds(b["cold"]), _seconds(a["cold"]), _ratio(b["cold"], a["cold"]),
+                         _seconds(b["warm"]), _seconds(a["warm"]), f"{b['peak_mb']:.0f}" if b["peak_mb"] == b["peak_mb"] else "—",
+                         f"{a['peak_mb']:.0f}" if a["peak_mb"] == a["peak_mb"] else "—", "met" if met else "not met"])
+            for side, value in (("before", b), ("after", a)):
+                if value.get("errors"):
+                    notes.append(f"- {label}, {n:,}, {side}: {'; '.join(value['errors'])}")
+            if page == "efficiency" and a.get("complete_after") is not None:
+                notes.append(f"- Efficiency, {n:,}, after: the page opened with a partial curve; the whole curve was "
+                              f"drawn {a['complete_after']:.1f} s after the cold run returned (background thread).")
+    lines = [
+        "# Dashboard benchmark: every page at Arena scale, before and after",
+        "",
+        f"Machine: {machine()}; shared with other jobs while measured (load varies).",
+        "",
+        f"Study: the Chatbot Arena shape: 100 contestants, one judge, battles between uniformly random pairs, "
+        f"10% ties, {per_prompt} battles per prompt. Each page's cold run is the first `AppTest.run()` of the page in a "
+        "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run); warm = the next run "
+        "in the same process; peak MB = the process's peak resident set (`ru_maxrss`, Streamlit's own ~200 MB "
+        "included). Before = the code at "
+        f"`{before_ref}` (main before this work), run on the same databases in the same run.",
+        "",
+        markdown_table(header, rows),
+        "",
+        f"Targets at {max(sizes):,} judgments: cold < {COLD_TARGET_S:g} s, warm < {WARM_TARGET_S:g} s, "
+        f"peak < {MEMORY_TARGET_MB / 1024:g} GB -> " + ("all met." if not misses else f"not met for: {', '.join(misses)}."),
+        "",
+        "Writing each study into SQLite (not part of any page time): "
+        + ", ".join(f"{n:,}: {s:.1f} s" for n, s in build.items()) + ".",
+    ]
+    if notes:
+        lines += ["", "Notes:", *notes]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        root, db, study, page = sys.argv[2:6]
+        profile = Path(sys.argv[6]) if len(sys.argv) > 6 else None
+        print(json.dumps(run_page(Path(root), Path(db), study, page, profile=profile)))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
+    parser.add_argument("--before", default=BEFORE_REF, help="git ref of the 'before' code (default %(default)s)")
+    parser.add_argument("--per-prompt", type=int, default=10)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per page and process")
+    parser.add_argument("--profile", choices=list(PAGES), help="cProfile the cold run of this page (after only)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "app.md")
     args = parser.parse_args()
-    rows = []
     with tempfile.TemporaryDirectory() as folder:
-        big_db = Path(folder) / "big.sqlite"
-        store = Store(big_db)
-        start = time.perf_counter()
-        n_big = big_study(store)
-        build_s = time.perf_counter() - start
-        store.close()
-        sample_db = Path(folder) / "sample.sqlite"
-        store = Store(sample_db)
-        sample_name, n_sample = sample_study(store)
-        store.close()
-        for label, db, study, n in (("100,000-judgment study", big_db, "big", n_big),
-                                    (f"sample study ({sample_name})", sample_db, sample_name, n_sample)):
-            cold, warm = time_page(db, study, repeats=args.repeats)
-            rows.append([label, f"{n:,}", float(np.median(cold)), float(min(cold)), float(np.median(warm))])
-    big_cold = rows[0][2]
-    text = "\n".join([
-        "# Dashboard benchmark: the Leaderboard page",
-        "",
-        f"Machine: {machine()}",
-        "",
-        "One `AppTest.run()` of `pages/leaderboard.py` through `app.py` with the default settings "
-        "(Bradley-Terry, 100 bootstrap rounds, the LLM reviewers). Cold = every Streamlit cache cleared "
-        f"first (reads SQLite, validates, ranks); warm = the rerun that follows. Median of {args.repeats}.",
-        "",
-        markdown_table(["study", "judgments", "cold median (s)", "cold best (s)", "warm median (s)"], rows),
-        "",
-        f"Target: cold run on 100,000 judgments under {TARGET_S:g} s -> "
-        f"{'met' if big_cold < TARGET_S else 'NOT met'} ({big_cold:.2f} s).",
-        f"(Writing the 100,000 judgments into SQLite took {build_s:.1f} s; not part of the page time.)",
-        "",
-    ])
+        folder = Path(folder)
+        build = {}
+        for n in args.sizes:
+            build[n] = build_study(folder / f"arena-{n}.sqlite", n, per_prompt=args.per_prompt)
+            print(f"built {n:,} judgments in {build[n]:.1f} s", flush=True)
+        if args.profile:
+            for n in args.sizes:
+                stats = folder / f"{args.profile}-{n}.prof"
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(ROOT),
+                                str(folder / f"arena-{n}.sqlite"), "arena", args.profile, str(stats)], check=True)
+                import pstats
+
+                pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(40)
+            return
+        trees = {"before": _checkout(args.before, folder / "before"), "after": ROOT}
+        results = {}
+        for n in args.sizes:
+            db = folder / f"arena-{n}.sqlite"
+            for page in args.pages:
+                for side, root in trees.items():
+                    value = measure(root, db, "arena", page, timeout=args.timeout)
+                    results[(side, n, page)] = value
+                    print(f"{n:>9,} {page:<16} {side:<6} cold {_seconds(value['cold'])} s, warm "
+                          f"{_seconds(value['warm'])} s, peak {value['peak_mb']:.0f} MB {value.get('errors') or ''}",
+                          flush=True)
+    if args.pages != list(PAGES):
+        return
+    text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

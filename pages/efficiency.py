@@ -41,22 +41,54 @@ if not methods:
     st.stop()
 data.show_flags(db, study, rev, [judge] if judge != data.POOLED else list(data.health(db, study, rev).index))
 
-with st.spinner("Sub-sampling comparisons…"):
-    if reference.startswith("human:"):
+if reference.startswith("human:"):
+    with st.spinner("Sub-sampling comparisons…"):
         result = nlg_ui.efficiency_against_humans(db, study, rev, judge, reference.removeprefix("human:"),
                                                   tuple(methods), repeats, questions)
-    else:
-        result = data.efficiency(db, study, rev, judge, tuple(methods), repeats, questions, reference)
-if "error" in result:
+    complete = True
+else:
+    # The curves run in a background thread: the page shows their progress and the strategies finished so far.
+    job = data.efficiency_job(db, study, rev, judge, tuple(methods), repeats, questions, reference)
+    complete = job.wait(data.EFFICIENCY_WAIT_S)
+    if job.error:
+        st.error(f"The curves could not be computed: {safe.md(job.error)}")
+        st.stop()
+    result = job.result if complete else job.partial
+if "error" in (result or {}):
     st.info(f"This judge's comparisons cannot be measured against the human scores: {safe.md(result['error'])}. "
             "Choose another reference above.")
     st.stop()
-if result["hard_only"]:
-    st.caption("This judge gave no probabilities, so average probability equals win ratio and PoE-BT equals BT.")
-figure = charts.efficiency_chart(result["summary"])
-if reference.startswith("human:"):
-    figure.update_yaxes(title="Spearman with the human scores", range=[-0.3, 1.05])
-st.plotly_chart(figure, key="eff_chart")
-st.caption(f"{result['questions']} question(s), {result['candidates']} candidates each on average, "
-           f"up to {result['max_comparisons']} comparisons per question.")
-st.dataframe(result["table"], hide_index=True, width="stretch", key="eff_table")
+
+
+@st.fragment(run_every=None if complete else 1.0)
+def curves() -> None:
+    """The chart, the takeaway and the table; while the job runs, redrawn every second with what is done."""
+    shown = result
+    if not complete:
+        if job.done:  # finished since the page ran: draw the whole result without polling any more
+            st.rerun()
+        shown = job.partial
+        st.progress(job.fraction, text=f"Computing the curves in the background: {job.fraction:.0%} done.")
+        if shown is None:
+            st.caption("No strategy has finished yet; its curve appears here as soon as it has.")
+            return
+        done = ", ".join(sorted(set(shown["summary"]["strategy"])))
+        st.caption(f"Partial result: the {done} curve so far; the rest is drawn when it is done.")
+    if complete:
+        takeaway = data.efficiency_takeaway(shown["summary"])
+        if takeaway:
+            st.markdown(takeaway)
+    if shown["hard_only"]:
+        st.caption("This judge gave no probabilities, so average probability equals win ratio and PoE-BT equals BT.")
+    figure = charts.efficiency_chart(shown["summary"])
+    if reference.startswith("human:"):
+        figure.update_yaxes(title="Spearman with the human scores", range=[-0.3, 1.05])
+    st.plotly_chart(figure, key="eff_chart")
+    sample = (f" of the {shown['usable']:,} with three or more candidates (the first by id)"
+              if shown.get("usable", 0) > shown["questions"] else "")
+    st.caption(f"{shown['questions']} question(s){sample}, {shown['candidates']} candidates each on average, "
+               f"up to {shown['max_comparisons']} comparisons per question.")
+    st.dataframe(shown["table"], hide_index=True, width="stretch", key="eff_table")
+
+
+curves()

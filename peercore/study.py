@@ -59,6 +59,7 @@ DEFAULT_LC_ROUNDS = 200      # bootstrap rounds (over instructions) of the lengt
 PRELIMINARY_BATTLES = 30     # a contestant with fewer battles is marked preliminary
 TINY_STUDY = 50              # fewer judgments than this in a ranking: say the numbers are unreliable
 CONSENSUS = "debate:consensus"  # the panel of debates whose panel is not recorded
+_SELECTIONS_KEPT = 4  # selected judgment tables a Study keeps per revision (each may be a million rows)
 _Z95 = 1.959963984540054
 
 
@@ -230,22 +231,55 @@ class Study:
             self._cache[key] = entry
         return entry[1]
 
+    def _all_judgments(self) -> pd.DataFrame:
+        """Every stored verdict, unparsed replies included (``valid``, ``raw``, ``vote``): read once per revision.
+
+        The valid verdicts, the health check and the meta-evaluation's table are all cut
+        from this one frame (one read of a million rows instead of three).
+        """
+        return self._memo("all_judgments", lambda: self.store.judgments(self.name, include_invalid=True,
+                                                                           with_vote=True))
+
     def stored_judgments(self) -> pd.DataFrame:
         """The study's valid verdicts as stored (canonical, plus ``vote``)."""
-        return self._memo("judgments", lambda: self.store.judgments(self.name, with_vote=True))
+        def make():
+            frame = self._all_judgments()
+            valid = frame["valid"].to_numpy() == 1
+            if not valid.all():
+                frame = frame[valid].reset_index(drop=True)
+            out = frame.drop(columns=["valid", "raw"])
+            out["winner"] = out["winner"].astype(frame["winner"].dtype)
+            return out
+        return self._memo("judgments", make)
+
+    def verdict_counts(self) -> pd.DataFrame:
+        """Verdicts per judge, pair and validity, counted in the store (:func:`peercore.aggregates.verdict_counts`)."""
+        from peercore import aggregates
+
+        return self._memo("verdict_counts", lambda: aggregates.verdict_counts(self.store, self.name))
+
+    def has_probabilities(self) -> bool:
+        """Whether any valid stored verdict carries ``p_a`` (counted in the store)."""
+        from peercore import aggregates
+
+        return self._memo("has_p", lambda: aggregates.has_probabilities(self.store, self.name,
+                                                                          counts=self.verdict_counts()))
 
     def judges(self) -> pd.DataFrame:
         """Every judge: ``name, kind, origin, base, model_alias`` (the one alias rule), ``n_judgments``,
         ``n_invalid``, ``settings``."""
         def make():
-            frame = self.store.judges(self.name)
+            frame = self._judge_rows()
             aliases = self.aliases()
             return frame.assign(model_alias=[aliases.get(n) for n in frame["name"]])
         return self._memo("judges", make)
 
+    def _judge_rows(self) -> pd.DataFrame:
+        return self._memo("judge_rows", lambda: self.store.judges(self.name))
+
     def kinds(self) -> dict[str, str]:
         """judge -> kind, from the store (registered kind, else the name's prefix)."""
-        frame = self._memo("judge_rows", lambda: self.store.judges(self.name))
+        frame = self._judge_rows()
         out = dict(zip(frame["name"], frame["kind"]))
         for judge in self.gold()["judge"].unique():
             out.setdefault(judge, "adjudicator" if judge.startswith("adjudicator:") else "debate")
@@ -253,17 +287,16 @@ class Study:
 
     def contestants(self) -> list[str]:
         """Every contestant: in a verdict or with an answer."""
-        def make():
-            frame = self.stored_judgments()
-            names = set(frame["model_a"]) | set(frame["model_b"]) | set(self.store.answers(self.name)["model"])
-            return sorted(map(str, names))
-        return self._memo("contestants", make)
+        from peercore import aggregates
+
+        return self._memo("contestants", lambda: aggregates.contestants(self.store, self.name,
+                                                                          counts=self.verdict_counts()))
 
     def aliases(self) -> dict[str, str]:
         """judge -> the contestant it is (:func:`peercore.judges.model_of`, one rule everywhere)."""
         def make():
             stored = self.store.judge_aliases(self.name)
-            names = self._memo("judge_rows", lambda: self.store.judges(self.name))["name"]
+            names = self._judge_rows()["name"]
             contestants = self.contestants()
             out = {}
             for judge in names:
@@ -302,7 +335,9 @@ class Study:
         with no readable verdict (shown as "+N unparsed"); the rest as
         :meth:`peercore.store.Store.summary`.
         """
-        return self._memo("counts", lambda: self.store.summary(self.name))
+        from peercore import aggregates
+
+        return self._memo("counts", lambda: aggregates.summary(self.store, self.name, counts=self.verdict_counts()))
 
     # ---------------------------------------------------------------------- gold
 
@@ -344,8 +379,22 @@ class Study:
             If a judge name or prefix matches no judge (the judges are listed).
         """
         selection = selection or Selection()
+        key = ("selected", selection, include_invalid)
+        stamp = self.revision
+        entry = self._cache.get(key)
+        if entry is not None and entry[0] == stamp:
+            self._cache[key] = self._cache.pop(key)  # most recently used last
+            return entry[1]
+        out = self._judgments(selection, include_invalid=include_invalid)
+        self._cache[key] = (stamp, out)
+        selected = [k for k in self._cache if isinstance(k, tuple) and k and k[0] == "selected"]
+        for old in selected[:-_SELECTIONS_KEPT]:  # a few selections per study, not every one ever asked
+            del self._cache[old]
+        return out
+
+    def _judgments(self, selection: Selection, *, include_invalid: bool) -> pd.DataFrame:
         if include_invalid:
-            frame = self.store.judgments(self.name, include_invalid=True, with_vote=True)
+            frame = self._all_judgments()
             gold = self.gold()
             if len(gold):
                 extra = with_gold(frame[list(COLUMNS) + ["vote"]], gold)
@@ -357,7 +406,19 @@ class Study:
 
     def _select(self, frame: pd.DataFrame, selection: Selection) -> pd.DataFrame:
         groups = self.question_groups() if selection.categories is not None else None
+        if selection.repeated_votes == "majority" and "vote" in frame.columns and not self._may_repeat():
+            # No judge voted twice on one comparison: the majority of each judge's votes is its
+            # one vote, so skip grouping a million rows to find that out (same rows, same order).
+            out = select(frame, replace(selection, repeated_votes="each"), kinds=self.kinds(), groups=groups)
+            return out.drop(columns=["vote"])
         return select(frame, selection, kinds=self.kinds(), groups=groups)
+
+    def _may_repeat(self) -> bool:
+        """Whether a judge may hold several votes on one comparison (stored repeated votes, or gold rows)."""
+        from peercore import aggregates
+
+        return self._memo("may_repeat", lambda: "vote" in aggregates.filled_columns(self.store, self.name)
+                          or len(self.gold()) > 0)
 
     def question_groups(self) -> dict[str, str]:
         """question_id -> its category, or its debates' scenario; ``"(none)"`` when unknown."""
@@ -461,9 +522,12 @@ class Study:
         from peercore.bias import judge_health
 
         def make():
-            frame = self.store.judgments(self.name, include_invalid=True)
+            frame = self._all_judgments().drop(columns=["vote"])
             kinds = self.kinds()
-            frame = frame[frame["judge"].map(lambda j: kinds.get(j, _prefix_kind(j)) == "llm")]
+            judge = frame["judge"].astype(str)
+            is_llm = {j: kinds.get(j, _prefix_kind(j)) == "llm" for j in pd.unique(judge)}
+            keep = judge.map(is_llm).to_numpy(dtype=bool)
+            frame = frame[keep] if not keep.all() else frame
             frame = final_verdicts(frame.reset_index(drop=True)) if len(frame) else frame
             return judge_health(frame) if len(frame) else judge_health(frame.iloc[:0])
         table = self._memo("health", make)

@@ -151,7 +151,8 @@ def key(study: str) -> tuple[str, str, int]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def summary(db: str, study: str, rev: int) -> dict:
-    return _store(db).summary(study)
+    """The study's counts (:meth:`Study.counts`: :meth:`Store.summary`'s numbers from one scan of the verdicts)."""
+    return dict(_study(db, study).counts())
 
 
 def studies() -> pd.DataFrame:
@@ -169,10 +170,13 @@ def study(db: str, name: str) -> Study:
     return _study(db, name)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def judgments(db: str, study_: str, rev: int) -> pd.DataFrame:
-    """The study's valid verdicts as stored (canonical)."""
-    return _store(db).judgments(study_)
+    """The study's valid verdicts as stored (canonical).
+
+    Not ``st.cache_data``: the :class:`Study` handle holds the table once per revision;
+    a data cache would keep a pickled copy of a million rows and unpickle it on every run.
+    """
+    return study(db, study_).stored_judgments().drop(columns=["vote"])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -244,16 +248,15 @@ def judge_names(db: str, study_: str, rev: int) -> list[str]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def has_probabilities(db: str, study_: str, rev: int) -> bool:
-    """Whether any stored verdict carries p_a (the leaderboard then offers soft verdicts)."""
-    return bool(judgments(db, study_, rev)["p_a"].notna().any())
+    """Whether any stored verdict carries p_a (the leaderboard then offers soft verdicts); counted in the store."""
+    return study(db, study_).has_probabilities()
 
 
 # ------------------------------------------------------------------ computed (cached)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def selected(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFrame:
-    """The judgments a selection picks (:meth:`Study.judgments`)."""
+    """The judgments a selection picks (:meth:`Study.judgments`, which keeps the last few selections per revision)."""
     return study(db, study_).judgments(selection)
 
 
@@ -784,40 +787,136 @@ EFFICIENCY_REFERENCES = {"self": "each scorer on all comparisons", **{k: f"{v} o
 def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     """judge -> label for the judges whose verdicts can rank a question's answers, best default first.
 
-    The default is the judge that gave probabilities on the most verdicts (else the most
-    verdicts); "all LLM reviewers pooled" comes last when there are several.
+    The default (first) is the best judge for the curves: one the health check does not
+    flag, then the one that gave probabilities on the most verdicts, then the one with
+    the most questions of three or more candidates. "All LLM reviewers pooled" comes
+    last when there are several. Candidates per question are counted vectorised
+    (:func:`peercore.aggregates.question_judge_sizes`): a million verdicts take a second.
     """
+    from peercore.aggregates import question_judge_sizes
+
     frame = judgments(db, study, rev)
     kind = kinds(db, study, rev)
-    frame = frame[frame["judge"].map(lambda j: kind.get(j, "llm")).isin(["llm", "human"])]
-    per_question = frame.groupby(["judge", "question_id"]).apply(
-        lambda g: len(set(g["model_a"]) | set(g["model_b"])), include_groups=False)
-    usable = per_question[per_question >= 3].groupby(level="judge").size()
+    names = frame["judge"].astype(str)
+    wanted = {j: kind.get(j, "llm") in ("llm", "human") for j in pd.unique(names)}
+    frame = frame[names.map(wanted).to_numpy(dtype=bool)]
+    sizes = question_judge_sizes(frame)
+    usable = sizes[sizes["candidates"] >= 3].groupby("judge").size()
     if len(usable) == 0:
         return {}
     with_p = frame[frame["p_a"].notna()].groupby("judge").size().reindex(usable.index).fillna(0)
-    order = sorted(usable.index, key=lambda j: (-with_p[j], -usable[j], j))
-    labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''})" for j in order}
+    flags = set(flagged(db, study, rev, list(usable.index)))
+    order = sorted(usable.index, key=lambda j: (j in flags, -with_p[j], -usable[j], j))
+    labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''}"
+                 f"{'; flagged by the health check' if j in flags else ''})" for j in order}
     llm = [j for j in order if kind.get(j, "llm") == "llm"]
     if len(llm) > 1:
         labels[POOLED] = f"all LLM reviewers pooled ({len(llm)})"
     return labels
 
 
+EFFICIENCY_WAIT_S = 1.0  # how long a page run waits for the curves before it shows the partial result
+EFFICIENCY_SHARE = 0.9   # the takeaway: comparisons needed to reach this share of the full-set correlation
+
+
+class EfficiencyJob:
+    """The Efficiency page's curves, computed in a background thread with progress and a partial result.
+
+    One job per (study revision, judge, options), shared by every session of the process
+    (:func:`efficiency_job`). ``fraction`` (0..1) and ``partial`` (the result of the
+    strategies finished so far, same shape as ``result``) advance as the thread works;
+    ``result`` is the whole result, ``error`` the message if it failed. The numbers are
+    those of :func:`peercore.efficiency.efficiency_curve` called at once (seed 0).
+    """
+
+    def __init__(self, rows: pd.DataFrame, methods: tuple[str, ...], repeats: int, max_questions: int,
+                 reference: str) -> None:
+        self.fraction = 0.0
+        self.partial: dict | None = None
+        self.result: dict | None = None
+        self.error: str | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(rows, methods, repeats, max_questions, reference),
+                                        name="peerboard-efficiency", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the whole result; whether it is there."""
+        return self._done.wait(seconds)
+
+    def _run(self, rows, methods, repeats, max_questions, reference) -> None:
+        from peercore.efficiency import efficiency_curve, problems_from_judgments
+
+        try:
+            from peercore.aggregates import question_judge_sizes
+
+            problems = problems_from_judgments(rows, limit=max_questions)
+            sizes = question_judge_sizes(rows.assign(judge="")) if len(rows) else None
+            facts = {"questions": len(problems),
+                     "usable": int((sizes["candidates"] >= 3).sum()) if sizes is not None else 0,
+                     "candidates": round(sum(p.n for p in problems) / max(len(problems), 1), 1),
+                     "max_comparisons": max((len(p.p) for p in problems), default=0),
+                     "hard_only": bool(rows["p_a"].isna().all())}
+
+            def progress(fraction: float, curve: pd.DataFrame) -> None:
+                self.fraction = fraction
+                if len(curve) and fraction < 1.0:
+                    self.partial = {**_efficiency_tables(curve, methods), **facts}
+
+            curve = efficiency_curve(rows, methods=methods, repeats=repeats, seed=0, reference=reference,
+                                     max_questions=max_questions, progress=progress)
+            self.result = {**_efficiency_tables(curve, methods), **facts}
+            self.fraction = 1.0
+        except Exception as error:  # shown on the page; the thread must not die silently
+            self.error = f"{type(error).__name__}: {error}"
+        finally:
+            self._done.set()
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
+                    max_questions: int, reference: str, _rows: pd.DataFrame) -> EfficiencyJob:
+    return EfficiencyJob(_rows, methods, repeats, max_questions, reference)
+
+
+def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
+                   max_questions: int, reference: str) -> EfficiencyJob:
+    """The (started or finished) background job of the Efficiency page's curves for these settings.
+
+    ``judge`` is a judge name or :data:`POOLED` (every LLM judge's verdicts together).
+    """
+    if judge == POOLED:
+        kind = kinds(db, study, rev)
+        frame = judgments(db, study, rev)
+        names = frame["judge"].astype(str)
+        llm = {j: kind.get(j, "llm") == "llm" for j in pd.unique(names)}
+        rows = frame[names.map(llm).to_numpy(dtype=bool)]
+    else:
+        frame = judgments(db, study, rev)
+        rows = frame[(frame["judge"] == judge).to_numpy(dtype=bool)]
+    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference,
+                           rows.reset_index(drop=True))
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def efficiency(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
                max_questions: int, reference: str) -> dict:
-    from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
+    """The Efficiency page's whole result, waiting for its job (:func:`efficiency_job`)."""
+    job = efficiency_job(db, study, rev, judge, methods, repeats, max_questions, reference)
+    job.wait(None)
+    if job.error:
+        raise RuntimeError(job.error)
+    return job.result
 
-    frame = judgments(db, study, rev)
-    if judge == POOLED:
-        kind = kinds(db, study, rev)
-        rows = frame[frame["judge"].map(lambda j: kind.get(j, "llm")) == "llm"]
-    else:
-        rows = frame[frame["judge"] == judge]
-    problems = problems_from_judgments(rows)[:max_questions]
-    curve = efficiency_curve(rows, methods=methods, repeats=repeats, seed=0, reference=reference,
-                             max_questions=max_questions)
+
+def _efficiency_tables(curve: pd.DataFrame, methods: tuple[str, ...]) -> dict:
+    """``summary`` (named scorers) and the page's ``table`` of a curve (finished strategies only)."""
+    from peercore.efficiency import summarise
+
     summary = summarise(curve)
     named = summary.assign(method=summary["method"].map(EFFICIENCY_METHODS))
     table = named.assign(cell=[f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(named["median"], named["low"], named["high"])])
@@ -825,10 +924,58 @@ def efficiency(db: str, study: str, rev: int, judge: str, methods: tuple[str, ..
     table.columns.name = None
     table = table.sort_values(["strategy", "k"], key=lambda c: c.map({"random": 0, "greedy": 1}) if c.name == "strategy" else c)
     table = table[["strategy", "k", *[EFFICIENCY_METHODS[m] for m in methods]]].reset_index(drop=True)
-    return {"summary": named, "table": table, "questions": len(problems),
-            "candidates": round(sum(p.n for p in problems) / max(len(problems), 1), 1),
-            "max_comparisons": max((len(p.p) for p in problems), default=0),
-            "hard_only": bool(rows["p_a"].isna().all())}
+    return {"summary": named, "table": table}
+
+
+_STRATEGY_WORDS = {"greedy": "greedy selection", "random": "random order"}
+
+
+def efficiency_takeaway(summary: pd.DataFrame, *, share: float = EFFICIENCY_SHARE) -> str | None:
+    """The Efficiency page's takeaway in one sentence (Markdown), or None when the curves say nothing.
+
+    For each scorer the *full-set correlation* is its median correlation with the most
+    comparisons measured (the whole question); the sentence names the scorer that
+    reaches ``share`` of it with the fewest comparisons per question under greedy
+    selection (else random order), and what the other strategy needs, e.g. "With greedy
+    selection, PoE-Gaussian reaches 0.9 of its full-set correlation (0.95) with 4
+    comparisons per question; random order needs 9."
+
+    Parameters
+    ----------
+    summary : :func:`peercore.efficiency.summarise` output (``strategy, method, k, median``).
+    share : the share of the full-set correlation to reach.
+    """
+    if len(summary) == 0:
+        return None
+    best = None
+    for method, rows in summary.groupby("method", sort=False):
+        top = rows["k"].max()
+        full = float(rows.loc[rows["k"] == top, "median"].max())
+        if not full > 0:
+            continue
+        needs = {}
+        for strategy, group in rows.groupby("strategy", sort=False):
+            reached = group.loc[group["median"] >= share * full - 1e-12, "k"]
+            needs[strategy] = (int(reached.min()) if len(reached) else None, int(group["k"].max()))
+        lead = "greedy" if "greedy" in needs else next(iter(needs))
+        if needs[lead][0] is None:
+            continue
+        rank = (needs[lead][0], -full, str(method))
+        if best is None or rank < best[0]:
+            best = (rank, method, full, lead, needs)
+    if best is None:
+        return None
+    _, method, full, lead, needs = best
+    k = needs[lead][0]
+    sentence = (f"With {_STRATEGY_WORDS.get(lead, lead)}, **{method}** reaches {share:g} of its full-set correlation "
+                f"({full:.2f}) with **{k}** comparison{'s' if k != 1 else ''} per question")
+    for strategy, (other, largest) in needs.items():
+        if strategy == lead:
+            continue
+        word = _STRATEGY_WORDS.get(strategy, strategy)
+        sentence += (f"; {word} needs **{other}**" if other is not None
+                     else f"; {word} does not reach it within {largest}")
+    return sentence + "."
 
 
 # ----------------------------------------------------------------- prompts (cached)

@@ -1,0 +1,151 @@
+"""Store-side aggregates: what the dashboard needs from a study without reading every verdict into pandas.
+
+At Arena scale (a million verdicts) reading the judgments table into a DataFrame takes
+seconds; the Studies page, the judge lists and the Leaderboard's switches only need
+counts. These functions ask SQLite for them (``GROUP BY`` over the integer-coded
+``verdicts`` table, names decoded from ``labels`` afterwards) and return exactly what
+the pandas computation over :meth:`peercore.store.Store.judgments` returns
+(``tests/unit/test_aggregates.py`` checks it on random studies).
+
+Every function takes a :class:`peercore.store.Store` and a study name and reads with one
+query over the study's verdicts, as a rowid range scan in insertion order (the index
+``verdicts_by_study (study_id, id)`` gives the range). SQLite sorts the groups in a
+temporary B-tree: with ~10,000 (judge, pair) groups a million rows take about 0.5 s on
+one core. An index on ``verdicts (study_id, judge, model_a, model_b, valid)`` would turn
+:func:`verdict_counts` into a covering index scan without the sort (not added here: the
+schema's migrations belong to :mod:`peercore.store`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["verdict_counts", "contestants", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _range(store, study: str) -> tuple[int, int, int]:
+    """``(study_id, low id, high id)`` of the study's verdicts."""
+    sid = store.study_id(study)
+    low, high = store.connect().execute("SELECT MIN(id), MAX(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()
+    return sid, low or 0, high if high is not None else -1
+
+
+def _labels(store, sid: int) -> dict[int, str]:
+    return dict(store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (sid,)).fetchall())
+
+
+def filled_columns(store, study: str) -> set[str]:
+    """Optional verdict columns the study has ever filled (``p_a``, ``vote``, ``round`` ...; a superset is possible)."""
+    rows = store.connect().execute("SELECT name FROM verdict_columns WHERE study_id = ?", (store.study_id(study),))
+    return {r[0] for r in rows}
+
+
+def verdict_counts(store, study: str) -> pd.DataFrame:
+    """Verdicts per judge, pair (as shown: model_a first) and validity, from one ``GROUP BY``.
+
+    Returns
+    -------
+    DataFrame
+        ``judge, model_a, model_b, valid, n, n_p`` (``n_p``: verdicts that carry ``p_a``),
+        one row per distinct (judge, model_a, model_b, valid), sorted by those names.
+        Summing ``n`` over the valid rows of a judge gives its valid verdicts; the pairs
+        give battle counts; the names in ``model_a`` / ``model_b`` of valid rows are the
+        contestants judged.
+    """
+    sid, low, high = _range(store, study)
+    rows = store.connect().execute(
+        "SELECT judge, model_a, model_b, valid, COUNT(*), COUNT(p_a) FROM verdicts "
+        "WHERE id BETWEEN ? AND ? AND +study_id = ? GROUP BY judge, model_a, model_b, valid",
+        (low, high, sid)).fetchall()
+    labels = _labels(store, sid)
+    frame = pd.DataFrame(rows, columns=["judge", "model_a", "model_b", "valid", "n", "n_p"])
+    for column in ("judge", "model_a", "model_b"):
+        frame[column] = frame[column].map(labels).astype("str")
+    frame = frame.astype({"valid": "int64", "n": "int64", "n_p": "int64"})
+    return frame.sort_values(["judge", "model_a", "model_b", "valid"], kind="stable").reset_index(drop=True)
+
+
+def _answer_models(store, sid: int) -> set[str]:
+    rows = store.connect().execute("SELECT DISTINCT model FROM answers WHERE study_id = ?", (sid,))
+    return {str(r[0]) for r in rows}
+
+
+def contestants(store, study: str, *, counts: pd.DataFrame | None = None) -> list[str]:
+    """Every contestant, sorted: in a valid verdict or with a stored answer (as :meth:`peercore.study.Study.contestants`).
+
+    ``counts`` is :func:`verdict_counts` when the caller has it already (no second scan).
+    """
+    counts = verdict_counts(store, study) if counts is None else counts
+    valid = counts[counts["valid"] == 1]
+    names = set(valid["model_a"]) | set(valid["model_b"]) | _answer_models(store, store.study_id(study))
+    return sorted(map(str, names))
+
+
+def has_probabilities(store, study: str, *, counts: pd.DataFrame | None = None) -> bool:
+    """Whether any valid stored verdict carries ``p_a`` (no scan when the study never stored one)."""
+    if "p_a" not in filled_columns(store, study):
+        return False
+    counts = verdict_counts(store, study) if counts is None else counts
+    return bool(counts.loc[counts["valid"] == 1, "n_p"].sum() > 0)
+
+
+def summary(store, study: str, *, counts: pd.DataFrame | None = None) -> dict[str, int]:
+    """:meth:`peercore.store.Store.summary` (same keys, same numbers) with one scan of the verdicts.
+
+    ``counts`` is :func:`verdict_counts` when the caller has it already.
+    """
+    counts = verdict_counts(store, study) if counts is None else counts
+    sid = store.study_id(study)
+    q = lambda sql: int(store.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
+    valid = counts[counts["valid"] == 1]
+    invalid = counts[counts["valid"] == 0]
+    judged = set(valid["model_a"]) | set(valid["model_b"])
+    human = valid["judge"].map(lambda j: j[:6].translate(_ASCII_LOWER) == "human:")  # SQL LIKE 'human:%'
+    return {
+        "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
+        "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
+        "contestants": len(judged | _answer_models(store, sid)),
+        "judges": int(counts["judge"].nunique()),
+        "judgments": int(valid["n"].sum()),
+        "invalid_judgments": int(invalid["n"].sum()),
+        "human_votes": int(valid.loc[human.to_numpy(dtype=bool), "n"].sum()) if len(valid) else 0,
+        "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
+        "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
+        "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "
+                                "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)"),
+        "runs": q("SELECT COUNT(*) FROM runs WHERE study_id = ?"),
+        "imports": q("SELECT COUNT(*) FROM imports WHERE study_id = ?"),
+        "human_scores": q("SELECT COUNT(*) FROM human_scores WHERE study_id = ?"),
+        "judge_scores": q("SELECT COUNT(*) FROM judge_scores WHERE study_id = ? AND valid = 1"),
+    }
+
+
+def question_judge_sizes(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Distinct candidates each judge compared on each question, vectorised (no per-group Python).
+
+    Parameters
+    ----------
+    judgments : canonical judgments (``question_id, model_a, model_b, judge`` used).
+
+    Returns
+    -------
+    DataFrame ``judge, question_id, candidates`` (one row per judge and question that
+    has a verdict), what ``groupby(["judge", "question_id"]).apply(len(set(model_a) |
+    set(model_b)))`` gives, in a fraction of the time on a million rows.
+    """
+    if len(judgments) == 0:
+        return pd.DataFrame({"judge": pd.Series([], dtype="str"), "question_id": pd.Series([], dtype="str"),
+                             "candidates": pd.Series([], dtype="int64")})
+    import numpy as np
+
+    judge, judges = pd.factorize(judgments["judge"])
+    question, questions = pd.factorize(judgments["question_id"])
+    models, names = pd.factorize(pd.concat([judgments["model_a"], judgments["model_b"]], ignore_index=True))
+    group = judge.astype(np.int64) * len(questions) + question
+    triples = np.unique(np.concatenate([group, group]) * (len(names) + 1) + models)
+    groups, sizes = np.unique(triples // (len(names) + 1), return_counts=True)
+    return pd.DataFrame({"judge": pd.array(np.asarray(judges)[groups // len(questions)], dtype="str"),
+                         "question_id": pd.array(np.asarray(questions)[groups % len(questions)], dtype="str"),
+                         "candidates": sizes.astype(np.int64)})
