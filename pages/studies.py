@@ -3,11 +3,13 @@
 import streamlit as st
 
 from peercore import reports
+from peercore.ui import adjudication as adj
 from peercore.ui import data, safe, state
 
 PICK = "studies_pick"
 NEW_NAME, NEW_DESCRIPTION = "studies_new_name", "studies_new_description"
 DELETE_CONFIRM = "studies_delete_confirm"
+RUBRIC, OVERLAP = "studies_rubric", "studies_overlap"  # + "::<study>": one pair of widgets per study
 
 
 def open_picked() -> None:
@@ -27,6 +29,12 @@ def create_study() -> None:
     st.session_state[state.STUDY] = name
     st.session_state[NEW_NAME] = st.session_state[NEW_DESCRIPTION] = ""
     st.session_state["studies_error"] = ""
+
+
+def save_guidelines(name: str) -> None:
+    data.store().update_study_settings(name, rubric=st.session_state[f"{RUBRIC}::{name}"],
+                                       overlap=int(st.session_state[f"{OVERLAP}::{name}"]))
+    st.session_state["studies_guidelines_saved"] = name
 
 
 def delete_study(name: str) -> None:
@@ -115,6 +123,26 @@ with judges_col:
         st.caption(" · ".join(f"{label}: {len(names)}" for label, names in groups.items()))
     else:
         st.caption("No judge yet: import judgments on **Data** or run reviewers on **Reviewers & runs**.")
+
+st.subheader("Adjudication guidelines")
+guidelines = adj.settings(study)
+with st.form("studies_guidelines", border=False):
+    rubric_col, overlap_col = st.columns([3, 2], gap="large")
+    rubric_col.text_area(
+        "Rubric shown beside every debate on Adjudication", value=guidelines["rubric"], key=f"{RUBRIC}::{study}",
+        height=150, placeholder="e.g. 1. A correct answer beats a fluent wrong one.\n2. Both bad: neither answers "
+                                "the question or both are harmful.\n3. Tie: equally good, or equally flawed.",
+        help="Plain text, shown as written. Annotators read it beside the question and the two submissions.")
+    overlap_col.number_input(
+        "Annotators each debate needs", min_value=0, max_value=1000, step=1, value=guidelines["overlap"],
+        key=f"{OVERLAP}::{study}",
+        help="A debate leaves everyone's queue once this many people decided it (Label Studio's overlap, "
+             "Argilla's minimum submitted). 0: every annotator decides every debate. Two or more give the "
+             "agreement between annotators on Adjudication.")
+    overlap_col.caption(f"Now: {adj.overlap_text(guidelines['overlap'])}.")
+    overlap_col.form_submit_button("Save guidelines", on_click=save_guidelines, args=(study,), type="primary")
+if st.session_state.pop("studies_guidelines_saved", None) == study:
+    st.success("Guidelines saved: Adjudication shows them from now on.", icon=":material/check_circle:")
 
 with st.expander("Delete this study"):
     st.markdown(f"Deleting **{safe.md(study)}** removes its questions, answers, judgments, debates, adjudications and runs.")
