@@ -20,16 +20,18 @@ target = target_col.text_input("Into study", value=study or "", key="data_target
 uploaded = st.file_uploader("File (CSV, TSV, JSONL, JSON, Parquet) or folder (.zip)", type=imports.UPLOAD_TYPES,
                             key=imports.upload_key())
 
+parsed = imports.parse_upload(uploaded, fmt) if uploaded is not None else None  # a new file clears the last outcome
 if st.session_state.get("data_report") is not None:
     st.success(f"Imported into **{safe.md(st.session_state['data_report']['study'].iloc[0])}**.", icon=":material/task_alt:")
     st.dataframe(st.session_state["data_report"].drop(columns="study"), hide_index=True, key="data_report_table")
 if st.session_state.get("data_error"):
-    st.error(safe.md_lines(st.session_state["data_error"]))
+    st.error(safe.md_lines(st.session_state["data_error"]), icon=":material/error:")
 
-if uploaded is not None:
-    parsed = imports.parse_upload(uploaded, fmt)
+if parsed is not None:
     if parsed.error:
-        st.error(f"**{safe.md(parsed.name)}** cannot be imported: {safe.md_lines(parsed.error)}", icon=":material/error:")
+        where = f" ({safe.md(parsed.where)})" if parsed.where else ""
+        st.error(f"**{safe.md(parsed.name)}** cannot be imported{where}: {safe.md_lines(parsed.error)}",
+                 icon=":material/error:")
         if parsed.context is not None:
             st.markdown("The offending row:")
             st.dataframe(parsed.context, hide_index=True, width="stretch", key="data_context")

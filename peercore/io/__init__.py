@@ -32,7 +32,9 @@ Judgments
 - **AlpacaEval** annotations (``instruction, output_1, output_2, generator_1,
   generator_2, preference`` with 1 / 2 / 1.5 / a float in [1, 2]). [alpacaeval]
 - **PRD** ``vicuna80`` folder (``ratings-<reviewer>/answer_<A>-vs-answer_<B>-...jsonl``,
-  score 1 / 2 / 3, human votes, prompts and generations), or one rating file. [prd, prd-file]
+  score 1 / 2 / 3, human votes, prompts and generations), or one rating file (the models
+  and the reviewer read from its name), or one answer file (``generations/answer_<model>.jsonl``,
+  QLoRA's ``<size>-guanaco-...jsonl``). [prd, prd-file, prd-answers]
 
 Questions, answers, debates
 ---------------------------

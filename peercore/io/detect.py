@@ -30,7 +30,9 @@ question_id + question / text / prompt / turns         questions
 =====================================================  ===================
 
 A PRD rating file (``answer_<A>-vs-answer_<B>-<reviewer>-reviewer...jsonl``) is
-recognised by its name.
+recognised by its name, or by its fields (``question_id, answer1_id, answer2_id, score``:
+``prd-file``); PRD's answer files (``answer_id, question_id, model_id, text``) and
+QLoRA's (``question_id, prompt, generation``) are ``prd-answers``, not questions.
 """
 
 from __future__ import annotations
@@ -47,11 +49,11 @@ __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMA
 
 FILE_FORMATS = ("canonical", "arena", "fastchat-human", "fastchat-pair", "fastchat-answers", "fastchat-questions",
                 "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa", "prd-discussions",
-                "human-scores", "usr", "judge-scores")
+                "human-scores", "usr", "judge-scores", "prd-answers")
 FOLDER_FORMATS = ("prd", "scaleeval", "fastchat", "folder")
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet", ".pq")
 _ARENA_HINTS = ("tstamp", "anony", "language", "conversation_a", "conversation_b", "conv_metadata")
-_PRD_FILE = re.compile(r"^answer_.+-vs-answer_.+-reviewer.*\.jsonl$")
+_PRD_FILE = re.compile(r"^answer[_-].+-vs-answer[_-].+-reviewer.*\.jsonl$")
 
 
 def detect_format(path: str | Path) -> str:
@@ -80,6 +82,10 @@ def detect_format(path: str | Path) -> str:
     found = set(fields)
     if {"g1_winner", "g2_winner"} <= found:
         return "fastchat-pair"
+    if {"question_id", "answer1_id", "answer2_id", "score"} <= found:
+        return "prd-file"  # a PRD review renamed: its reader says how the name must read
+    if {"answer_id", "question_id", "model_id", "text"} <= found or {"question_id", "prompt", "generation"} <= found:
+        return "prd-answers"  # PRD's generations/answer_<model>.jsonl, QLoRA's Guanaco answers: not questions
     if {"question", "answer_a", "answer_b", "reviewer_1_model", "reviewer_2_model"} <= found:
         return "prd-discussions"
     if {"instruction", "output_1", "output_2"} <= found and ("preference" in found or "generator_1" in found):

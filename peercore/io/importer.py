@@ -50,6 +50,7 @@ _READERS = {
     "alpacaeval": ("alpacaeval", "read_alpacaeval"),
     "prd": ("prd", "read_prd_folder"),
     "prd-file": ("prd", "read_prd_file"),
+    "prd-answers": ("prd", "read_prd_answers"),
     "prd-discussions": ("prd", "read_prd_discussions"),
     "scaleeval": ("scaleeval", "read_scaleeval_path"),
     "debates": ("debates", "read_debate_table"),

@@ -29,17 +29,63 @@ from pathlib import Path
 import pandas as pd
 
 from peercore.errors import JudgmentError
-from peercore.io._common import Bundle, check_identifiers, fail, json_items, json_records, quote, record_text
+from peercore.io._common import (Bundle, check_identifiers, fail, json_items, json_records, quote, record_text,
+                                 table_records)
 from peercore.io.rules import MAX_LISTED_RECORDS
-from peercore.io.canonical import questions_frame
+from peercore.io.canonical import answers_frame, questions_frame
 from peercore.judgments import judgments_from_frame
 
-__all__ = ["read_prd_judgments", "read_prd_folder", "read_prd_file", "PRD_HUMAN_JUDGE", "PRD_SCORE_TO_WINNER", "QLORA_MODEL_NAMES"]
+__all__ = ["read_prd_judgments", "read_prd_folder", "read_prd_file", "read_prd_answers", "prd_file_parts",
+           "prd_answers_model", "PRD_HUMAN_JUDGE", "PRD_SCORE_TO_WINNER", "QLORA_MODEL_NAMES", "PRD_REVIEWERS"]
 
 PRD_HUMAN_JUDGE = "human:prd"
 PRD_SCORE_TO_WINNER = {1: "model_a", 2: "model_b", 3: "tie", -1: "tie"}
 QLORA_MODEL_NAMES = {"7b": "guanaco-7b", "13b": "guanaco-13b", "30b": "guanaco-33b", "33b": "guanaco-33b",
                      "65b": "guanaco-65b"}
+
+
+# The rating folders PRD released (ratings-<reviewer>/): a single file's name ends with one of them.
+PRD_REVIEWERS = ("gpt4", "gpt35", "claude", "bard", "vicuna-13b", "human")
+# answer_<A>-vs-answer_<B>-<reviewer>-reviewer[_-threeclass].jsonl; PRD's second GPT-3.5 run uses '-' for '_'.
+_RATING_NAME = re.compile(r"^answer[_-](?P<a>.+?)-vs-answer[_-](?P<rest>.+)-reviewer(?:[_-]threeclass)?\.jsonl$")
+_ANSWERS_NAME = re.compile(r"^answer_(?P<model>[^/]+?)\.jsonl$")
+RATING_NAME_HELP = ("a PRD rating file is named answer_<A>-vs-answer_<B>-<reviewer>-reviewer[_threeclass].jsonl "
+                    "(e.g. answer_gpt4-vs-answer_claude-gpt4-reviewer_threeclass.jsonl): the two models and the "
+                    "reviewer come from its name")
+
+
+def prd_file_parts(name: str, folder: str | None = None) -> tuple[str, str, str] | None:
+    """``(model_a, model_b, reviewer)`` from a PRD rating file's name, or None when the name does not tell.
+
+    The reviewer is the ``ratings-<reviewer>`` folder's when ``folder`` is one; else the
+    name's last part: one of PRD's reviewers (:data:`PRD_REVIEWERS`; model and reviewer
+    names may hold ``-``, as ``vicuna-13b``), or, for another reviewer, the part after
+    the only ``-`` left between the second model and ``-reviewer``.
+
+    Examples
+    --------
+    >>> prd_file_parts("answer_gpt4-vs-answer_vicuna-13b-vicuna-13b-reviewer.jsonl")
+    ('gpt4', 'vicuna-13b', 'vicuna-13b')
+    >>> prd_file_parts("answer_bard-vs-answer_gpt35-llama-reviewer_threeclass.jsonl")
+    ('bard', 'gpt35', 'llama')
+    """
+    match = _RATING_NAME.match(name)
+    if match is None:
+        return None
+    model_a, rest = match["a"], match["rest"]
+    if folder is not None and folder.startswith("ratings-"):
+        reviewer = folder.removeprefix("ratings-")
+        if not rest.endswith(f"-{reviewer}") or len(rest) == len(reviewer) + 1:
+            return None
+        return model_a, rest[: -len(reviewer) - 1], reviewer
+    known = [r for r in PRD_REVIEWERS if rest.endswith(f"-{r}") and len(rest) > len(r) + 1]
+    if known:
+        reviewer = max(known, key=len)
+        return model_a, rest[: -len(reviewer) - 1], reviewer
+    if rest.count("-") == 1:
+        model_b, reviewer = rest.split("-")
+        return (model_a, model_b, reviewer) if model_b and reviewer else None
+    return None
 
 
 def _file_pattern(reviewer: str) -> re.Pattern:
@@ -147,22 +193,94 @@ def read_prd_folder(folder: str | Path) -> Bundle:
 
 
 def read_prd_file(path: str | Path) -> Bundle:
-    """One PRD rating file; the reviewer comes from its ``ratings-<reviewer>/`` folder."""
+    """One PRD rating file, uploaded on its own or in its ``ratings-<reviewer>/`` folder.
+
+    The two models and the reviewer come from the file name (:func:`prd_file_parts`;
+    the folder's name, when it is ``ratings-<reviewer>``, names the reviewer).
+
+    Raises
+    ------
+    JudgmentError
+        When the name does not tell the models and the reviewer, or (naming the line and
+        field) a record is not valid JSON or has an unknown ``score``.
+    """
     path = Path(path)
-    reviewer = path.parent.name.removeprefix("ratings-")
-    match = _file_pattern(reviewer).match(path.name) if path.parent.name.startswith("ratings-") else None
-    if match is None:
-        fail("a PRD rating file is named answer_<A>-vs-answer_<B>-<reviewer>-reviewer....jsonl and sits in its "
-             "ratings-<reviewer>/ folder", source=path.name)
+    parts = prd_file_parts(path.name, path.parent.name)
+    if parts is None:
+        fail(f"cannot tell the two models and the reviewer from the file name; {RATING_NAME_HELP}",
+             source=path.name)
+    model_a, model_b, reviewer = parts
+    if model_a == model_b:
+        fail(f"the file name compares {quote(model_a)} with itself; {RATING_NAME_HELP}", source=path.name)
     judge = PRD_HUMAN_JUDGE if reviewer == "human" else reviewer
-    frame = _read_file(path, match["a"], match["b"], judge)
+    frame = _read_file(path, model_a, model_b, judge)
     judgments = judgments_from_frame(frame, source=path.name)
     judgments["valid"] = 1
     judgments["raw"] = None
     origins = frame.attrs["origin"]
     return Bundle(source=str(path), format="prd-file", judgments=judgments, files=[path],
                   judges=[{"name": judge, "kind": "human" if reviewer == "human" else "llm"}],
-                  judgment_lines=lambda row: origins[row])
+                  judgment_lines=lambda row: origins[row], notes={"reviewer": judge, "pair": f"{model_a} vs {model_b}"})
+
+
+def prd_answers_model(name: str) -> str | None:
+    """The contestant a PRD answer file holds, from its name: ``answer_gpt4.jsonl`` -> ``gpt4``;
+    QLoRA's ``30b-guanaco-...jsonl`` -> ``guanaco-33b``; None when the name does not tell."""
+    match = _ANSWERS_NAME.match(name)
+    if match is not None and "-vs-answer" not in name:
+        return match["model"]
+    size = name.split("-", 1)[0]
+    if "-guanaco-" in name and size in QLORA_MODEL_NAMES:
+        return QLORA_MODEL_NAMES[size]
+    return None
+
+
+def read_prd_answers(path: str | Path) -> Bundle:
+    """One PRD answer file: ``generations/answer_<model>.jsonl`` (``question_id``, ``text``; the model from the
+    name, as in the ratings files, else each record's ``model_id``) or QLoRA's ``<size>-guanaco-...jsonl``
+    (``question_id``, ``generation``).
+
+    Raises
+    ------
+    JudgmentError
+        Naming the line and field of a missing or non-text answer, a bad ``question_id``
+        or a second answer to one question; a file whose name does not tell the model
+        and whose records have no ``model_id``.
+    """
+    path = Path(path)
+    frame, line_of = table_records(path)
+    field = "generation" if "generation" in frame.columns else "text"
+    for column in ("question_id", field):
+        if column not in frame.columns:
+            fail(f"missing field {quote(column)} of a PRD answer", source=path.name, line=line_of(0), column=column)
+    for row, value in enumerate(frame[field].tolist()):
+        if not isinstance(value, str):
+            fail(f"{field} is {_json_kind(value)}, not the answer's text", source=path.name, line=line_of(row),
+                 column=field)
+    model = prd_answers_model(path.name)
+    if model is not None:
+        models = pd.Series([model] * len(frame), dtype=object)
+    elif "model_id" in frame.columns:
+        models = frame["model_id"]
+    else:
+        fail("cannot tell the model: the file is not named answer_<model>.jsonl and its records have no "
+             "'model_id'", source=path.name)
+    table = pd.DataFrame({"question_id": frame["question_id"].to_numpy(), "model": models.to_numpy(),
+                          "answer": frame[field].to_numpy()})
+    answers = answers_frame(table, name=path.name, line_of=line_of)
+    return Bundle(source=str(path), format="prd-answers", answers=answers, files=[path], answer_lines=line_of,
+                  notes={"model": ", ".join(map(str, pd.unique(answers["model"])))})
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words (``empty``, ``true``, ``a number``, ``a list``, ``an object``)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "empty"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "an object" if isinstance(value, dict) else "a list" if isinstance(value, (list, tuple)) else "not text"
 
 
 def _answers(path: Path, model: str, field: str) -> pd.DataFrame:

@@ -340,7 +340,8 @@ def parse_json(text: str, *, name: str, line: int | None, records: bool = False)
     except json.JSONDecodeError as exc:
         at = line if line is not None else exc.lineno
         field = _field_at(text, exc.pos, base=base) if exc.msg == "Expecting value" else None
-        fail(f"not valid JSON ({exc.msg} at column {exc.colno})", source=name, line=at, column=field)
+        fail(f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})", source=name, line=at,
+             column=field)  # "Unterminated string starting at" + " at column ..." said "at" twice
     except RecursionError:  # a whole array (records are checked level by level once parsed) or a crafted line
         _refuse_deep(text, name=name, line=line, base=base)
         fail(f"nested more than {MAX_JSON_DEPTH} levels deep (limit {MAX_JSON_DEPTH})", source=name, line=line)

@@ -11,7 +11,10 @@ replaces it. Nothing touches the database before the user presses Import, and
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
+import re
 import shutil
 import tempfile
 import zipfile
@@ -40,7 +43,8 @@ FORMAT_LABELS: dict[str, str] = {
     "fastchat": "FastChat MT-Bench data folder (.zip)",
     "alpacaeval": "AlpacaEval annotations",
     "prd": "PRD folder with ratings-*/ (.zip)",
-    "prd-file": "One PRD ratings file",
+    "prd-file": "One PRD ratings file (answer_<A>-vs-answer_<B>-<reviewer>-reviewer...jsonl)",
+    "prd-answers": "PRD answers (generations/answer_<model>.jsonl)",
     "scaleeval": "ScaleEval results (file, or folder as .zip)",
     "debates": "Debate transcripts (one row per speaker per round)",
     "folder": "A folder of files, each detected (.zip)",
@@ -64,7 +68,7 @@ def format_label(name: str) -> str:
 
 @dataclass
 class Parsed:
-    """One upload, parsed (``bundle``) or refused (``error`` and the rows around it)."""
+    """One upload, parsed (``bundle``) or refused (``error``: where and what, and the rows around it)."""
 
     key: str
     name: str
@@ -73,6 +77,7 @@ class Parsed:
     error: str | None = None
     context: pd.DataFrame | None = None
     counts: dict = field(default_factory=dict)
+    where: str = ""
 
 
 def upload_key() -> str:
@@ -88,6 +93,7 @@ def parse_upload(uploaded, fmt: str) -> Parsed:
         return previous
     if previous is not None:
         shutil.rmtree(previous.folder, ignore_errors=True)
+    forget_outcome()  # a new file: the last import's banner (success or error) no longer applies
     folder = Path(tempfile.mkdtemp(prefix="peerboard-upload-"))
     parsed = Parsed(key=key, name=uploaded.name, folder=folder)
     try:
@@ -97,15 +103,102 @@ def parse_upload(uploaded, fmt: str) -> Parsed:
         parsed.bundle = read_path(path, format=fmt)
         parsed.counts = bundle_counts(parsed.bundle)
     except JudgmentError as error:
-        parsed.error = str(error)
+        parsed.where, parsed.error = describe_error(error)
         try:
             parsed.context = offending_rows(error, folder)
         except (JudgmentError, OSError, ValueError):
             parsed.context = None
     except (ValueError, OSError, zipfile.BadZipFile) as error:
-        parsed.error = str(error)
+        parsed.error = readable(str(error))
+    except Exception as error:  # noqa: BLE001 - a reader's bug must still read as a sentence, not a traceback
+        parsed.error = f"the file could not be read (an unexpected {type(error).__name__} in the reader)"
     st.session_state[PARSED] = parsed
     return parsed
+
+
+def forget_outcome() -> None:
+    """Clear the last import's report and error (a new upload or import replaces them)."""
+    st.session_state["data_report"] = None
+    st.session_state["data_error"] = ""
+
+
+def describe_error(error: JudgmentError) -> tuple[str, str]:
+    """``("line 3, field 'turn'", problem)`` of a refused file: where (line, else record, and field), then what.
+
+    The problem reads in JSON's words, not Python's (:func:`readable`).
+    """
+    where = []
+    if error.line is not None:
+        where.append(f"line {error.line:,}")
+    elif error.row is not None:
+        where.append(f"record {error.row + 1:,}")
+    if error.column is not None:
+        where.append(f"field {quote_name(error.column)}")
+    problem = getattr(error, "problem", None) or str(error)
+    return ", ".join(where), readable(problem)
+
+
+def quote_name(name: object) -> str:
+    return "‘" + str(name) + "’"
+
+
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_TYPE_WORDS = {"int": "a number", "float": "a number", "str": "a text", "list": "a list", "dict": "an object",
+               "bool": "true or false", "NoneType": "null", "tuple": "a list"}
+
+
+def readable(problem: str) -> str:
+    """A reader's problem in JSON's words: Python values as JSON spells them.
+
+    ``{'name': 'alpha'}`` -> ``{"name": "alpha"}``, ``True`` -> ``true``, ``None`` ->
+    ``null``, ``got int`` -> ``got a number``, ``is empty (nan)`` -> ``is empty``.
+    Quoted values (a name or text from the file) are left exactly as they are.
+
+    Examples
+    --------
+    >>> readable("turn True is not a whole number")
+    'turn true is not a whole number'
+    >>> readable("judge is empty (nan); every judgment needs one")
+    'judge is empty; every judgment needs one'
+    """
+    problem = _containers_as_json(problem)
+    out, last = [], 0
+    for match in _QUOTED.finditer(problem):
+        out.append(_words(problem[last:match.start()]))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(_words(problem[last:]))
+    return "".join(out)
+
+
+def _words(text: str) -> str:
+    text = re.sub(r" \((?:nan|None|NaN|<NA>)\)", "", text)
+    text = re.sub(r"\bgot (int|float|str|list|dict|bool|NoneType|tuple)\b", lambda m: "got " + _TYPE_WORDS[m[1]], text)
+    return re.sub(r"\b(True|False|None)\b", lambda m: {"True": "true", "False": "false", "None": "null"}[m[1]], text)
+
+
+def _containers_as_json(problem: str) -> str:
+    """Python list / dict literals in parentheses, e.g. ``({'a': 1})``, rewritten as JSON."""
+    out, start = [], 0
+    for match in re.finditer(r"\((?=[\[{])", problem):
+        if match.start() < start:
+            continue
+        end = problem.find(")", match.end())
+        while end != -1:
+            try:
+                value = ast.literal_eval(problem[match.end():end])
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                end = problem.find(")", end + 1)
+                continue
+            try:
+                shown = json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError):
+                break
+            out.append(problem[start:match.end()] + shown)
+            start = end
+            break
+    out.append(problem[start:])
+    return "".join(out)
 
 
 def _materialise(name: str, payload: bytes, folder: Path) -> Path:
@@ -179,14 +272,18 @@ def do_import(target: str) -> None:
     from peercore.io.importer import import_bundle
 
     parsed = st.session_state.get(PARSED)
-    st.session_state["data_report"] = None
-    st.session_state["data_error"] = ""
+    forget_outcome()
     if parsed is None or parsed.bundle is None:
         return
     try:
         report = import_bundle(parsed.bundle, store=data.store(), study=target.strip())
-    except (JudgmentError, ValueError) as error:
-        st.session_state["data_error"] = f"Nothing was imported: {error}"
+    except JudgmentError as error:
+        where, problem = describe_error(error)
+        file = Path(str(error.source or parsed.name)).name
+        st.session_state["data_error"] = f"Nothing was imported: {file}{', ' + where if where else ''}: {problem}"
+        return
+    except ValueError as error:
+        st.session_state["data_error"] = f"Nothing was imported: {readable(str(error))}"
         return
     st.session_state["data_report"] = report_table(report)
     st.session_state[state.STUDY] = report.study
