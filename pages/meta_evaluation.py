@@ -4,6 +4,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.ui import data, safe, state
+from peercore.ui import meta as meta_ui
 
 state.ensure_frame()
 st.title("Meta-evaluation")
@@ -40,10 +41,23 @@ elif meta["gold_accuracy"] is None:
     st.info("There is no gold verdict yet: no debate ended in agreement and none was adjudicated. "
             "Decide the open debates on **Adjudication**, or run ScaleEval debates on **Reviewers & runs**.")
 else:
+    gold_accuracy, gold_name = meta["gold_accuracy"], "the gold set"
+    audit = meta_ui.circularity(db, study, rev, panel)
+    if len(audit["circular"]):
+        st.warning(meta_ui.circular_text(audit["circular"]), icon=":material/sync_problem:")
+        choice = st.radio("Score the judges against", list(meta_ui.GOLD_CHOICES), format_func=meta_ui.GOLD_CHOICES.get,
+                          key="meta_gold_choice", horizontal=True)
+        if choice == "loao" and audit["loao_accuracy"] is not None:
+            gold_accuracy, gold_name = audit["loao_accuracy"], "leave-one-agent-out gold"
+        with st.expander("Circular gold, judge by judge"):
+            st.dataframe(audit["comparison"], width="stretch", key="meta_circular")
+            st.caption("An agent's verdict here is its final one in the debate. Leave-one-agent-out gold keeps "
+                       "the human decisions and, on a debate the agent argued in, the verdict all the other agents "
+                       "ended on (no gold when they split).")
     chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.agreement_chart(meta["gold_accuracy"], metrics=data.ACCURACY_METRICS,
-                                                  title="Each judge against the gold set"), key="meta_gold_chart")
-    table_col.dataframe(reports.accuracy_display(meta["gold_accuracy"]), width="stretch", key="meta_gold_table")
+    chart_col.plotly_chart(charts.agreement_chart(gold_accuracy, metrics=data.ACCURACY_METRICS,
+                                                  title=f"Each judge against {gold_name}"), key="meta_gold_chart")
+    table_col.dataframe(reports.accuracy_display(gold_accuracy), width="stretch", key="meta_gold_table")
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
     criteria = ["All criteria", *meta["criteria"]]
@@ -75,8 +89,8 @@ else:
 st.header("Cost versus agreement")
 costs = meta["costs"]
 st.caption(costs["caption"])
-st.plotly_chart(charts.cost_agreement_chart(costs["table"], cost="cost", agreement="agreement", cost_label=costs["axis"]),
-                key="meta_cost")
+against = "the gold set" if meta["gold_accuracy"] is not None else "the human majority"
+st.plotly_chart(meta_ui.cost_chart(costs, against=against), key="meta_cost")
 
 # ------------------------------------------------------------------ criteria variation
 st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
