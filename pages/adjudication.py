@@ -61,9 +61,7 @@ if len(pending) == 0:
         st.success("Queue empty: no debate needs your decision.", icon=":material/task_alt:")
     st.button("Undo last decision", key="adj_undo", icon=":material/undo:", shortcut="U",
               on_click=adj.undo_last, args=(annotator,), disabled=not adj.can_undo(annotator))
-    if st.session_state[state.ADJ_FLASH]:
-        st.success(st.session_state[state.ADJ_FLASH], icon=":material/check_circle:")
-        st.session_state[state.ADJ_FLASH] = ""
+    adj.show_flash()
 else:
     item = pending.iloc[0]
     debate_id = int(item["id"])
@@ -102,9 +100,7 @@ else:
         undo_col.button("Undo last", key="adj_undo", icon=":material/undo:", shortcut="U", on_click=adj.undo_last,
                         args=(annotator,), disabled=not adj.can_undo(annotator), width="stretch")
         st.caption(adj.KEYS_HELP)
-        if st.session_state[state.ADJ_FLASH]:
-            st.success(st.session_state[state.ADJ_FLASH], icon=":material/check_circle:")
-            st.session_state[state.ADJ_FLASH] = ""
+        adj.show_flash()
         st.markdown("**Guidelines**")
         if settings["rubric"].strip():
             with st.container(border=True, height=adj.rubric_height(settings["rubric"])):

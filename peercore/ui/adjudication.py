@@ -149,6 +149,15 @@ def clear_skipped(study: str, annotator: str) -> None:
     st.session_state[state.ADJ_FLASH] = ""
 
 
+def show_flash() -> None:
+    """The last action's confirmation, once: a toast (seen at once, moves nothing) and a line kept here."""
+    flash = st.session_state[state.ADJ_FLASH]
+    if flash:
+        st.toast(flash, icon=":material/check_circle:")
+        st.success(flash, icon=":material/check_circle:")
+        st.session_state[state.ADJ_FLASH] = ""
+
+
 def can_undo(annotator: str) -> bool:
     return any(entry[1] == annotator for entry in st.session_state[state.ADJ_HISTORY])
 
