@@ -15,7 +15,7 @@ from peercore import reports
 from peercore.ui import data, safe, state
 
 GALLERY_SIZE = 6
-DESCRIPTION_CHARS = 160
+DESCRIPTION_CHARS = 140
 BUNDLED = "bundled sample"
 
 
@@ -65,25 +65,22 @@ def open_study(name: str, method: str | None) -> None:
 def study_card(card: dict, *, is_open: bool) -> bool:
     """One study of the gallery; True when its button was clicked."""
     with st.container(border=True):
-        status = " · ".join(word for word, on in (("bundled with PeerBoard", card["bundled"]),
-                                                   ("open now", is_open)) if on)
-        st.markdown(f"**{safe.md(card['name'])}**")
-        st.markdown(counts_line(card["counts"]))
+        status = [word for word, on in (("bundled", card["bundled"]), ("open now", is_open)) if on]
+        st.markdown(f"**{safe.md(card['name'])}**" + "".join(f" · {word}" for word in status))
+        st.caption(counts_line(card["counts"]))
         st.caption(safe.md(card["description"]) or "No description recorded.")
-        if status:
-            st.caption(status.capitalize() + ".")
-        label = "Open its leaderboard" + (f" ({card['method']})" if card["method"] in reports.LEADERBOARD_METHODS
-                                          else "")
-        return st.button(label, key=f"home_open::{card['name']}", on_click=open_study,
-                         args=(card["name"], card["method"]), width="stretch",
-                         type="primary" if is_open else "secondary")
+        method = card["method"] if card["method"] in reports.LEADERBOARD_METHODS else None
+        return st.button("Open leaderboard", key=f"home_open::{card['name']}", on_click=open_study,
+                         args=(card["name"], method), width="stretch", type="primary" if is_open else "secondary",
+                         help=f"Opens this study on the Leaderboard, ranked by {method}." if method else
+                         "Opens this study on the Leaderboard.")
 
 
 state.ensure_frame()
 st.title("PeerBoard")
-st.markdown("**Rank LLMs by peer review, and check whether LLM judges can be trusted.** Import judgments (or let "
-            "models review each other's answers), rank the contestants by win rate, Elo, Bradley-Terry or Peer Rank, "
-            "measure each judge's biases, and settle the debates LLM judges could not agree on.")
+st.markdown("**Rank LLMs by peer review, and check whether LLM judges can be trusted.** Import judgments or let "
+            "models review each other's answers; rank them by win rate, Elo, Bradley-Terry or Peer Rank; measure "
+            "each judge's biases; settle the debates the judges could not agree on.")
 
 # ------------------------------------------------------------------ ready studies
 st.subheader("Open a ready study")

@@ -82,8 +82,8 @@ def main(argv: list[str]) -> int:
     rating_files = [p for p in sorted(source.glob("ratings-*/answer_*.jsonl")) if _between_the_five(p)]
     facts = {
         "study": STUDY,
-        "description": "PRD Vicuna80 (Li, Patel & Du 2023; MIT): 5 models on 80 questions, 8,000 LLM peer reviews, "
-                       "1,760 human votes; Peer Rank reproduces the paper.",
+        "description": "PRD Vicuna80 (Li, Patel & Du 2023; MIT): 8,000 LLM peer reviews and 1,760 human votes; "
+                       "Peer Rank reproduces the paper.",
         "leaderboard_method": "Peer Rank weighted",  # what the Home page's button opens the Leaderboard on
         "made_by": "scripts/make_prd_bundle.py",
         "date_utc": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),

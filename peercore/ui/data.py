@@ -67,10 +67,11 @@ def sample_folder(default: Path) -> Path | None:
 
 
 
-_FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "usr": 0, "answers": 1, "fastchat-answers": 1}
+_FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "usr": 0, "answers": 1, "fastchat-answers": 1,
+          "prd-answers": 1}
 PROVENANCE = "provenance.json"  # how the sample was made: recorded as the study's source, not imported
-SAMPLE_DESCRIPTION = ("The sample study shipped with PeerBoard: 12 questions answered and peer-reviewed by small local "
-                      "models, human annotations, and a ScaleEval debate panel with an adjudication queue.")
+SAMPLE_DESCRIPTION = ("Shipped with PeerBoard: 12 questions answered and peer-reviewed by small local models, human "
+                      "votes, and a ScaleEval debate panel to adjudicate.")
 
 
 def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:

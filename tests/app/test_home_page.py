@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -16,13 +18,11 @@ def require_bundles() -> None:
 
 
 def cards(at) -> dict[str, str]:
-    """Study name -> the counts line of its gallery card (the markdown after its bold name)."""
-    values = [m.value for m in at.markdown]
-    out = {}
-    for number, value in enumerate(values):
-        if value.startswith("**") and " · " in (values[number + 1] if number + 1 < len(values) else ""):
-            out[value.split("**")[1]] = values[number + 1]
-    return out
+    """Study name -> the counts line of its gallery card (cards in order: a bold name, then its counts caption)."""
+    names = [m.group(1) for m in (re.match(r"^\*\*(.+?)\*\*(?: · [a-z ]+)*$", e.value) for e in at.markdown) if m]
+    counts = [c.value for c in at.caption if re.match(r"^[\d,]+ (question|model|judgment)", c.value)]
+    assert len(names) == len(counts), (names, counts)
+    return dict(zip(names, counts))
 
 
 def links(at) -> dict[str, str]:
@@ -41,7 +41,10 @@ def test_a_first_run_opens_on_home_with_the_bundled_studies(db_file):
     assert shown["sample"] == "12 questions · 3 models · 250 judgments (+5 unparsed) · 36 human votes · 9 debates to adjudicate"
     captions = "\n".join(c.value for c in at.caption)
     assert "PRD Vicuna80 (Li, Patel \\& Du 2023; MIT)" in captions  # the description from its provenance
-    assert {b.label for b in at.button} >= {"Open its leaderboard", "Open its leaderboard (Peer Rank weighted)"}
+    buttons = {b.key: b for b in at.button if b.key.startswith("home_open::")}
+    assert {b.label for b in buttons.values()} == {"Open leaderboard"}
+    assert "ranked by Peer Rank weighted" in buttons["home_open::prd-vicuna80"].help
+    assert any(m.value == "**sample** · bundled · open now" for m in at.markdown)
     assert links(at) == {"data": "Import your data", "reviewers": "Launch a review",
                          "adjudication": "Adjudicate: 9 debate(s) waiting in sample",
                          "studies": "All studies: create, open or delete one"}
