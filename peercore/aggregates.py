@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["verdict_counts", "contestants", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
+__all__ = ["verdict_counts", "contestants", "answer_models", "judges", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -70,6 +70,11 @@ def verdict_counts(store, study: str) -> pd.DataFrame:
 def _answer_models(store, sid: int) -> set[str]:
     rows = store.connect().execute("SELECT DISTINCT model FROM answers WHERE study_id = ?", (sid,))
     return {str(r[0]) for r in rows}
+
+
+def answer_models(store, study: str) -> set[str]:
+    """The models with a stored answer (``SELECT DISTINCT``: the answers' texts are not read)."""
+    return _answer_models(store, store.study_id(study))
 
 
 def contestants(store, study: str, *, counts: pd.DataFrame | None = None) -> list[str]:
@@ -142,10 +147,78 @@ def question_judge_sizes(judgments: pd.DataFrame) -> pd.DataFrame:
 
     judge, judges = pd.factorize(judgments["judge"])
     question, questions = pd.factorize(judgments["question_id"])
-    models, names = pd.factorize(pd.concat([judgments["model_a"], judgments["model_b"]], ignore_index=True))
+    code_a, code_b, width = _pair_codes(judgments)
     group = judge.astype(np.int64) * len(questions) + question
-    triples = np.unique(np.concatenate([group, group]) * (len(names) + 1) + models)
-    groups, sizes = np.unique(triples // (len(names) + 1), return_counts=True)
+    triples = _sorted_unique(np.concatenate([group * width + code_a, group * width + code_b]))
+    owners = triples // width  # sorted: one run per (judge, question)
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    groups, sizes = owners[starts], np.diff(np.r_[starts, len(owners)])
     return pd.DataFrame({"judge": pd.array(np.asarray(judges)[groups // len(questions)], dtype="str"),
                          "question_id": pd.array(np.asarray(questions)[groups % len(questions)], dtype="str"),
                          "candidates": sizes.astype(np.int64)})
+
+
+def _sorted_unique(values):
+    """``np.unique(values)`` by sorting (numpy 2's hash-based unique is several times slower on int64 here)."""
+    import numpy as np
+
+    ordered = np.sort(values, kind="stable")
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
+def _pair_codes(judgments: pd.DataFrame):
+    """Integer codes of ``model_a`` and ``model_b`` in one shared numbering, and its size.
+
+    Each column is factorised on its own (a few hundred names in a million rows) and
+    ``model_b``'s names are mapped into ``model_a``'s numbering: no two-million-row concat.
+    """
+    import numpy as np
+
+    code_a, names_a = pd.factorize(judgments["model_a"])
+    code_b, names_b = pd.factorize(judgments["model_b"])
+    index = {name: k for k, name in enumerate(names_a)}
+    for name in names_b:
+        index.setdefault(name, len(index))
+    remap = np.array([index[name] for name in names_b], dtype=np.int64)
+    return code_a.astype(np.int64), remap[code_b] if len(code_b) else code_b.astype(np.int64), len(index) + 1
+
+
+_PREFIX_KINDS = (("human:", "human"), ("debate:", "debate"), ("adjudicator:", "adjudicator"), ("vote:", "vote"))
+
+
+def _prefix_kind(name: str) -> str:
+    """The kind SQL's ``LIKE 'human:%'`` ... rule gives an unregistered judge (ASCII case-insensitive)."""
+    folded = name[:12].translate(_ASCII_LOWER)
+    return next((kind for prefix, kind in _PREFIX_KINDS if folded.startswith(prefix)), "llm")
+
+
+def judges(store, study: str, *, counts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:meth:`peercore.store.Store.judges` (same columns, rows and values) from :func:`verdict_counts`.
+
+    The verdicts per judge come from ``counts`` (no second scan of the verdicts); the
+    registry (kind, alias, origin, settings) is the small ``judges`` table.
+    """
+    import json
+
+    from peercore.judges import base_name
+
+    counts = verdict_counts(store, study) if counts is None else counts
+    sid = store.study_id(study)
+    registry = {row[0]: row[1:] for row in store.connect().execute(
+        "SELECT name, kind, model_alias, origin, settings FROM judges WHERE study_id = ?", (sid,))}
+    valid = counts.groupby(["judge", "valid"])["n"].sum()
+    names = sorted(set(counts["judge"].astype(str)) | set(registry))
+    if not names:
+        return store.judges(study)
+    rows = []
+    for name in names:
+        kind, alias, origin, settings = registry.get(name, (None, None, None, None))
+        rows.append((name, kind or _prefix_kind(name), alias, int(valid.get((name, 1), 0)),
+                     int(valid.get((name, 0), 0)), origin or "import", settings or "{}"))
+    frame = pd.DataFrame(rows, columns=["name", "kind", "model_alias", "n_judgments", "n_invalid", "origin",
+                                        "settings"])
+    frame["n_judgments"] = frame["n_judgments"].fillna(0).astype(int)
+    frame["n_invalid"] = frame["n_invalid"].fillna(0).astype(int)
+    frame["base"] = frame["name"].map(base_name)
+    frame["settings"] = frame["settings"].map(json.loads)
+    return frame

@@ -97,12 +97,10 @@ def problems_from_judgments(judgments: pd.DataFrame, *, min_candidates: int = 3,
 
 def _first_questions(judgments: pd.DataFrame, min_candidates: int, limit: int) -> list[str]:
     """The first ``limit`` question ids (sorted) with at least ``min_candidates`` compared candidates."""
-    question, ids = pd.factorize(judgments["question_id"])
-    models, names = pd.factorize(pd.concat([judgments["model_a"], judgments["model_b"]], ignore_index=True))
-    width = len(names) + 1
-    pairs = np.unique(np.concatenate([question, question]).astype(np.int64) * width + models)
-    groups, sizes = np.unique(pairs // width, return_counts=True)
-    usable = sorted(np.asarray(ids, dtype=object)[groups[sizes >= min_candidates]].tolist())
+    from peercore.aggregates import question_judge_sizes
+
+    sizes = question_judge_sizes(judgments[["question_id", "model_a", "model_b"]].assign(judge=""))
+    usable = sorted(sizes.loc[sizes["candidates"] >= min_candidates, "question_id"].astype(str).tolist())
     return usable[:max(int(limit), 0)]
 
 
