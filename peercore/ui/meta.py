@@ -30,9 +30,6 @@ def circularity(db: str, study_: str, rev: int, panel: str | None = None) -> dic
         gold (None when nothing is circular or nothing matches); ``comparison``: judge,
         its gold it helped form, its accuracy against either gold.
     """
-    handle = data.study(db, study_)
-    evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
-    gold = handle.gold(panel)
     debates = data.debates(db, study_, rev)
     debates = debates[debates["kind"] == "debate"]
     if panel is not None:
@@ -41,7 +38,12 @@ def circularity(db: str, study_: str, rev: int, panel: str | None = None) -> dic
     turns = turns[turns["debate_id"].isin(debates["id"])]
     empty = {"circular": pd.DataFrame(columns=["debates", "gold_formed", "gold"]), "loao_accuracy": None,
              "comparison": pd.DataFrame()}
-    if len(evaluated) == 0 or len(turns) == 0:
+    if len(turns) == 0:  # no debate, no agent: nothing can be circular (and no verdict needs reading)
+        return empty
+    handle = data.study(db, study_)
+    evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
+    gold = handle.gold(panel)
+    if len(evaluated) == 0:
         return empty
     circular = circular_gold(gold, turns, evaluated["judge"].astype(str).unique())
     if len(circular) == 0:
