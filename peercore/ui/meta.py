@@ -102,6 +102,6 @@ def cost_chart(costs: dict, *, against: str):
     fig = charts.cost_agreement_chart(costs["table"], cost="cost", agreement="agreement", cost_label=costs["axis"],
                                       title=f"Each judge: {spent} against its accuracy with {against}")
     fig.update_yaxes(title=f"accuracy with {against} (ties counted)")
-    fig.update_traces(name="one judge (labelled)", showlegend=True)
+    fig.update_traces(name="one point per judge (its name beside it)", showlegend=True)
     fig.update_layout(showlegend=True)
     return fig
