@@ -4,7 +4,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.study import Selection
-from peercore.ui import data, safe, state
+from peercore.ui import data, safe, state, tables
 
 state.ensure_frame()
 st.title("Bias")
@@ -15,16 +15,16 @@ chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES, format_func
 if not chosen:
     st.warning("Pick at least one judge.")
     st.stop()
-tables = data.bias_tables(db, study, rev, Selection(judges=tuple(chosen)))
+bias = data.bias_tables(db, study, rev, Selection(judges=tuple(chosen)))
 
 # --------------------------------------------------------------------- judge health
 st.header("Judge health")
 st.caption("Does a judge's verdict carry information? Flagged when one position takes more than 90% of its decisive "
            "verdicts, its position-bias interval lies wholly outside [0.2, 0.8], or more than 20% of its replies "
            "held no readable verdict. `peercore review` prints the same check after every run.")
-if len(tables["health"]):
+if len(bias["health"]):
     data.show_flags(db, study, rev, chosen)
-    st.dataframe(reports.health_display(tables["health"]), hide_index=True, width="stretch", key="bias_health")
+    tables.show(reports.health_display(bias["health"]), key="bias_health")
 else:
     st.caption("No chosen judge is an LLM judge.")
 
@@ -33,9 +33,9 @@ st.header("Position bias")
 st.caption("Share of decisive verdicts that chose the answer shown first, with 95% Wilson intervals. "
            "On a set where every pair is shown in both orders an unbiased judge sits on the red 0.5 line "
            "(Liusie et al. 2024; MT-Bench section 3.3).")
-chart_col, table_col = st.columns([3, 2])
-chart_col.plotly_chart(charts.position_bias_chart(tables["position"]), key="bias_position")
-table_col.dataframe(reports.position_display(tables["position"]), width="stretch", key="bias_position_table")
+# Chart, then its table at full width: side by side, the tables' right columns were cut off at 1366 px.
+st.plotly_chart(charts.position_bias_chart(bias["position"]), key="bias_position")
+tables.show(reports.position_display(bias["position"]), key="bias_position_table", hide_index=False)
 
 discussion = data.discussion_bias(db, study, rev)
 if discussion is not None:
@@ -48,42 +48,39 @@ if discussion is not None:
 st.header("Swap consistency")
 st.caption("When a judge saw the same two answers in both orders, did it pick the same winner? "
            "Inconsistent pairs lean to the position that gained (MT-Bench Table 2).")
-chart_col, table_col = st.columns([3, 2])
-chart_col.plotly_chart(charts.swap_consistency_chart(tables["swap"]), key="bias_swap")
-table_col.dataframe(tables["swap"].round(3), width="stretch", key="bias_swap_table")
+st.plotly_chart(charts.swap_consistency_chart(bias["swap"]), key="bias_swap")
+tables.show(bias["swap"].round(3), key="bias_swap_table", hide_index=False)
 
 # ---------------------------------------------------------------- self-enhancement
 st.header("Self-enhancement")
-if tables["aliases"]:
+if bias["aliases"]:
     st.caption("Win rate each judge gives each contestant; a judge's own model is outlined. "
                "Self-enhancement = the rate a judge gives its own model minus what the other judges give it.")
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.self_enhancement_heatmap(tables["self_matrix"], tables["aliases"]), key="bias_self")
-    table_col.dataframe(tables["self_summary"].round(3), width="stretch", key="bias_self_table")
+    st.plotly_chart(charts.self_enhancement_heatmap(bias["self_matrix"], bias["aliases"]), key="bias_self")
+    tables.show(bias["self_summary"].round(3), key="bias_self_table", hide_index=False)
 else:
     st.info("None of the chosen judges is a contestant, so self-enhancement cannot be measured. "
             "Mark which contestant a judge is on **Studies**.")
 
 # ---------------------------------------------------------------------- length bias
 st.header("Length bias")
-if tables["length"] is not None:
+if bias["length"] is not None:
     st.caption("Share of decisive verdicts between answers of different length that went to the longer one.")
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.length_bias_chart(tables["length"]), key="bias_length")
-    table_col.dataframe(tables["length"].round(3), width="stretch", key="bias_length_table")
+    st.plotly_chart(charts.length_bias_chart(bias["length"]), key="bias_length")
+    tables.show(bias["length"].round(3), key="bias_length_table", hide_index=False)
 else:
     st.info("Length bias needs the answers' texts. Import the answers on **Data** (question_id, model, answer).")
 
 # ---------------------------------------------------------------- debiasing threshold
 st.header("Debiasing threshold")
-if tables["debiased"] is not None:
+if bias["debiased"] is not None:
     st.caption("For judges that give a probability p(first is better): deciding 'first' when p > tau, with tau the "
                "median p, makes both positions win equally often (Liusie et al. 2024, eq. 9-10).")
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.position_bias_chart(tables["debiased"], group="stage",
+    chart_col, table_col = st.columns([3, 1])
+    chart_col.plotly_chart(charts.position_bias_chart(bias["debiased"], group="stage",
                                                       title="First-position wins, as judged vs with tau"),
                            key="bias_threshold")
-    table_col.dataframe(reports.threshold_display(tables["tau"]), hide_index=True, width="stretch", key="bias_tau")
+    tables.show(reports.threshold_display(bias["tau"]), key="bias_tau", container=table_col)
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")
@@ -107,11 +104,10 @@ try:
 except ValueError as error:
     st.info(f"The bias model cannot be fitted on these judges: {safe.md_lines(error)}")
 else:
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.bias_model_chart(modelled.table), key="bias_model_chart")
-    table_col.dataframe(reports.self_preference_summary(modelled.table), hide_index=True, width="stretch",
-                        key="bias_self_model")
-    st.dataframe(reports.bias_model_display(modelled.table), hide_index=True, width="stretch", key="bias_model_table")
+    st.plotly_chart(charts.bias_model_chart(modelled.table), key="bias_model_chart")
+    st.caption("Self (family) preference per judge:")
+    tables.show(reports.self_preference_summary(modelled.table), key="bias_self_model")
+    tables.show(reports.bias_model_display(modelled.table), key="bias_model_table")
     if "length" not in set(modelled.table.index.get_level_values("bias")):
         st.caption("No length term: the study has no answers' texts.")
 
@@ -122,6 +118,6 @@ st.caption("Krippendorff's alpha (nominal) over every presentation two or more c
            "judges also on their own. `peercore agree --study ... --alpha --judge human:` prints the same.")
 rows = data.alpha_rows(db, study, rev, tuple(chosen))
 if len(rows):
-    st.dataframe(rows, hide_index=True, width="stretch", key="bias_alpha")
+    tables.show(rows, key="bias_alpha")
 else:
     st.info("Agreement needs two or more chosen judges who decided the same presentations.")

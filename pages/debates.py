@@ -3,7 +3,7 @@
 import streamlit as st
 
 from peercore import charts, reports
-from peercore.ui import data, safe, state
+from peercore.ui import data, safe, state, tables
 
 state.ensure_frame()
 st.title("Discussions & debates")
@@ -31,21 +31,21 @@ with opinion_col:
                "apart; reviewers who agree throughout hold nothing.")
     counts = reports.opinion_counts(stored_debates, turns)
     st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
-    st.dataframe(reports.opinion_display(counts), hide_index=True, width="stretch", key="deb_opinion_table")
+    tables.show(reports.opinion_display(counts), key="deb_opinion_table")
 with leader_col:
     st.subheader("Leader effect")
     st.caption("PRD Fig. 6: each model's opinion holding and altering when it leads the discussion (speaks first) "
                "and when it follows.")
     leaders = reports.leader_effect(stored_debates, turns)
     if len(leaders):
-        st.dataframe(reports.leader_display(leaders), width="stretch", key="deb_leader_table")
+        tables.show(reports.leader_display(leaders), key="deb_leader_table", hide_index=False)
     else:
         st.caption("No reviewer was challenged in a leader or follower role.")
     adoption = reports.leader_adoption(stored_debates, turns)
     if len(adoption):
         st.caption("Also: of the debates that started split and ended agreed, how many ended on the leader's first "
                    "verdict (not PRD's measure).")
-        st.dataframe(reports.adoption_display(adoption), width="stretch", key="deb_adoption_table")
+        tables.show(reports.adoption_display(adoption), key="deb_adoption_table", hide_index=False)
 
 # ------------------------------------------------------------------- the list
 st.subheader("Transcripts")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.study import PRELIMINARY_BATTLES, Selection
-from peercore.ui import data, safe, state
+from peercore.ui import data, safe, state, tables
 
 state.ensure_frame()
 st.title("Leaderboard")
@@ -61,9 +61,15 @@ code, peer = reports.leaderboard_method(method, base=base, peer=peer_label, poe=
 
 st.pills("Quick pick", ["All judges", *groups], key="lb_quick", selection_mode="single",
          on_change=data.apply_quick_pick, args=(state.LB_JUDGES, "lb_quick", all_judges, groups))
-chosen = st.multiselect("Judges that count", all_judges, key=state.LB_JUDGES, format_func=reports.judge_label,
-                        help="Any mix of LLM reviewers, humans and debate gold (consensus + adjudications). "
-                             "Another configuration of a model is a judge of its own, listed after the model.")
+judge_col, category_col = st.columns([3, 1])
+chosen = judge_col.multiselect("Judges that count", all_judges, key=state.LB_JUDGES, format_func=reports.judge_label,
+                               help="Any mix of LLM reviewers, humans and debate gold (consensus + adjudications). "
+                                    "Another configuration of a model is a judge of its own, listed after the model.")
+categories = reports.question_categories(data.questions(db, study, rev))
+category = category_col.selectbox("Category", [reports.ALL_CATEGORIES, *categories], key="lb_category",
+                                  disabled=not categories,
+                                  help="Rank on one question category only, as LMArena's category view "
+                                       "(`peercore rank --category NAME`); the By category tab shows them side by side.")
 if not chosen:
     st.warning("Pick at least one judge.")
     st.stop()
@@ -99,7 +105,8 @@ with st.expander("Which judgments count", icon=":material/filter_alt:"):
             help="Keeps a handful of verdicts from giving ratings like 1739 / -479; with many battles it moves "
                  "nothing (`--prior 200`).") else None
 selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or None, common_contestants=common,
-                      final_only=not all_rounds, repeated_votes="each" if each_vote else "majority")
+                      final_only=not all_rounds, repeated_votes="each" if each_vote else "majority",
+                      categories=None if category == reports.ALL_CATEGORIES else (category,))
 
 try:
     with st.spinner("Ranking…"):
@@ -126,7 +133,7 @@ with tabs[0]:
         b.metric("Contestants", len(table))
         c.metric("Judges", len(result.judges))
         if result.baseline is not None:
-            st.dataframe(reports.baseline_display(table), hide_index=True, width="stretch", key="lb_baseline_table")
+            tables.show(reports.baseline_display(table), key="lb_baseline_table")
             st.caption(f"Against {safe.md(result.baseline['baseline'])}, as AlpacaEval's leaderboard: rates and standard "
                        "errors in percent; a verdict's probability counts as a fractional win. Length-controlled win "
                        f"rate: instruction difficulty {safe.md(result.baseline['difficulty'])}; its standard error by "
@@ -134,8 +141,14 @@ with tabs[0]:
                        "--method winrate --baseline`.")
             st.plotly_chart(charts.baseline_chart(table, baseline=result.baseline["baseline"]), key="lb_baseline_chart")
         else:
-            st.dataframe(reports.leaderboard_display(table, result.score_label), hide_index=True, width="stretch",
-                         key="lb_table")
+            lengths = reports.average_lengths(data.answers(db, study, rev)) if data.has_answers(db, study, rev) else None
+            tables.show(reports.leaderboard_display(table, result.score_label, lengths=lengths), key="lb_table",
+                        decimals={result.score_label: reports.score_digits(result.score_label)},
+                        labels={"battles": "votes"},
+                        helps={"battles": "Battles counted for the model (LMArena's votes)",
+                               "preliminary": "Fewer battles than the threshold under 'Which judgments count': "
+                                              "the rating may still move a lot",
+                               "avg length": "Mean length of the model's answers in characters (AlpacaEval)"})
             st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
                        f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0'}. "
                        "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
@@ -149,7 +162,7 @@ with tabs[0]:
             st.plotly_chart(charts.style_control_chart(table), key="lb_style_chart")
             coefficients = reports.style_table(result.style)
             left, right = st.columns([2, 3])
-            left.dataframe(coefficients, hide_index=True, width="stretch", key="lb_style_table")
+            tables.show(coefficients, key="lb_style_table", container=left)
             right.plotly_chart(charts.coefficient_chart(result.style.reset_index().rename(columns={"coefficient": "value"}),
                                                         title="Style coefficients"), key="lb_style_coefficients")
         if result.weights is not None:
@@ -172,12 +185,15 @@ with tabs[1]:
             st.info(f"Cannot split by {by}: {safe.md_lines(error)}")
         else:
             names = list(grouped.rankings)
-            shown = group_col.multiselect("Groups", names, default=names[:6], key=f"lb_groups::{by}")
+            shown = group_col.multiselect("Groups", names, default=names[:reports.GROUPS_SHOWN], key=f"lb_groups::{by}",
+                                          help=f"The first {reports.GROUPS_SHOWN} by default, so the table fits a "
+                                               "laptop screen; the heatmap reads well with more.")
             if len(grouped.counts) == 1:
                 st.info(f"Every chosen judgment is in one {by} ({safe.md(grouped.counts.index[0])}).")
             if shown:
                 wide = reports.grouped_table(replace(grouped, rankings={g: grouped.rankings[g] for g in shown}))
-                st.dataframe(wide, hide_index=True, width="stretch", key="lb_by_table")
+                st.dataframe(wide, hide_index=True, width="stretch", key="lb_by_table",
+                             column_config=tables.grouped_columns(wide, digits=reports.score_digits(result.score_label)))
                 st.plotly_chart(charts.group_rank_heatmap(wide), key="lb_by_heatmap")
             st.dataframe(grouped.counts.reset_index(), hide_index=True, key="lb_by_counts")
             for group, error in grouped.errors.items():
@@ -189,12 +205,18 @@ with tabs[2]:
         st.caption("Online Elo (K=32, start 1000) of every contestant as each judge's battles come in, "
                    "in stored order — one line style per judge (PRD Fig. 4).")
         data.seed_list_choice(state.LB_CURVE_JUDGES, chosen, limit=3)
-        curve_judges = st.multiselect("Overlay the curves of", chosen, key=state.LB_CURVE_JUDGES)
-        if curve_judges:
-            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, selection, tuple(curve_judges))),
-                            key="lb_elo")
+        ranked_models = result.table["model"].tolist()
+        data.seed_list_choice("lb_curve_models", ranked_models, limit=reports.CURVE_MODELS)
+        judges_col, models_col = st.columns(2)
+        curve_judges = judges_col.multiselect("Overlay the curves of", chosen, key=state.LB_CURVE_JUDGES)
+        curve_models = models_col.multiselect(
+            "Contestants", ranked_models, key="lb_curve_models",
+            help=f"The top {reports.CURVE_MODELS} of the table by default: more lines than that are hard to tell apart.")
+        if curve_judges and curve_models:
+            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, selection, tuple(curve_judges)),
+                                                    models=curve_models), key="lb_elo")
         else:
-            st.info("Pick one or more judges to draw their Elo curves.")
+            st.info("Pick one or more judges and contestants to draw their Elo curves.")
 
 # ------------------------------------------------------------------------ heatmaps
 with tabs[3]:
@@ -231,7 +253,7 @@ with tabs[4]:
             bars.plotly_chart(charts.weight_bars(weights["weights"]), key="lb_weights")
             moves.plotly_chart(charts.weight_history_chart(weights["history"]), key="lb_weight_history")
             st.caption(f"{mode}: {weights['iterations']} iteration(s). Weights per iteration (row 0 = equal start):")
-            st.dataframe(weights["history"], width="stretch", key="lb_weight_table")
+            tables.show(weights["history"], key="lb_weight_table", hide_index=False)
 
 # ---------------------------------------------------------------------------- what-if
 with tabs[5]:
@@ -249,5 +271,6 @@ with tabs[5]:
                                   bootstrap=bootstrap, soft=soft, baseline=baseline, controls=controls,
                                   intervals=interval_kind, reweight=reweight, prior=prior, min_battles=int(min_battles))
             comparison = reports.what_if(result.table, without.table)
-            st.dataframe(reports.what_if_display(comparison), hide_index=True, width="stretch", key="lb_whatif_table")
+            tables.show(reports.what_if_display(comparison), key="lb_whatif_table",
+                        decimals={c: reports.score_digits(result.score_label) for c in ("score (all)", "score (without)")})
             st.plotly_chart(charts.rank_change_chart(comparison), key="lb_whatif_chart")

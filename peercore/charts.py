@@ -34,6 +34,14 @@ __all__ = [
 TEMPLATE = "plotly_white"
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
             "#bcbd22", "#17becf")
+# 20 distinguishable colours for charts with many lines (Elo curves of 15 models): the ten
+# above, then their darker and lighter companions (d3's category20 order).
+_MANY = _PALETTE + ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+                    "#dbdb8d", "#9edae5")
+#: No chart is drawn lower than this (px): the plot area must stay readable under its legend.
+MIN_HEIGHT = 260
+#: Category labels on a horizontal axis longer than this are shortened (…); hover gives the whole name.
+X_LABEL_CHARS = 18
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
@@ -50,17 +58,51 @@ def _labels(values: Iterable) -> list[str]:
     return [_esc(v) for v in values]
 
 
-def _figure(title: str | None = None, *, height: int | None = None) -> go.Figure:
+def _short_labels(values: Iterable, limit: int = X_LABEL_CHARS) -> list[str]:
+    """Labels for a horizontal category axis: names longer than ``limit`` cut with "…", kept distinct.
+
+    Long names rotated under a chart squash its plot area; shortened, they stay level.
+    The name is cut before it is escaped (an entity is never cut in half).
+    """
+    texts = ["" if value is None else str(value) for value in values]
+    out: list[str] = []
+    for text in texts:
+        if len(text) <= limit:
+            out.append(text)
+            continue
+        head = text[:limit - 1] + "…"
+        if sum(t[:limit - 1] == text[:limit - 1] for t in texts) > 1:  # names alike at the start: keep their ends
+            head = text[:5] + "…" + text[-(limit - 6):]
+        short, k = head, 2
+        while short in out:  # still alike: number them
+            short, k = head[:limit - 1 - len(str(k))] + "…" + str(k), k + 1
+        out.append(short)
+    return [_esc(v) for v in out]
+
+
+def _figure(title: str | None = None, *, height: int | None = None, legend_rows: int = 0) -> go.Figure:
+    """A figure in PeerBoard's layout.
+
+    The legend sits under the plot (its own rows, counted in the height), never at the
+    top where plotly's toolbar appears on hover; axes make room for their labels.
+    """
     fig = go.Figure()
     fig.update_layout(
         template=TEMPLATE,
         title=dict(text=_esc(title), y=1.0, yanchor="top", yref="container", pad=dict(t=8)) if title else None,
-        margin=dict(l=10, r=10, t=80 if title else 40, b=10),
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        margin=dict(l=10, r=10, t=60 if title else 40, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=0, yref="container", x=0, xanchor="left"),
     )
-    if height:
-        fig.update_layout(height=height)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_layout(height=max(MIN_HEIGHT, int(height or 450) + 24 * legend_rows))
     return fig
+
+
+def _legend_rows(names: Iterable, *, per_row: int = 3) -> int:
+    """Rows the legend under a chart takes (about ``per_row`` entries a row on a laptop screen)."""
+    n = len(list(names))
+    return 0 if n <= 1 else -(-n // per_row)
 
 
 def _empty(title: str | None, message: str = "Nothing to show") -> go.Figure:
@@ -104,19 +146,26 @@ def leaderboard_chart(table: pd.DataFrame, *, score_label: str = "score", title:
     return fig
 
 
-def elo_curves_chart(curves: pd.DataFrame, *, title: str | None = "Elo over battles") -> go.Figure:
+def elo_curves_chart(curves: pd.DataFrame, *, models: Iterable[str] | None = None,
+                     title: str | None = "Elo over battles") -> go.Figure:
     """Elo of each contestant over the battles, one line style per judge (PRD Fig. 4).
 
     Parameters
     ----------
     curves : long table ``judge, battles, model, elo`` (:func:`peercore.reports.elo_curves`).
+    models : draw only these contestants, in this order (colours follow it); default all,
+        sorted. Fifteen lines stay apart with 20 colours; pick fewer to read them.
     """
     _require(curves, ("judge", "battles", "model", "elo"), "curves")
+    if models is not None:
+        models = [m for m in models if m in set(curves["model"])]
+        curves = curves[curves["model"].isin(models)]
     if len(curves) == 0:
         return _empty(title)
-    fig = _figure(title, height=460)
-    models = sorted(curves["model"].unique())
+    models = list(models) if models is not None else sorted(curves["model"].unique())
     judges = list(dict.fromkeys(curves["judge"]))
+    palette = _PALETTE if len(models) <= len(_PALETTE) else _MANY
+    fig = _figure(title, height=460, legend_rows=_legend_rows(range(len(models) * len(judges))))
     for j, judge in enumerate(judges):
         for m, model in enumerate(models):
             part = curves[(curves["judge"] == judge) & (curves["model"] == model)]
@@ -124,7 +173,7 @@ def elo_curves_chart(curves: pd.DataFrame, *, title: str | None = "Elo over batt
                 continue
             fig.add_trace(go.Scatter(
                 x=part["battles"], y=part["elo"], mode="lines", name=_esc(f"{model} ({judge})"),
-                legendgroup=_esc(judge), line=dict(color=_PALETTE[m % len(_PALETTE)], dash=_DASHES[j % len(_DASHES)]),
+                legendgroup=_esc(judge), line=dict(color=palette[m % len(palette)], dash=_DASHES[j % len(_DASHES)]),
                 meta=_esc(f"{model}, judged by {judge}"),
                 hovertemplate="%{meta}<br>after %{x} battles: %{y:.0f}<extra></extra>",
             ))
@@ -141,11 +190,12 @@ def _heatmap(matrix: pd.DataFrame, *, title, zmin, zmax, colorscale, fmt, colorb
         return _empty(title)
     values = matrix.to_numpy(dtype=float)
     text = np.where(np.isnan(values), "", np.vectorize(fmt.format, otypes=[str])(np.nan_to_num(values)))
-    fig = _figure(title, height=max(300, 48 * len(matrix) + 120))
+    names = np.array([[_esc(f"{r} vs {c}") for c in matrix.columns] for r in matrix.index], dtype=object)
+    fig = _figure(title, height=max(320, 44 * len(matrix) + 160))
     fig.add_trace(go.Heatmap(
-        z=values, x=_labels(matrix.columns), y=_labels(matrix.index), zmin=zmin, zmax=zmax,
+        z=values, x=_short_labels(matrix.columns), y=_labels(matrix.index), zmin=zmin, zmax=zmax,
         colorscale=colorscale, text=text, texttemplate="%{text}", colorbar=dict(title=_esc(colorbar)),
-        hovertemplate="%{y} vs %{x}: %{z}<extra></extra>",
+        customdata=names, hovertemplate="%{customdata}: %{z}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", type="category", title=_esc(matrix.index.name))
     fig.update_xaxes(type="category", title=_esc(matrix.columns.name), side="bottom")
@@ -174,11 +224,12 @@ def weight_bars(weights: pd.Series, *, title: str | None = "Reviewer weights") -
     if len(weights) == 0:
         return _empty(title)
     ordered = weights.sort_values(ascending=False)
-    fig = _figure(title, height=320)
-    fig.add_trace(go.Bar(x=_labels(ordered.index), y=ordered.to_numpy(dtype=float), marker_color=_PALETTE[0],
-                         text=[f"{v:.3f}" for v in ordered], textposition="outside", name="weight"))
-    fig.update_yaxes(title="weight", range=[0, max(1e-9, float(ordered.max())) * 1.2])
-    fig.update_xaxes(title=None, type="category")
+    fig = _figure(title, height=max(MIN_HEIGHT, 36 * len(ordered) + 120))
+    fig.add_trace(go.Bar(y=_labels(ordered.index), x=ordered.to_numpy(dtype=float), orientation="h",
+                         marker_color=_PALETTE[0], text=[f"{v:.3f}" for v in ordered], textposition="outside",
+                         name="weight", hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_xaxes(title="weight", range=[0, max(1e-9, float(ordered.max())) * 1.25])
+    fig.update_yaxes(title=None, type="category", autorange="reversed")
     return fig
 
 
@@ -188,7 +239,7 @@ def weight_history_chart(history: pd.DataFrame, *, title: str | None = "Weights 
         raise ValueError(f"history must be a pandas DataFrame, got {type(history).__name__}")
     if history.size == 0:
         return _empty(title)
-    fig = _figure(title, height=320)
+    fig = _figure(title, height=320, legend_rows=_legend_rows(history.columns))
     for k, judge in enumerate(history.columns):
         fig.add_trace(go.Scatter(x=list(range(len(history))), y=history[judge].to_numpy(dtype=float), mode="lines+markers",
                                  name=_esc(judge), line=dict(color=_PALETTE[k % len(_PALETTE)])))
@@ -198,22 +249,34 @@ def weight_history_chart(history: pd.DataFrame, *, title: str | None = "Weights 
 
 
 def rank_change_chart(comparison: pd.DataFrame, *, title: str | None = "Rank with and without the unticked reviewers") -> go.Figure:
-    """Dumbbell chart of each model's rank before and after removing reviewers.
+    """Dumbbell chart of each model's place before and after removing reviewers.
 
-    ``comparison`` is :func:`peercore.reports.what_if` (``model, rank, rank_without``).
+    ``comparison`` is :func:`peercore.reports.what_if` (``model, rank, rank_without``,
+    optionally ``score, score_without``). When the ranks tell no model apart on either
+    side (every interval overlaps, so every model ranks 1), the scores are drawn instead,
+    so the chart still shows how far each model moved.
     """
     _require(comparison, ("model", "rank", "rank_without"), "comparison")
     if len(comparison) == 0:
         return _empty(title)
-    fig = _figure(title, height=max(240, 36 * len(comparison) + 80))
+    by_score = ("score" in comparison.columns and "score_without" in comparison.columns
+                and comparison["rank"].nunique(dropna=True) <= 1 and comparison["rank_without"].nunique(dropna=True) <= 1
+                and len(comparison) > 1)
+    before, after = ("score", "score_without") if by_score else ("rank", "rank_without")
+    if by_score and title == "Rank with and without the unticked reviewers":
+        title = "Score with and without the unticked reviewers (every rank ties)"
+    fig = _figure(title, height=max(MIN_HEIGHT, 36 * len(comparison) + 120))
     for row in comparison.itertuples(index=False):
-        fig.add_trace(go.Scatter(x=[row.rank, row.rank_without], y=_labels([row.model, row.model]), mode="lines",
-                                 line=dict(color="#bbb", width=3), showlegend=False, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=comparison["rank"], y=_labels(comparison["model"]), mode="markers", name="all reviewers",
+        fig.add_trace(go.Scatter(x=[getattr(row, before), getattr(row, after)], y=_labels([row.model, row.model]),
+                                 mode="lines", line=dict(color="#bbb", width=3), showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=comparison[before], y=_labels(comparison["model"]), mode="markers", name="all reviewers",
                              marker=dict(size=12, color=_PALETTE[0])))
-    fig.add_trace(go.Scatter(x=comparison["rank_without"], y=_labels(comparison["model"]), mode="markers", name="without",
-                             marker=dict(size=12, color=_PALETTE[1], symbol="diamond")))
-    fig.update_xaxes(title="rank (1 = best)", autorange="reversed", dtick=1)
+    fig.add_trace(go.Scatter(x=comparison[after], y=_labels(comparison["model"]), mode="markers", name="without",
+                             marker=dict(size=9, color=_PALETTE[1], symbol="diamond")))
+    if by_score:
+        fig.update_xaxes(title="score")
+    else:
+        fig.update_xaxes(title="rank (1 = best)", autorange="reversed", dtick=1)
     fig.update_yaxes(type="category", autorange="reversed")
     return fig
 
@@ -326,13 +389,15 @@ def agreement_chart(table: pd.DataFrame, *, metrics: Mapping[str, str], title: s
     _require(data, ("judge", *metrics), "table")
     if len(data) == 0:
         return _empty(title)
-    fig = _figure(title, height=max(280, 34 * len(data) * max(1, len(metrics)) // 2 + 120))
+    fig = _figure(title, height=max(MIN_HEIGHT, 22 * len(data) * max(1, len(metrics)) + 120),
+                  legend_rows=_legend_rows(metrics))
     for k, (column, label) in enumerate(metrics.items()):
-        fig.add_trace(go.Bar(x=_labels(data["judge"]), y=data[column], name=_esc(label), marker_color=_PALETTE[k % len(_PALETTE)],
-                             meta=_esc(label), hovertemplate="%{x}: %{meta} %{y:.3f}<extra></extra>"))
+        fig.add_trace(go.Bar(y=_labels(data["judge"]), x=data[column], orientation="h", name=_esc(label),
+                             marker_color=_PALETTE[k % len(_PALETTE)],
+                             meta=_esc(label), hovertemplate="%{y}: %{meta} %{x:.3f}<extra></extra>"))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(range=[min(0.0, float(np.nanmin(data[list(metrics)].to_numpy(dtype=float), initial=0.0))), 1])
-    fig.update_xaxes(type="category", title=None)
+    fig.update_xaxes(range=[min(0.0, float(np.nanmin(data[list(metrics)].to_numpy(dtype=float), initial=0.0))), 1])
+    fig.update_yaxes(type="category", title=None, autorange="reversed")
     return fig
 
 
@@ -367,9 +432,9 @@ def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quali
     _require(curves, ("strategy", "method", "k", "median", "low", "high"), "curves")
     if len(curves) == 0:
         return _empty(title)
-    fig = _figure(title, height=460)
     methods = list(dict.fromkeys(curves["method"]))
     strategies = list(dict.fromkeys(curves["strategy"]))
+    fig = _figure(title, height=460, legend_rows=_legend_rows(range(len(methods) * len(strategies))))
     for m, method in enumerate(methods):
         color = _PALETTE[m % len(_PALETTE)]
         for s, strategy in enumerate(strategies):

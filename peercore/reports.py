@@ -26,7 +26,8 @@ from peercore.study import KIND_LABELS
 
 __all__ = [
     "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "STYLE_CONTROLS", "INTERVAL_KINDS",
-    "GROUP_BY", "WEAK_PRIOR", "VERDICT_LABELS", "VERDICT_NAMES",
+    "GROUP_BY", "WEAK_PRIOR", "VERDICT_LABELS", "VERDICT_NAMES", "CURVE_MODELS", "ALL_CATEGORIES", "GROUPS_SHOWN",
+    "score_digits", "number_formats", "average_lengths", "question_categories",
     "leaderboard_method", "judge_groups", "judge_label", "verdict_label", "what_if", "elo_curves", "turn_judgments",
     "initial_and_final", "debate_overview", "opinion_counts", "leader_effect", "leader_adoption", "final_turns",
     "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "accuracy_table", "scaleeval_table",
@@ -550,18 +551,73 @@ def source_table(source: dict) -> pd.DataFrame:
     return pd.DataFrame({"field": list(shown), "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
 
 
-def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
+#: Contestants the Elo curves draw by default (the top of the table): 15 lines cannot be told apart.
+CURVE_MODELS = 5
+#: Groups the By-category table shows by default (four fit a 1366 px screen with their ranks).
+GROUPS_SHOWN = 4
+#: The Leaderboard's "Category" option meaning every question.
+ALL_CATEGORIES = "All categories"
+
+
+def question_categories(questions: pd.DataFrame) -> list[str]:
+    """The study's question categories, sorted (empty ones left out)."""
+    if "category" not in questions.columns:
+        return []
+    values = questions["category"].dropna().astype(str)
+    return sorted(v for v in values.unique() if v.strip() and v != "None")
+
+
+def score_digits(score_label: str) -> int:
+    """Decimals a score is shown with: 3 for win rates and PoE scores (shares), 1 for ratings (Elo scale)."""
+    return 3 if score_label in ("win rate",) or "PoE" in score_label else 1
+
+
+def number_formats(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None) -> dict[str, str]:
+    """A printf format per float column of a displayed table, one rule on every page.
+
+    Ratings on the Elo scale (columns naming Elo, rating, Bradley-Terry, plain, score
+    (…) of a rating) with 1 decimal; percentages (``%``, ``se``) with 2; shares, rates
+    and probabilities with 3. ``decimals`` overrides by column name. Integer and text
+    columns are left alone.
+    """
+    out = {}
+    for column in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[column]):
+            continue
+        name = str(column)
+        if decimals and name in decimals:
+            digits = decimals[name]
+        elif "%" in name or name.endswith("se") or "± se" in name:
+            digits = 2
+        elif any(word in name.lower() for word in ("elo", "rating", "bradley", "plain")):
+            digits = 1
+        else:
+            digits = 3
+        out[name] = f"%.{digits}f"
+    return out
+
+
+def average_lengths(answers: pd.DataFrame) -> pd.Series:
+    """Mean answer length in characters per model (AlpacaEval's ``avg_length``), from ``question_id, model, answer``."""
+    if len(answers) == 0:
+        return pd.Series(dtype=float)
+    return answers.assign(length=answers["answer"].astype(str).str.len()).groupby("model")["length"].mean()
+
+
+def leaderboard_display(table: pd.DataFrame, score_label: str, *, lengths: pd.Series | None = None) -> pd.DataFrame:
     """The ranked table with readable column names and the interval as one text cell.
 
     Columns: ``rank``, ``model``, the score, ``95% interval``, ``battles``, then when
     the table has them ``rank spread`` (best – worst rank the intervals allow),
     ``robust interval`` (Bradley-Terry's sandwich interval), ``preliminary``, and for
     style control ``plain`` (plain Bradley-Terry's rating), ``plain rank`` and
-    ``rank change`` (▲ the model rises once style is controlled).
+    ``rank change`` (▲ the model rises once style is controlled), and with ``lengths``
+    (:func:`average_lengths`) ``avg length`` as AlpacaEval shows it. Scores are rounded
+    as :func:`score_digits` says (win rate 3 decimals, ratings 1).
     """
-    digits = 3 if score_label in ("win rate",) or "PoE" in score_label else 1
+    digits = score_digits(score_label)
     out = pd.DataFrame({
-        "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits + 1),
+        "rank": table["rank"].astype(int), "model": table["model"], score_label: table["score"].round(digits),
         "95% interval": _intervals(table["ci_low"], table["ci_high"], digits), "battles": table["battles"].astype(int),
     })
     if "rank_worst" in table.columns:
@@ -572,9 +628,11 @@ def leaderboard_display(table: pd.DataFrame, score_label: str) -> pd.DataFrame:
     if "preliminary" in table.columns:  # fewer battles than the minimum (peercore.study.PRELIMINARY_BATTLES)
         out["preliminary"] = table["preliminary"].astype(bool).to_numpy()
     if "plain_score" in table.columns:
-        out["plain"] = table["plain_score"].round(digits + 1).to_numpy()
+        out["plain"] = table["plain_score"].round(digits).to_numpy()
         out["plain rank"] = table["plain_rank"].astype(int).to_numpy()
         out["rank change"] = [_arrow(c) for c in table["rank_change"]]
+    if lengths is not None and len(lengths):
+        out["avg length"] = table["model"].map(lengths).round(0).astype("Int64").to_numpy()
     return out
 
 

@@ -99,7 +99,7 @@ def test_cli_rank_equals_the_leaderboard_page(studies, study, tmp_path, monkeypa
             assert shown["rank"].tolist() == [r["rank"] for r in rows], where
             assert shown["battles"].tolist() == [r["battles"] for r in rows], where
             assert shown["preliminary"].tolist() == [r["preliminary"] for r in rows], where
-            assert shown[score].tolist() == [round(r["score"], digits + 1) for r in rows], where
+            assert shown[score].tolist() == [round(r["score"], digits) for r in rows], where
             intervals = ["" if r["ci_low"] is None else f"{r['ci_low']:.{digits}f} – {r['ci_high']:.{digits}f}"
                          for r in rows]
             assert shown["95% interval"].tolist() == intervals, where
@@ -182,7 +182,7 @@ def test_cli_rank_equals_the_leaderboard_page_with_issue_11_options(studies, stu
     digits = 3 if score == "win rate" else 1
     assert shown["model"].tolist() == [r["model"] for r in rows], scenario
     assert shown["rank"].tolist() == [r["rank"] for r in rows], scenario
-    assert shown[score].tolist() == [round(r["score"], digits + 1) for r in rows], scenario
+    assert shown[score].tolist() == [round(r["score"], digits) for r in rows], scenario
     assert shown["95% interval"].tolist() == [_interval(r["ci_low"], r["ci_high"], digits) for r in rows], scenario
     assert shown["preliminary"].tolist() == [r["preliminary"] for r in rows], scenario
     if "rank_worst" in rows[0]:
@@ -193,7 +193,7 @@ def test_cli_rank_equals_the_leaderboard_page_with_issue_11_options(studies, stu
                                                      for r in rows], scenario
     if scenario == "style control":
         assert set(payload["style"]) == {"length", "header", "list", "bold"}
-        assert shown["plain"].tolist() == [round(r["plain_score"], 2) for r in rows]
+        assert shown["plain"].tolist() == [round(r["plain_score"], 1) for r in rows]
         assert shown["plain rank"].tolist() == [r["plain_rank"] for r in rows]
         styles = next(e.value for e in at.dataframe if "Elo points per sd" in e.value.columns)
         assert styles["Elo points per sd"].tolist() == [round(payload["style"][f], 1) for f in styles["feature"]]

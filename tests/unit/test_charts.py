@@ -96,7 +96,7 @@ def test_elo_curves_one_line_per_model_and_judge():
 def test_weight_bars_sorted_and_history_lines():
     weights = pd.Series({"a": 0.2, "b": 0.5, "c": 0.3})
     (bars,) = charts.weight_bars(weights).data
-    assert list(bars.x) == ["b", "c", "a"]
+    assert list(bars.y) == ["b", "c", "a"] and bars.orientation == "h"  # horizontal: long names stay level
     history = pd.DataFrame({"a": [1 / 3, 0.2], "b": [1 / 3, 0.5]})
     fig = charts.weight_history_chart(history)
     assert [t.name for t in fig.data] == ["a", "b"]
@@ -139,7 +139,7 @@ def test_agreement_chart_one_bar_group_per_metric():
     table = pd.DataFrame({"accuracy": [0.8, 0.6], "kappa": [0.5, -0.1]}, index=pd.Index(["a", "b"], name="judge"))
     fig = charts.agreement_chart(table, metrics={"accuracy": "accuracy", "kappa": "kappa"})
     assert [t.name for t in fig.data] == ["accuracy", "kappa"]
-    assert fig.layout.yaxis.range[0] == pytest.approx(-0.1)
+    assert fig.layout.xaxis.range[0] == pytest.approx(-0.1)
 
 
 def test_cost_agreement_chart_skips_judges_without_cost():
