@@ -89,11 +89,19 @@ def contestants(store, study: str, *, counts: pd.DataFrame | None = None) -> lis
 
 
 def has_probabilities(store, study: str, *, counts: pd.DataFrame | None = None) -> bool:
-    """Whether any valid stored verdict carries ``p_a`` (no scan when the study never stored one)."""
+    """Whether any valid stored verdict carries ``p_a`` (no scan when the study never stored one).
+
+    ``counts`` (:func:`verdict_counts`) answers at once when given; otherwise the scan
+    stops at the first verdict with a probability.
+    """
     if "p_a" not in filled_columns(store, study):
         return False
-    counts = verdict_counts(store, study) if counts is None else counts
-    return bool(counts.loc[counts["valid"] == 1, "n_p"].sum() > 0)
+    if counts is not None:
+        return bool(counts.loc[counts["valid"] == 1, "n_p"].sum() > 0)
+    sid, low, high = _range(store, study)
+    row = store.connect().execute("SELECT 1 FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? AND valid = 1 "
+                                  "AND p_a IS NOT NULL LIMIT 1", (low, high, sid)).fetchone()
+    return row is not None
 
 
 def summary(store, study: str, *, counts: pd.DataFrame | None = None) -> dict[str, int]:

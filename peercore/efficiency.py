@@ -420,6 +420,8 @@ def efficiency_curve(
             for s, k in enumerate(budgets):
                 for r in range(repeats):
                     rows.append((strategy, method, k, r, mean[s, r], int(counts[method][s, r])))
+        if progress is not None and done < steps:  # this strategy's curve is whole: show it
+            progress(done / steps, pd.DataFrame(rows, columns=columns))
     out = pd.DataFrame(rows, columns=columns)
     if progress is not None:
         progress(1.0, out)

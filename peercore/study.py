@@ -262,8 +262,12 @@ class Study:
         """Whether any valid stored verdict carries ``p_a`` (counted in the store)."""
         from peercore import aggregates
 
-        return self._memo("has_p", lambda: aggregates.has_probabilities(self.store, self.name,
-                                                                          counts=self.verdict_counts()))
+        def make():
+            loaded = self._loaded()
+            if loaded is not None:
+                return bool(loaded.loc[loaded["valid"].to_numpy() == 1, "p_a"].notna().any())
+            return aggregates.has_probabilities(self.store, self.name, counts=self._fresh("verdict_counts"))
+        return self._memo("has_p", make)
 
     def judges(self) -> pd.DataFrame:
         """Every judge: ``name, kind, origin, base, model_alias`` (the one alias rule), ``n_judgments``,

@@ -793,8 +793,8 @@ class EfficiencyJob:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
-                    max_questions: int, reference: str, _rows: pd.DataFrame) -> EfficiencyJob:
-    return EfficiencyJob(_rows, methods, repeats, max_questions, reference)
+                    max_questions: int, reference: str, _rows) -> EfficiencyJob:
+    return EfficiencyJob(_rows(), methods, repeats, max_questions, reference)
 
 
 def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
@@ -803,17 +803,17 @@ def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str
 
     ``judge`` is a judge name or :data:`POOLED` (every LLM judge's verdicts together).
     """
-    if judge == POOLED:
-        kind = kinds(db, study, rev)
+    def rows() -> pd.DataFrame:  # read only when the job is not there yet (a rerun costs nothing)
         frame = judgments(db, study, rev)
         names = frame["judge"].astype(str)
-        llm = {j: kind.get(j, "llm") == "llm" for j in pd.unique(names)}
-        rows = frame[names.map(llm).to_numpy(dtype=bool)]
-    else:
-        frame = judgments(db, study, rev)
-        rows = frame[(frame["judge"] == judge).to_numpy(dtype=bool)]
-    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference,
-                           rows.reset_index(drop=True))
+        if judge == POOLED:
+            kind = kinds(db, study, rev)
+            keep = names.map({j: kind.get(j, "llm") == "llm" for j in pd.unique(names)}).to_numpy(dtype=bool)
+        else:
+            keep = (names == judge).to_numpy(dtype=bool)
+        return frame[keep].reset_index(drop=True)
+
+    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference, rows)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -92,6 +92,12 @@ def test_contestants_and_probabilities_equal_the_pandas_computation(study):
     assert aggregates.contestants(study, "s") == expected
     assert "lonely" in expected
     assert aggregates.has_probabilities(study, "s") == bool(valid["p_a"].notna().any())
+    counts = aggregates.verdict_counts(study, "s")
+    assert aggregates.has_probabilities(study, "s", counts=counts) == bool(valid["p_a"].notna().any())
+    assert Study(study, "s").has_probabilities() == bool(valid["p_a"].notna().any())
+    loaded = Study(study, "s")
+    loaded.stored_judgments()  # read first: the answer comes from the table in hand
+    assert loaded.has_probabilities() == bool(valid["p_a"].notna().any())
     assert aggregates.contestants(study, "empty") == [] and not aggregates.has_probabilities(study, "empty")
 
 
