@@ -402,9 +402,14 @@ def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     chosen = selected(db, study_, rev, selection)
     judges_ = set(chosen["judge"])
     alias = {j: m for j, m in aliases(db, study_, rev).items() if j in judges_}
-    out = dict(position=bias.position_bias(chosen), swap=bias.swap_consistency(chosen), aliases=alias)
-    enhancement = bias.self_enhancement(chosen, aliases=alias)
-    out["self_matrix"], out["self_summary"] = enhancement.win_rates, enhancement.summary
+    from peercore import tallies
+
+    # Swap consistency counted with codes (tallies.swap_consistency, the same table as bias.swap_consistency).
+    out = dict(position=bias.position_bias(chosen), swap=tallies.swap_consistency(chosen), aliases=alias)
+    out["self_matrix"] = out["self_summary"] = None  # the page shows them only for judges that are contestants
+    if alias:
+        enhancement = bias.self_enhancement(chosen, aliases=alias)
+        out["self_matrix"], out["self_summary"] = enhancement.win_rates, enhancement.summary
     tau = bias.debias_thresholds(chosen)
     out["tau"] = tau
     if len(tau):

@@ -251,3 +251,24 @@ def test_judges_without_any_alias_equal_the_stores_judges(tmp_path):
     store = Store(tmp_path / "plain.sqlite")
     _random_study(store, "p", np.random.default_rng(5), n=100)
     pd.testing.assert_frame_equal(aggregates.judges(store, "p"), store.judges("p"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_swap_consistency_by_codes_equals_the_reference(tmp_path, seed):
+    from peercore import bias, tallies
+
+    rng = np.random.default_rng(seed)
+    store = Store(tmp_path / "swap.sqlite")
+    _random_study(store, "w", rng, n=900, votes=seed % 2 == 0, rounds=seed == 3)
+    frame = store.judgments("w")
+    # both orders of many pairs, a turn and a criterion on some verdicts
+    mirrored = frame.head(300).rename(columns={"model_a": "model_b", "model_b": "model_a"})
+    mirrored = mirrored.assign(winner=rng.choice(["model_a", "model_b", "tie"], len(mirrored)))
+    both = pd.concat([frame, mirrored], ignore_index=True)
+    both["turn"] = pd.array(np.where(rng.random(len(both)) < 0.2, 2, 1), dtype="Int64")
+    both.loc[rng.random(len(both)) < 0.5, "turn"] = pd.NA
+    both["criterion"] = pd.array(np.where(rng.random(len(both)) < 0.3, "helpful", None), dtype="str")
+    expected = bias.swap_consistency(both)
+    assert expected["n_pairs"].sum() > 50
+    pd.testing.assert_frame_equal(tallies.swap_consistency(both), expected)
+    pd.testing.assert_frame_equal(tallies.swap_consistency(frame), bias.swap_consistency(frame))
