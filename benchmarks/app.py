@@ -73,9 +73,15 @@ def arena_judgments(n: int, *, models: int = 100, per_prompt: int = 10, tie_rate
     }))
 
 
-def build_study(path: Path, n: int, *, per_prompt: int) -> float:
-    """Write the study ``arena`` into a new database; seconds taken."""
-    sys.path.insert(0, str(ROOT))
+def build_study(path: Path, n: int, *, per_prompt: int, root: Path = ROOT) -> float:
+    """Write the study ``arena`` into a new database with the code of ``root``; seconds taken.
+
+    Each tree (before, after) writes its own database: the schema may have moved on.
+    """
+    if root != ROOT or "peercore" not in sys.modules:
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--build", str(root), str(path), str(n),
+                               str(per_prompt)], capture_output=True, text=True, cwd=root, check=True)
+        return float(done.stdout.strip().splitlines()[-1])
     from peercore.store import Store
 
     start = time.perf_counter()
@@ -132,6 +138,7 @@ def run_page(root: Path, db: Path, study: str, page: str, *, profile: Path | Non
             profiler.create_stats()
         pstats.Stats(*profilers).dump_stats(str(profile))
     errors = [str(e.value)[:300] for e in at.exception]
+    partial = bool(at.get("progress"))
     start = time.perf_counter()
     at.run()
     warm = time.perf_counter() - start
@@ -139,6 +146,7 @@ def run_page(root: Path, db: Path, study: str, page: str, *, profile: Path | Non
     out = {"cold": cold, "warm": warm, "errors": errors, "title": [t.value for t in at.title][:1],
            "dataframes": len(at.dataframe), "charts": len(at.get("plotly_chart")),
            "info": [str(i.value)[:200] for i in at.info][:3]}
+    out["partial"] = partial
     if page == "efficiency":
         # The curves may still run in the background: rerun until the page shows no progress bar.
         start, complete = time.perf_counter(), None
@@ -192,7 +200,8 @@ def _ratio(before, after) -> str:
     return f"{before / after:.1f}x"
 
 
-def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int) -> str:
+def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int,
+           after_ref: str | None = None) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import machine, markdown_table
 
@@ -212,7 +221,7 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
             for side, value in (("before", b), ("after", a)):
                 if value.get("errors"):
                     notes.append(f"- {label}, {n:,}, {side}: {'; '.join(value['errors'])}")
-            if page == "efficiency" and a.get("complete_after") is not None:
+            if page == "efficiency" and a.get("partial") and a.get("complete_after") is not None:
                 notes.append(f"- Efficiency, {n:,}, after: the page opened with a partial curve; the whole curve was "
                               f"drawn {a['complete_after']:.1f} s after the cold run returned (background thread).")
     lines = [
@@ -225,7 +234,9 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
         "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run); warm = the next run "
         "in the same process; peak MB = the process's peak resident set (`ru_maxrss`, Streamlit's own ~200 MB "
         "included). Before = the code at "
-        f"`{before_ref}` (main before this work), run on the same databases in the same run.",
+        f"`{before_ref}` (main before this work), after = "
+        f"{f'the code at `{after_ref}`' if after_ref else 'the working tree'}; each writes its own copy of the "
+        "study (same rows) and both are measured in the same run, page by page.",
         "",
         markdown_table(header, rows),
         "",
@@ -241,6 +252,14 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--build":
+        root, path, n, per_prompt = sys.argv[2:6]
+        sys.path.insert(0, root)
+        import peercore
+
+        assert Path(peercore.__file__).resolve().is_relative_to(Path(root).resolve()), peercore.__file__
+        print(build_study(Path(path), int(n), per_prompt=int(per_prompt), root=ROOT))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         root, db, study, page = sys.argv[2:6]
         profile = Path(sys.argv[6]) if len(sys.argv) > 6 else None
@@ -250,6 +269,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--pages", nargs="+", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--before", default=BEFORE_REF, help="git ref of the 'before' code (default %(default)s)")
+    parser.add_argument("--after", default=None, help="git ref of the 'after' code (default: this working tree)")
     parser.add_argument("--per-prompt", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per page and process")
     parser.add_argument("--profile", choices=list(PAGES), help="cProfile the cold run of this page (after only)")
@@ -258,32 +278,39 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         build = {}
+        trees = {"before": _checkout(args.before, folder / "before"),
+                 "after": _checkout(args.after, folder / "after") if args.after else ROOT}
+        if args.profile:
+            trees = {"after": ROOT}
         for n in args.sizes:
-            build[n] = build_study(folder / f"arena-{n}.sqlite", n, per_prompt=args.per_prompt)
-            print(f"built {n:,} judgments in {build[n]:.1f} s", flush=True)
+            for side, root in trees.items():
+                (folder / f"db-{side}").mkdir(exist_ok=True)
+                seconds = build_study(folder / f"db-{side}" / f"arena-{n}.sqlite", n, per_prompt=args.per_prompt, root=root)
+                build[n] = seconds if side == "after" else build.get(n, seconds)
+                print(f"{side}: built {n:,} judgments in {seconds:.1f} s", flush=True)
         if args.profile:
             for n in args.sizes:
                 stats = folder / f"{args.profile}-{n}.prof"
                 subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(ROOT),
-                                str(folder / f"arena-{n}.sqlite"), "arena", args.profile, str(stats)], check=True)
+                                str(folder / "db-after" / f"arena-{n}.sqlite"), "arena", args.profile, str(stats)],
+                               check=True)
                 import pstats
 
                 pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(40)
             return
-        trees = {"before": _checkout(args.before, folder / "before"), "after": ROOT}
         results = {}
         for n in args.sizes:
-            db = folder / f"arena-{n}.sqlite"
             for page in args.pages:
                 for side, root in trees.items():
-                    value = measure(root, db, "arena", page, timeout=args.timeout)
+                    value = measure(root, folder / f"db-{side}" / f"arena-{n}.sqlite", "arena", page, timeout=args.timeout)
                     results[(side, n, page)] = value
                     print(f"{n:>9,} {page:<16} {side:<6} cold {_seconds(value['cold'])} s, warm "
                           f"{_seconds(value['warm'])} s, peak {value['peak_mb']:.0f} MB {value.get('errors') or ''}",
                           flush=True)
     if args.pages != list(PAGES):
         return
-    text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt)
+    text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt,
+                  after_ref=args.after)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
