@@ -58,7 +58,7 @@ def _rank(db: Path, capsys, *args: str) -> tuple[dict[str, float], dict]:
 
 def test_the_first_run_seeds_the_prd_study_beside_the_others(seeded):
     store = Store(seeded)
-    assert store.studies()["name"].tolist() == ["prd-vicuna80", "sample", "topicalchat-usr"]
+    assert {"prd-vicuna80", "sample", "topicalchat-usr"} <= set(store.studies()["name"])
     counts = store.summary(STUDY)
     assert (counts["questions"], counts["answers"], counts["contestants"]) == (80, 400, 5)
     assert counts["judgments"] == 9760 and counts["human_votes"] == 1760 and counts["invalid_judgments"] == 0
