@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["verdict_counts", "contestants", "answer_models", "judges", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
+__all__ = ["verdict_counts", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -230,3 +230,96 @@ def judges(store, study: str, *, counts: pd.DataFrame | None = None) -> pd.DataF
     frame["base"] = frame["name"].map(base_name)
     frame["settings"] = frame["settings"].map(json.loads)
     return frame
+
+
+# ------------------------------------------------------------------ reading every verdict
+
+
+def read_verdicts(store, study: str, *, include_invalid: bool = False, with_vote: bool = False) -> pd.DataFrame:
+    """:meth:`peercore.store.Store.judgments` (the same frame), read column by column in one pass.
+
+    ``Store.judgments`` fetches one Python tuple per verdict; here SQLite concatenates
+    each column into one string (``group_concat``) during a single scan of the study's
+    rowid range, numbers are parsed by numpy and texts become Arrow arrays straight
+    from their bytes and lengths: a million verdicts read in about half the time. The
+    rows come in the order of the scan, which is verified to be insertion order (else,
+    and for an empty study, this falls back to ``Store.judgments``).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from peercore.store import _TEXT, _WINNER_TEXT
+
+    fallback = lambda: store.judgments(study, include_invalid=include_invalid, with_vote=with_vote)  # noqa: E731
+    sid, low, high = _range(store, study)
+    filled = filled_columns(store, study)
+    ints = ["id", "model_a", "model_b", "judge", "COALESCE(winner, -1)"]
+    ints += [c for c in ("criterion", "turn", "round", "vote") if c in filled]
+    texts = ["question_id"] + (["rationale"] if "rationale" in filled else []) + (["raw"] if include_invalid else [])
+    parts = ["COUNT(*)"] + [f"group_concat({c})" for c in ints] + ([f"group_concat(valid)"] if include_invalid else [])
+    parts += ["group_concat(quote(p_a))"] if "p_a" in filled else []
+    for column in texts:
+        parts += [f"group_concat(COALESCE(length(CAST({column} AS BLOB)), -1))", f"group_concat({column}, '')"]
+    where = "id BETWEEN ? AND ? AND +study_id = ?" + ("" if include_invalid else " AND valid = 1")
+    row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE {where}", (low, high, sid)).fetchone()
+    n = int(row[0])
+    if n == 0:
+        return fallback()
+    values = iter(row[1:])
+    number = {}
+    for column in ints:
+        number[column] = np.fromstring(next(values), dtype=np.int64, sep=",")
+    ids = number.pop("id")
+    if len(ids) != n or (n > 1 and not (np.diff(ids) > 0).all()):
+        return fallback()
+    valid = np.fromstring(next(values), dtype=np.int64, sep=",") if include_invalid else None
+    p_a = np.full(n, np.nan)
+    if "p_a" in filled:
+        p_a = np.fromstring(next(values).replace("NULL", "nan"), dtype=float, sep=",")
+        if len(p_a) != n:
+            return fallback()
+    text = {}
+    for column in texts:
+        lengths = np.fromstring(next(values), dtype=np.int64, sep=",")
+        data = (next(values) or "").encode("utf-8")
+        missing = lengths < 0
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.where(missing, 0, lengths), out=offsets[1:])
+        if len(lengths) != n or offsets[-1] != len(data):
+            return fallback()
+        mask = pa.array(~missing).buffers()[1] if missing.any() else None
+        text[column] = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), mask,
+                                                       int(missing.sum()))
+    labels = store._labels(sid)
+
+    def names(codes):
+        return pd.array(labels.texts.take(pa.array(codes)), dtype=_TEXT)
+
+    def whole(column):
+        if column not in number:
+            return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+        return pd.arrays.IntegerArray(number[column], number[column] == 0)  # 0 is "not given" in the store
+
+    winner_code = number["COALESCE(winner, -1)"]
+    no_winner = winner_code < 0
+    winner = pd.array(_WINNER_TEXT.take(pa.array(np.where(no_winner, 0, winner_code),
+                                                 mask=no_winner if no_winner.any() else None)), dtype=_TEXT)
+    nulls = pd.array(pa.nulls(n, pa.large_string()), dtype=_TEXT)
+    out = pd.DataFrame({
+        "question_id": pd.array(text["question_id"], dtype=_TEXT),
+        "model_a": names(number["model_a"]),
+        "model_b": names(number["model_b"]),
+        "judge": names(number["judge"]),
+        "winner": winner,
+        "p_a": p_a,
+        "criterion": names(number["criterion"]) if "criterion" in number else nulls,
+        "turn": whole("turn"),
+        "round": whole("round"),
+        "rationale": pd.array(text["rationale"], dtype=_TEXT) if "rationale" in text else nulls.copy(),
+    })
+    if include_invalid:
+        out["valid"] = valid
+        out["raw"] = pd.array(text["raw"], dtype=_TEXT)
+    if with_vote:
+        out["vote"] = number["vote"] if "vote" in number else np.zeros(n, dtype=np.int64)
+    return out

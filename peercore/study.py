@@ -235,10 +235,13 @@ class Study:
         """Every stored verdict, unparsed replies included (``valid``, ``raw``, ``vote``): read once per revision.
 
         The valid verdicts, the health check and the meta-evaluation's table are all cut
-        from this one frame (one read of a million rows instead of three).
+        from this one frame (one read of a million rows instead of three), read column by
+        column (:func:`peercore.aggregates.read_verdicts`, the frame ``Store.judgments`` gives).
         """
-        return self._memo("all_judgments", lambda: self.store.judgments(self.name, include_invalid=True,
-                                                                           with_vote=True))
+        from peercore import aggregates
+
+        return self._memo("all_judgments", lambda: aggregates.read_verdicts(self.store, self.name,
+                                                                               include_invalid=True, with_vote=True))
 
     def stored_judgments(self) -> pd.DataFrame:
         """The study's valid verdicts as stored (canonical, plus ``vote``)."""

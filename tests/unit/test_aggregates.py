@@ -272,3 +272,38 @@ def test_swap_consistency_by_codes_equals_the_reference(tmp_path, seed):
     assert expected["n_pairs"].sum() > 50
     pd.testing.assert_frame_equal(tallies.swap_consistency(both), expected)
     pd.testing.assert_frame_equal(tallies.swap_consistency(frame), bias.swap_consistency(frame))
+
+
+@pytest.mark.parametrize("include_invalid", [False, True])
+@pytest.mark.parametrize("with_vote", [False, True])
+def test_read_verdicts_equals_the_stores_read(study, include_invalid, with_vote, monkeypatch):
+    expected = study.judgments("s", include_invalid=include_invalid, with_vote=with_vote)
+    pd.testing.assert_frame_equal(aggregates.read_verdicts(study, "empty", include_invalid=include_invalid,
+                                                           with_vote=with_vote),
+                                  study.judgments("empty", include_invalid=include_invalid, with_vote=with_vote))
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("read_verdicts fell back to Store.judgments")
+
+    monkeypatch.setattr(study, "judgments", no_fallback)
+    got = aggregates.read_verdicts(study, "s", include_invalid=include_invalid, with_vote=with_vote)
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_read_verdicts_keeps_every_optional_column_and_odd_text(tmp_path):
+    store = Store(tmp_path / "odd.sqlite")
+    store.create_study("o")
+    rng = np.random.default_rng(7)
+    n = 200
+    store.add_judgments("o", pd.DataFrame({
+        "question_id": [f"q-é-{k % 17}-😀,''" for k in range(n)], "model_a": "a,b", "model_b": "c",
+        "judge": rng.choice(["j1", "j2"], n), "winner": rng.choice(["model_a", "model_b", "tie"], n),
+        "p_a": np.where(rng.random(n) < 0.5, rng.random(n), np.nan), "criterion": rng.choice(["x", "y,z"], n),
+        "turn": rng.integers(1, 3, n), "round": np.arange(n) // 17,
+        "rationale": np.where(rng.random(n) < 0.5, "because, '' é\\n", None), "vote": 0,
+    }))
+    expected = {invalid: store.judgments("o", include_invalid=invalid, with_vote=True) for invalid in (False, True)}
+    store.judgments = None  # the fast path only
+    for invalid in (False, True):
+        pd.testing.assert_frame_equal(aggregates.read_verdicts(store, "o", include_invalid=invalid, with_vote=True),
+                                      expected[invalid])
