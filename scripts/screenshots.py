@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
                     page.get_by_text("prd-vicuna80").first.wait_for(timeout=60_000)
                     shoot(page, out / "home.png")
 
-                    page.get_by_role("button", name="Open leaderboard").nth(1).click()  # sample, PRD, TopicalChat
+                    page.locator(".st-key-home_open--prd-vicuna80 button").first.click()  # the PRD card's button
                     page.get_by_role("heading", name="Leaderboard", level=1).wait_for(timeout=60_000)
                     page.get_by_text(PRD_WEIGHTS).first.wait_for(timeout=60_000)
                     shoot(page, out / "leaderboard.png")

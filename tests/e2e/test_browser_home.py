@@ -35,7 +35,8 @@ def test_first_run_home_shows_the_gallery_and_opens_the_prd_leaderboard(chromium
         assert page.get_by_role("link", name="Import your data").count() == 1
         assert page.get_by_role("link", name="Launch a review").count() == 1
         assert page.get_by_role("link", name="Adjudicate: 9 debate(s) waiting in sample").count() == 1
-        button = page.get_by_role("button", name="Open leaderboard").nth(1)  # the second card: sample, PRD, ...
+        button = page.locator(".st-key-home_open--prd-vicuna80 button").first  # the PRD card's (key home_open::prd-vicuna80)
+        assert button.inner_text().strip() == "Open leaderboard"
         box = button.bounding_box()
         assert box is not None and box["y"] + box["height"] <= 768, "the PRD card's button is below the fold"
         page.screenshot(path=str(screenshots / "home-first-run.png"))
