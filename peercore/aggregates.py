@@ -54,13 +54,28 @@ def verdict_counts(store, study: str) -> pd.DataFrame:
         give battle counts; the names in ``model_a`` / ``model_b`` of valid rows are the
         contestants judged.
     """
+    import numpy as np
+
     sid, low, high = _range(store, study)
-    rows = store.connect().execute(
-        "SELECT judge, model_a, model_b, valid, COUNT(*), COUNT(p_a) FROM verdicts "
-        "WHERE id BETWEEN ? AND ? AND +study_id = ? GROUP BY judge, model_a, model_b, valid",
-        (low, high, sid)).fetchall()
     labels = _labels(store, sid)
-    frame = pd.DataFrame(rows, columns=["judge", "model_a", "model_b", "valid", "n", "n_p"])
+    width = max(labels, default=0) + 1
+    # One integer per verdict (judge, pair, validity, has p_a), concatenated by SQLite and counted by numpy:
+    # a GROUP BY sorts a million rows into a temporary B-tree, 2-3x slower than this.
+    text = store.connect().execute(
+        "SELECT group_concat((((judge * ?1 + model_a) * ?1 + model_b) * 2 + valid) * 2 + (p_a IS NOT NULL)) "
+        "FROM verdicts WHERE id BETWEEN ?2 AND ?3 AND +study_id = ?4", (width, low, high, sid)).fetchone()[0]
+    codes = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    ordered = np.sort(codes)
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else np.zeros(0, dtype=int)
+    distinct, count = ordered[starts], np.diff(np.r_[starts, len(ordered)])
+    group = distinct >> 1
+    owner = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.zeros(0, dtype=int)
+    n = np.add.reduceat(count, owner) if len(owner) else np.zeros(0, dtype=np.int64)
+    n_p = np.add.reduceat(np.where(distinct & 1, count, 0), owner) if len(owner) else np.zeros(0, dtype=np.int64)
+    key = group[owner]
+    rows = {"judge": key // 2 // width // width, "model_a": key // 2 // width % width, "model_b": key // 2 % width,
+            "valid": key % 2, "n": n, "n_p": n_p}
+    frame = pd.DataFrame({k: np.asarray(v, dtype=np.int64) for k, v in rows.items()})
     for column in ("judge", "model_a", "model_b"):
         frame[column] = frame[column].map(labels).astype("str")
     frame = frame.astype({"valid": "int64", "n": "int64", "n_p": "int64"})
