@@ -36,7 +36,7 @@ def test_a_first_run_opens_on_home_with_the_bundled_studies(db_file):
     assert [t.value for t in at.title] == ["PeerBoard"]
     assert at.session_state["study"] == "sample"  # the sample is still the open study
     shown = cards(at)
-    assert list(shown) == ["sample", "prd-vicuna80", "topicalchat-usr"]  # bundled, the sample first
+    assert list(shown)[0] == "sample" and {"prd-vicuna80", "topicalchat-usr"} <= set(shown)  # bundled, sample first
     assert shown["prd-vicuna80"] == "80 questions · 5 models · 9,760 judgments · 1,760 human votes"
     assert shown["sample"] == "12 questions · 3 models · 250 judgments (+5 unparsed) · 36 human votes · 9 debates to adjudicate"
     captions = "\n".join(c.value for c in at.caption)
