@@ -132,3 +132,27 @@ def test_answers_import_only_beside_their_questions_and_leave_the_store_unchange
     import_path(questions, store=store, study="s")
     import_path(answers, store=store, study="s")
     assert store.answers("s")[["model", "answer"]].values.tolist() == [["gpt4", "A"]]
+
+
+GOOD_ANSWER = '{"answer_id": "x", "question_id": 1, "model_id": "m", "text": "A"}'
+
+
+@pytest.mark.parametrize("line, field, problem", [
+    ('{"answer_id": "y", "question_id": 2, "model_id": "m", "text": NaN}', "text", "NaN is not valid JSON"),
+    ('{"answer_id": "y", "question_id": 2, "model_id": "m", "text": "B", "text": "C"}', "text", "appears twice"),
+    ('{"answer_id": "y", "question_id": "q\\n2", "model_id": "m", "text": "B"}', "question_id", "line break"),
+    ('{"answer_id": "y", "question_id": {"a": 1}, "model_id": "m", "text": "B"}', "question_id", "an object"),
+    ('{"answer_id": "y", "question_id": 2, "model_id": "m", "text": "\\ud800"}', "text", "lone surrogate"),
+    ('{"answer_id": "y", "question_id": 2, "model_id": "m", "text": ' + "[" * 100 + "]" * 100 + "}", "text",
+     "nested more than"),
+    ('{"answer_id": "y", "question_id": "=cmd|calc", "model_id": "m", "text": "B"}', "question_id", "formula"),
+    ('{"answer_id": "y", "question_id": 2, "model_id": "m", "text": 7}', "text", "a number, not the answer's text"),
+])
+def test_hostile_answer_records_are_refused_naming_line_and_field(tmp_path, line, field, problem):
+    # The prd-answers read path keeps the budgets and checks of peercore.io.rules (every read path does).
+    path = tmp_path / "answer_gpt4.jsonl"
+    path.write_text(GOOD_ANSWER + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(JudgmentError) as caught:
+        read_path(path)
+    assert caught.value.line == 2 and caught.value.column == field, str(caught.value)
+    assert problem in str(caught.value)
