@@ -21,14 +21,6 @@ def _codes(values: pd.Series) -> np.ndarray:
     return pd.factorize(values, use_na_sentinel=True)[0].astype(np.int64) + 1
 
 
-def _combine(*columns: np.ndarray) -> np.ndarray:
-    """An id per distinct tuple of integer columns (ids below the number of rows)."""
-    out = np.zeros(len(columns[0]), dtype=np.int64)
-    for column in columns:
-        out = pd.factorize(out * (int(column.max(initial=0)) + 1) + column)[0].astype(np.int64)
-    return out
-
-
 def _ranked_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes of two name columns in one numbering that follows the names' sort order."""
     codes_1, names_1 = pd.factorize(first)
@@ -65,9 +57,13 @@ def swap_consistency(judgments: pd.DataFrame) -> pd.DataFrame:
     code_a, code_b = _ranked_codes(frame["model_a"], frame["model_b"])  # code order is name order
     forward = code_a < code_b
     judge_codes, judges = pd.factorize(frame["judge"].astype(str))
-    key = _combine(judge_codes.astype(np.int64) + 1, _codes(frame["question_id"].astype(str)),
-                   np.minimum(code_a, code_b) + 1, np.maximum(code_a, code_b) + 1, _codes(frame["turn"]),
-                   _codes(frame["criterion"]))
+    from peercore.study import _row_groups
+
+    # Question and pair first: they tell most verdicts apart, and settled rows skip the other columns.
+    key = _row_groups(pd.DataFrame({
+        "question": _codes(frame["question_id"].astype(str)), "low": np.minimum(code_a, code_b),
+        "high": np.maximum(code_a, code_b), "judge": judge_codes, "turn": _codes(frame["turn"]),
+        "criterion": _codes(frame["criterion"])}), ["question", "low", "high", "judge", "turn", "criterion"])
     winner_codes, winners = pd.factorize(frame["winner"])
     position = {"model_a": 0, "tie": 1, "model_b": 2}  # +1, 0, -1
     vote = np.array([position[w] for w in winners], dtype=np.int64)[winner_codes]
