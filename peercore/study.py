@@ -345,7 +345,7 @@ class Study:
         member name (the plain one, when it exists).
         """
         def make():
-            frame = self.store.judges(self.name)
+            frame = self._judge_rows()
             keys: dict[str, str] = {}
             for name, settings in zip(frame["name"], frame["settings"]):
                 if settings:

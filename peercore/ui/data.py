@@ -636,7 +636,10 @@ def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) ->
     handle = study(db, study_)
     evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
     judge_kind = handle.kinds()
-    humans = evaluated[evaluated["judge"].map(lambda j: judge_kind.get(j) == "human") & (evaluated["valid"] == 1)]
+    # One kind look-up per judge, not per verdict (a million verdicts, a handful of judges).
+    is_human = evaluated["judge"].map({j: judge_kind.get(j) == "human" for j in pd.unique(evaluated["judge"])})
+    is_human = is_human.fillna(False).to_numpy(dtype=bool)
+    humans = evaluated[is_human & (evaluated["valid"] == 1).to_numpy()]
     gold_rows = handle.gold(panel)
     if len(gold_rows) and evaluated["criterion"].isna().all():
         # Verdicts recorded without a criterion are compared with the gold of any criterion.
@@ -658,7 +661,7 @@ def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) ->
     out["gold_accuracy"] = gold_accuracy if gold_accuracy is not None and len(gold_accuracy) else None
     out["scaleeval"] = reports.scaleeval_table(evaluated, gold_rows, group_of) if out["gold_accuracy"] is not None else pd.DataFrame()
     out["criteria"] = sorted(out["scaleeval"]["criterion"].fillna("(none)").unique()) if len(out["scaleeval"]) else []
-    machine = evaluated[evaluated["judge"].map(lambda j: judge_kind.get(j) != "human")]
+    machine = evaluated[~is_human]
     human_accuracy = reports.accuracy_table(machine, humans) if len(humans) and len(machine) else None
     out["human_accuracy"] = human_accuracy if human_accuracy is not None and len(human_accuracy) else None
     out["human_reference"] = reports.reference_description(humans)
