@@ -160,3 +160,18 @@ def test_json_errors_read_as_sentences_naming_line_and_field(fresh, name):
     for python in ("True", "None", "{'", "(nan)", "Traceback", "got int", "at at"):
         assert python not in error, (python, error)
     assert len(judgments_of(fresh, "prd-upload")) == 0
+
+
+@pytest.mark.parametrize("fmt, name, payload, counts", [
+    ("prd-file", REVIEW_NAME, REVIEWS, {"Judgments": "3", "Answers": "0"}),
+    ("prd-answers", "my_gpt4_answers.jsonl", ANSWERS, {"Judgments": "0", "Answers": "2"}),
+])
+def test_the_prd_formats_can_be_chosen_by_hand(fresh, fmt, name, payload, counts):
+    at = open_page(app_test(), "data")
+    from peercore.ui.imports import format_label
+
+    assert "PRD" in format_label(fmt) and format_label(fmt) in at.selectbox(key="data_format").options
+    at.selectbox(key="data_format").set_value(fmt).run()
+    at = upload(at, name, payload)
+    assert problems(at) == []
+    assert {label: preview(at)[label] for label in counts} == counts
