@@ -776,10 +776,13 @@ class EfficiencyJob:
         try:
             from peercore.aggregates import question_judge_sizes
 
-            problems = problems_from_judgments(rows, limit=max_questions)
-            sizes = question_judge_sizes(rows.assign(judge="")) if len(rows) else None
-            facts = {"questions": len(problems),
-                     "usable": int((sizes["candidates"] >= 3).sum()) if sizes is not None else 0,
+            # The first max_questions questions with three or more candidates (what efficiency_curve takes):
+            # found once, so that the curve only ever sees their verdicts.
+            sizes = question_judge_sizes(rows[["question_id", "model_a", "model_b"]].assign(judge=""))
+            usable = sorted(sizes.loc[sizes["candidates"] >= 3, "question_id"].astype(str).tolist())
+            rows = rows[rows["question_id"].isin(usable[:max_questions]).to_numpy()]
+            problems = problems_from_judgments(rows)
+            facts = {"questions": len(problems), "usable": len(usable),
                      "candidates": round(sum(p.n for p in problems) / max(len(problems), 1), 1),
                      "max_comparisons": max((len(p.p) for p in problems), default=0),
                      "hard_only": bool(rows["p_a"].isna().all())}
