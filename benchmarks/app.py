@@ -165,6 +165,17 @@ def run_page(root: Path, db: Path, study: str, page: str, *, profile: Path | Non
     return out
 
 
+IMPORTS = "import peercore.ui.data, peercore.charts, peercore.reports, peercore.study, plotly.graph_objects"
+
+
+def import_seconds(root: Path) -> float:
+    """Seconds a new process (Streamlit already imported) takes to import what every page imports."""
+    code = (f"import sys, time; sys.path.insert(0, {str(root)!r}); import streamlit; t = time.perf_counter(); "
+            f"{IMPORTS}; print(time.perf_counter() - t)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    return float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else float("nan")
+
+
 def measure(root: Path, db: Path, study: str, page: str, *, timeout: float) -> dict:
     """:func:`run_page` in a subprocess (so that every page starts cold)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), str(db), study, page]
@@ -201,7 +212,7 @@ def _ratio(before, after) -> str:
 
 
 def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int,
-           after_ref: str | None = None) -> str:
+           after_ref: str | None = None, imports: dict | None = None) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import machine, markdown_table
 
@@ -242,6 +253,10 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
         "",
         f"Targets at {max(sizes):,} judgments: cold < {COLD_TARGET_S:g} s, warm < {WARM_TARGET_S:g} s, "
         f"peak < {MEMORY_TARGET_MB / 1024:g} GB -> " + ("all met." if not misses else f"not met for: {', '.join(misses)}."),
+        "",
+        (f"Part of every cold run is importing PeerBoard, pandas, scipy, statsmodels and plotly: "
+         f"{_seconds(imports.get('before'))} s before, {_seconds(imports.get('after'))} s after, measured alone in a "
+         "new process." if imports else ""),
         "",
         "Writing each study into SQLite (not part of any page time): "
         + ", ".join(f"{n:,}: {s:.1f} s" for n, s in build.items()) + ".",
@@ -299,6 +314,8 @@ def main() -> None:
                 pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(40)
             return
         results = {}
+        imports = {side: import_seconds(root) for side, root in trees.items()}
+        print(f"imports alone: {imports}", flush=True)
         for n in args.sizes:
             for page in args.pages:
                 for side, root in trees.items():
@@ -310,7 +327,7 @@ def main() -> None:
     if args.pages != list(PAGES):
         return
     text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt,
-                  after_ref=args.after)
+                  after_ref=args.after, imports=imports)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
