@@ -80,7 +80,7 @@ if bias["debiased"] is not None:
     chart_col.plotly_chart(charts.position_bias_chart(bias["debiased"], group="stage",
                                                       title="First-position wins, as judged vs with tau"),
                            key="bias_threshold")
-    tables.show(reports.threshold_display(bias["tau"]), key="bias_tau", container=table_col)
+    tables.show(reports.threshold_display(bias["tau"]), key="bias_tau", container=table_col, budget=210)
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")

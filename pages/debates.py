@@ -23,29 +23,28 @@ for cell, (label, value) in zip(cells, reports.debate_metrics(debates)):
 
 # ------------------------------------------------------------------- opinions
 stored_debates = data.debates(db, study, rev)
-opinion_col, leader_col = st.columns([3, 2], gap="large")
-with opinion_col:
-    st.subheader("Opinion altering and holding")
-    st.caption("PRD section 5: a turn counts only when the other reviewer disagreed with the speaker's opinion at "
-               "that point: the speaker *held* it or *altered* it. Changes made after both had agreed are counted "
-               "apart; reviewers who agree throughout hold nothing.")
-    counts = reports.opinion_counts(stored_debates, turns)
-    st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
-    tables.show(reports.opinion_display(counts), key="deb_opinion_table")
-with leader_col:
-    st.subheader("Leader effect")
-    st.caption("PRD Fig. 6: each model's opinion holding and altering when it leads the discussion (speaks first) "
-               "and when it follows.")
-    leaders = reports.leader_effect(stored_debates, turns)
-    if len(leaders):
-        tables.show(reports.leader_display(leaders), key="deb_leader_table", hide_index=False)
-    else:
-        st.caption("No reviewer was challenged in a leader or follower role.")
-    adoption = reports.leader_adoption(stored_debates, turns)
-    if len(adoption):
-        st.caption("Also: of the debates that started split and ended agreed, how many ended on the leader's first "
-                   "verdict (not PRD's measure).")
-        tables.show(reports.adoption_display(adoption), key="deb_adoption_table", hide_index=False)
+st.subheader("Opinion altering and holding")
+st.caption("PRD section 5: a turn counts only when the other reviewer disagreed with the speaker's opinion at "
+           "that point: the speaker *held* it or *altered* it. Changes made after both had agreed are counted "
+           "apart; reviewers who agree throughout hold nothing.")
+counts = reports.opinion_counts(stored_debates, turns)
+st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
+tables.show(reports.opinion_display(counts), key="deb_opinion_table")
+
+# Full width, one under the other: side by side, the tables' right columns were cut off at 1366 px.
+st.subheader("Leader effect")
+st.caption("PRD Fig. 6: each model's opinion holding and altering when it leads the discussion (speaks first) "
+           "and when it follows.")
+leaders = reports.leader_effect(stored_debates, turns)
+if len(leaders):
+    tables.show(reports.leader_display(leaders), key="deb_leader_table", hide_index=False)
+else:
+    st.caption("No reviewer was challenged in a leader or follower role.")
+adoption = reports.leader_adoption(stored_debates, turns)
+if len(adoption):
+    st.caption("Also: of the debates that started split and ended agreed, how many ended on the leader's first "
+               "verdict (not PRD's measure).")
+    tables.show(reports.adoption_display(adoption), key="deb_adoption_table", hide_index=False)
 
 # ------------------------------------------------------------------- the list
 st.subheader("Transcripts")
@@ -55,7 +54,7 @@ verdict_filter = filter_col.segmented_control(
     "Show", ["All", "Agreed", "Unresolved", "Adjudicated", "Opinion changed"], key=state.DEB_FILTER,
     help="Unresolved debates wait for a human on **Adjudication**.")
 shown = reports.filter_debates(debates, kind=kind, show=verdict_filter or "All")
-st.dataframe(reports.debate_list_display(shown), hide_index=True, width="stretch", key="deb_list")
+tables.show(reports.debate_list_display(shown), key="deb_list")
 if len(shown) == 0:
     st.info("No debate matches these filters.")
     st.stop()

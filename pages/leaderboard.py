@@ -162,7 +162,7 @@ with tabs[0]:
             st.plotly_chart(charts.style_control_chart(table), key="lb_style_chart")
             coefficients = reports.style_table(result.style)
             left, right = st.columns([2, 3])
-            tables.show(coefficients, key="lb_style_table", container=left)
+            tables.show(coefficients, key="lb_style_table", container=left, budget=340)
             right.plotly_chart(charts.coefficient_chart(result.style.reset_index().rename(columns={"coefficient": "value"}),
                                                         title="Style coefficients"), key="lb_style_coefficients")
         if result.weights is not None:

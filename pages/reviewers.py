@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from peercore.ui import data, runs, safe, state
+from peercore.ui import data, runs, safe, state, tables
 
 state.ensure_frame()
 st.title("Reviewers & runs")
@@ -19,7 +19,7 @@ for column, (variable, where) in zip(st.columns(len(runs.KEY_VARS) + 1), runs.ke
 st.subheader("Reviewers")
 reviewers = st.session_state[state.REVIEWERS]
 if reviewers:
-    st.dataframe(runs.reviewers_table(reviewers), hide_index=True, width="stretch", key="rv_table")
+    tables.show(runs.reviewers_table(reviewers), key="rv_table")
     remove_cols = st.columns(min(6, len(reviewers)))
     for index, reviewer in enumerate(reviewers):
         remove_cols[index % len(remove_cols)].button(f"Remove {safe.md(runs.label(reviewer))}", key=f"rv_remove_{index}",
@@ -182,7 +182,7 @@ all_runs = data.runs(db, study, rev)
 if len(all_runs) == 0:
     st.caption("No run yet.")
 else:
-    st.dataframe(runs.runs_display(all_runs), hide_index=True, width="stretch", key="rv_runs")
+    tables.show(runs.runs_display(all_runs), key="rv_runs")
     stopped = runs.resumable_runs(db, study, rev)
     if len(stopped):
         pick_col, button_col = st.columns([3, 1])

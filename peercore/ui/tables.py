@@ -15,7 +15,7 @@ import streamlit as st
 
 from peercore.reports import number_formats
 
-__all__ = ["show", "column_config", "grouped_columns"]
+__all__ = ["show", "column_config", "grouped_columns", "fitted_widths", "FULL_WIDTH"]
 
 
 def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None,
@@ -31,13 +31,60 @@ def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = N
     return config
 
 
+#: Pixels a full-width table may take on a 1366 px screen with the sidebar open (the grid's own width there).
+FULL_WIDTH = 880
+_CHAR_PX, _PAD_PX, _MIN_PX, _MAX_PX = 7.6, 28, 56, 420
+
+
+def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str] | None = None,
+                  formats: Mapping[str, str] | None = None, index: bool = False) -> dict[str, int]:
+    """Column widths (px) that keep a table within ``budget`` pixels, or {} when it fits as it is.
+
+    Each column's natural width is its longest cell or header; when they add up to more
+    than the budget, the widest columns are cut to one common cap (long text then ends
+    in "…" in its cell, whole when the cell is opened), never below a header's first
+    letters. ``index``: the frame's index is drawn as a first column.
+    """
+    def natural(name: str, cells: pd.Series, fmt: str | None) -> int:
+        if fmt is not None:
+            texts = [fmt % v if pd.notna(v) else "" for v in cells]
+        else:
+            texts = cells.astype(str).tolist()
+        longest = max([len(str((labels or {}).get(name, name))) + 2, *map(len, texts)])
+        return int(min(_MAX_PX, max(_MIN_PX, _CHAR_PX * longest + _PAD_PX)))
+
+    sample = frame.head(200)
+    widths = {str(c): natural(str(c), sample[c], (formats or {}).get(str(c))) for c in sample.columns}
+    fixed = natural("", pd.Series(sample.index.astype(str)), None) if index else 0
+    if sum(widths.values()) + fixed <= budget:
+        return {}
+    low, high = _MIN_PX, max(widths.values())
+    while low < high:  # the largest common cap that fits
+        cap = (low + high + 1) // 2
+        if sum(min(w, cap) for w in widths.values()) + fixed <= budget:
+            low = cap
+        else:
+            high = cap - 1
+    return {name: min(w, low) for name, w in widths.items()}
+
+
 def show(frame: pd.DataFrame, *, key: str, decimals: Mapping[str, int] | None = None,
          labels: Mapping[str, str] | None = None, helps: Mapping[str, str] | None = None, hide_index: bool = True,
-         container=None, **options) -> None:
-    """``st.dataframe`` of a display frame, full width, with the shared number formats."""
+         container=None, budget: int = FULL_WIDTH, **options) -> None:
+    """``st.dataframe`` of a display frame with the shared number formats, no wider than ``budget`` pixels.
+
+    ``budget`` is the width the table's place has on a 1366 px screen (:data:`FULL_WIDTH`
+    for the whole page, about half of it in a column of two): a table that needs more
+    gets narrower columns rather than a cut-off right side.
+    """
     target = container if container is not None else st
-    target.dataframe(frame, hide_index=hide_index, width="stretch", key=key,
-                     column_config=column_config(frame, decimals=decimals, labels=labels, helps=helps), **options)
+    config = column_config(frame, decimals=decimals, labels=labels, helps=helps)
+    formats = number_formats(frame, decimals=decimals)
+    for name, width in fitted_widths(frame, budget, labels=labels, formats=formats, index=not hide_index).items():
+        base = config.get(name) or st.column_config.Column((labels or {}).get(name, name))
+        base["width"] = width
+        config[name] = base
+    target.dataframe(frame, hide_index=hide_index, width="stretch", key=key, column_config=config, **options)
 
 
 def grouped_columns(wide: pd.DataFrame, *, digits: int) -> dict:
