@@ -179,3 +179,16 @@ def test_bias_tables_share_the_number_formats(synthetic):
         assert set(formats.values()) <= {"%.1f", "%.2f", "%.3f", "%d"}, formats
     shares = next(e for e in at.dataframe if "P(first)" in e.value.columns)
     assert _column_formats(shares)["P(first)"] == "%.3f" and _column_formats(shares)["ties"] == "%.3f"
+
+
+def test_a_table_wider_than_its_place_gets_narrower_columns():
+    from peercore.ui.tables import fitted_widths
+
+    narrow = pd.DataFrame({"judge": ["a", "b"], "score": [0.5, 0.25]})
+    assert fitted_widths(narrow, 880) == {}  # fits: Streamlit sizes the columns itself
+    wide = pd.DataFrame({f"column number {k}": ["some rather long text in every cell " * 2] for k in range(8)})
+    widths = fitted_widths(wide, 880)
+    assert set(widths) == set(wide.columns) and sum(widths.values()) <= 880
+    mixed = wide.assign(n=[3])
+    widths = fitted_widths(mixed, 880)
+    assert widths["n"] < widths["column number 0"] and sum(widths.values()) <= 880  # short columns keep their width
