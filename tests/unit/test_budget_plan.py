@@ -126,3 +126,21 @@ def test_cli_run_makes_no_more_calls_than_the_budget(review_db, capsys):
     code = main(["review", "--study", "b", "--db", str(review_db), "--reviewer", spec, "--method", "verdict",
                  "--budget", "15", "--no-progress"])
     assert "note: call budget 15: 2 of 10 questions" in capsys.readouterr().err
+
+
+def test_discussions_and_debates_are_capped_by_their_most_calls(review_db):
+    from peercore.jobs.base import parse_item_key
+    from peercore.jobs.discussion import DebateJob, DiscussionJob
+    from runner.fakes import FakeBackend
+
+    store = Store(review_db)
+    # a debate item: 2 agents x 3 rounds = at most 6 calls; 3 unordered pairs a question = 18
+    debate = DebateJob("b", [FakeBackend("x"), FakeBackend("y")], max_rounds=3, budget=40)
+    items = debate.prepare(store)
+    assert len(items) == 6 and len({parse_item_key(i)[0] for i in items}) == 2  # 36 calls of 40
+    assert "at most 36 of 180 calls" in debate.plan_note()
+    # a discussion item: 2 reviews + 4 turns = 6 calls; a pair in both orders, both leaders: 24 calls
+    discussion = DiscussionJob("b", [FakeBackend("x"), FakeBackend("y")], turns=4, budget=30)
+    items = [parse_item_key(i) for i in discussion.prepare(store)]
+    assert len(items) == 4 and len({frozenset(i[1:3]) for i in items}) == 1  # one pair: both orders, both leaders
+    assert "part of one question" in discussion.plan_note()
