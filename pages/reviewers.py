@@ -1,4 +1,4 @@
-"""Reviewers & runs: configure LLM reviewers, estimate a job, launch it, watch it, cancel or resume it."""
+"""Reviewers & runs: configure LLM reviewers, estimate a job (cut to a budget), launch it, watch it, cancel or resume it, read its verdicts."""
 
 import streamlit as st
 
