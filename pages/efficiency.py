@@ -49,7 +49,7 @@ if reference.startswith("human:"):
 else:
     # The curves run in a background thread: the page shows their progress and the strategies finished so far.
     job = data.efficiency_job(db, study, rev, judge, tuple(methods), repeats, questions, reference)
-    complete = job.wait(data.EFFICIENCY_WAIT_S)
+    complete = job.wait(data.EFFICIENCY_WAIT_S if job.quick else 0.0)
     if job.error:
         st.error(f"The curves could not be computed: {safe.md(job.error)}")
         st.stop()

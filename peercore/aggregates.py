@@ -28,7 +28,10 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 def _range(store, study: str) -> tuple[int, int, int]:
     """``(study_id, low id, high id)`` of the study's verdicts."""
     sid = store.study_id(study)
-    low, high = store.connect().execute("SELECT MIN(id), MAX(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()
+    # Two queries: SQLite answers MIN or MAX alone from the index end, but both at once by scanning the range.
+    connection = store.connect()
+    low = connection.execute("SELECT MIN(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()[0]
+    high = connection.execute("SELECT MAX(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()[0]
     return sid, low or 0, high if high is not None else -1
 
 

@@ -287,6 +287,10 @@ class Study:
 
         def make():
             counts = self._fresh("verdict_counts")
+            loaded = self._loaded()
+            if counts is None and loaded is not None:  # verdicts per judge from the table in hand
+                counts = loaded.groupby([loaded["judge"].astype(str), loaded["valid"]], observed=True).size()
+                counts = counts.rename("n").reset_index()
             return self.store.judges(self.name) if counts is None else aggregates.judges(self.store, self.name,
                                                                                          counts=counts)
         return self._memo("judge_rows", make)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -737,7 +738,8 @@ def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     return labels
 
 
-EFFICIENCY_WAIT_S = 1.0  # how long a page run waits for the curves before it shows the partial result
+EFFICIENCY_WAIT_S = 1.0  # how long a page run waits for curves that should be quick before it shows progress
+EFFICIENCY_QUICK_ROWS = 100_000  # a judge with more verdicts than this: the page shows progress at once
 EFFICIENCY_SHARE = 0.9   # the takeaway: comparisons needed to reach this share of the full-set correlation
 
 
@@ -758,6 +760,8 @@ class EfficiencyJob:
         self.result: dict | None = None
         self.error: str | None = None
         self._done = threading.Event()
+        self._started = time.monotonic()
+        self.quick = len(rows) <= EFFICIENCY_QUICK_ROWS  # worth waiting a moment for (small studies: at once)
         self._thread = threading.Thread(target=self._run, args=(rows, methods, repeats, max_questions, reference),
                                         name="peerboard-efficiency", daemon=True)
         self._thread.start()
@@ -766,9 +770,15 @@ class EfficiencyJob:
     def done(self) -> bool:
         return self._done.is_set()
 
-    def wait(self, seconds: float) -> bool:
-        """Wait up to ``seconds`` for the whole result; whether it is there."""
-        return self._done.wait(seconds)
+    def wait(self, seconds: float | None) -> bool:
+        """Wait for the whole result until ``seconds`` after the job started (None: until done); whether it is there.
+
+        Counted from the start, not from the call: the first run of a page waits a
+        little (small studies then show the whole result at once), its reruns do not.
+        """
+        if seconds is None:
+            return self._done.wait()
+        return self._done.wait(max(0.0, self._started + seconds - time.monotonic()))
 
     def _run(self, rows, methods, repeats, max_questions, reference) -> None:
         from peercore.efficiency import efficiency_curve, problems_from_judgments

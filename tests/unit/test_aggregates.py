@@ -247,6 +247,17 @@ def test_judges_equal_the_stores_judges(study):
     pd.testing.assert_frame_equal(aggregates.judges(study, "empty"), study.judges("empty"))
 
 
+def test_the_studys_judges_equal_the_stores_however_they_are_counted(study):
+    study.add_judges("s", [{"name": "gpt", "kind": "llm", "model_alias": "m0"}, {"name": "registered-only"}])
+    expected = study.judges("s")
+    counted = Study(study, "s")
+    counted.counts()  # verdict counts in hand
+    loaded = Study(study, "s")
+    loaded.stored_judgments()  # every verdict in hand
+    for handle in (Study(study, "s"), counted, loaded):
+        pd.testing.assert_frame_equal(handle._judge_rows(), expected)
+
+
 def test_judges_without_any_alias_equal_the_stores_judges(tmp_path):
     store = Store(tmp_path / "plain.sqlite")
     _random_study(store, "p", np.random.default_rng(5), n=100)
