@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE_REF = "ada9ce6"  # main before the issue-12 performance work
@@ -212,7 +213,7 @@ def _ratio(before, after) -> str:
 
 
 def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int,
-           after_ref: str | None = None, imports: dict | None = None) -> str:
+           after_ref: str | None = None, imports: dict | None = None, repeats: int = 1) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import machine, markdown_table
 
@@ -244,7 +245,8 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
         f"10% ties, {per_prompt} battles per prompt. Each page's cold run is the first `AppTest.run()` of the page in a "
         "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run); warm = the next run "
         "in the same process; peak MB = the process's peak resident set (`ru_maxrss`, Streamlit's own ~200 MB "
-        "included). Before = the code at "
+        f"included); {'one process' if repeats == 1 else f'median of {repeats} processes'} per page and side. "
+        "Before = the code at "
         f"`{before_ref}` (main before this work), after = "
         f"{f'the code at `{after_ref}`' if after_ref else 'the working tree'}; each writes its own copy of the "
         "study (same rows) and both are measured in the same run, page by page.",
@@ -287,6 +289,7 @@ def main() -> None:
     parser.add_argument("--after", default=None, help="git ref of the 'after' code (default: this working tree)")
     parser.add_argument("--per-prompt", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per page and process")
+    parser.add_argument("--repeats", type=int, default=1, help="processes per page and side (the median is kept)")
     parser.add_argument("--profile", choices=list(PAGES), help="cProfile the cold run of this page (after only)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "app.md")
     args = parser.parse_args()
@@ -319,7 +322,11 @@ def main() -> None:
         for n in args.sizes:
             for page in args.pages:
                 for side, root in trees.items():
-                    value = measure(root, folder / f"db-{side}" / f"arena-{n}.sqlite", "arena", page, timeout=args.timeout)
+                    runs = [measure(root, folder / f"db-{side}" / f"arena-{n}.sqlite", "arena", page,
+                                    timeout=args.timeout) for _ in range(args.repeats)]
+                    value = dict(runs[0])
+                    for key_ in ("cold", "warm", "peak_mb"):
+                        value[key_] = float(median([r[key_] for r in runs]))
                     results[(side, n, page)] = value
                     print(f"{n:>9,} {page:<16} {side:<6} cold {_seconds(value['cold'])} s, warm "
                           f"{_seconds(value['warm'])} s, peak {value['peak_mb']:.0f} MB {value.get('errors') or ''}",
@@ -327,7 +334,7 @@ def main() -> None:
     if args.pages != list(PAGES):
         return
     text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt,
-                  after_ref=args.after, imports=imports)
+                  after_ref=args.after, imports=imports, repeats=args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
