@@ -739,7 +739,7 @@ def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
 
 
 EFFICIENCY_WAIT_S = 1.0  # how long a page run waits for curves that should be quick before it shows progress
-EFFICIENCY_QUICK_ROWS = 100_000  # a judge with more verdicts than this: the page shows progress at once
+EFFICIENCY_QUICK_ROWS = 20_000  # a judge with more verdicts than this: the page shows progress at once
 EFFICIENCY_SHARE = 0.9   # the takeaway: comparisons needed to reach this share of the full-set correlation
 
 
