@@ -3,7 +3,7 @@
 import streamlit as st
 
 from peercore import charts, reports
-from peercore.ui import data, safe, state
+from peercore.ui import data, safe, state, tables
 from peercore.ui import meta as meta_ui
 
 state.ensure_frame()
@@ -50,14 +50,13 @@ else:
         if choice == "loao" and audit["loao_accuracy"] is not None:
             gold_accuracy, gold_name = audit["loao_accuracy"], "leave-one-agent-out gold"
         with st.expander("Circular gold, judge by judge"):
-            st.dataframe(audit["comparison"], width="stretch", key="meta_circular")
+            tables.show(audit["comparison"], key="meta_circular", hide_index=False)
             st.caption("An agent's verdict here is its final one in the debate. Leave-one-agent-out gold keeps "
                        "the human decisions and, on a debate the agent argued in, the verdict all the other agents "
                        "ended on (no gold when they split).")
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.agreement_chart(gold_accuracy, metrics=data.ACCURACY_METRICS,
-                                                  title=f"Each judge against {gold_name}"), key="meta_gold_chart")
-    table_col.dataframe(reports.accuracy_display(gold_accuracy), width="stretch", key="meta_gold_table")
+    st.plotly_chart(charts.agreement_chart(gold_accuracy, metrics=data.ACCURACY_METRICS,
+                                           title=f"Each judge against {gold_name}"), key="meta_gold_chart")
+    tables.show(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False)
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
     criteria = ["All criteria", *meta["criteria"]]
@@ -65,13 +64,10 @@ else:
         st.session_state[state.META_CRITERION] = criteria[0]
     criterion = st.segmented_control("Criterion", criteria, key=state.META_CRITERION, format_func=safe.md)
     example, system = data.scaleeval_pivots(meta["scaleeval"], criterion or "All criteria")
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Example-level agreement** (share of examples matching the gold)")
-        st.dataframe(example, width="stretch", key="meta_example")
-    with right:
-        st.markdown("**System-level agreement** (share of system pairs whose most frequent verdict matches)")
-        st.dataframe(system, width="stretch", key="meta_system")
+    st.markdown("**Example-level agreement** (share of examples matching the gold)")
+    tables.show(example, key="meta_example", hide_index=False)
+    st.markdown("**System-level agreement** (share of system pairs whose most frequent verdict matches)")
+    tables.show(system, key="meta_system", hide_index=False)
 
 # ------------------------------------------------------------------- against humans
 st.header("Against human annotations")
@@ -80,10 +76,9 @@ if meta["human_accuracy"] is None:
 else:
     st.caption(f"Reference: {safe.md(meta['human_reference'])}. Cohen's kappa is MT-Bench's measure, Fleiss' "
                "kappa (judge and reference as two raters) is what PRD's Table 3 reports.")
-    chart_col, table_col = st.columns([3, 2])
-    chart_col.plotly_chart(charts.agreement_chart(meta["human_accuracy"], metrics=data.ACCURACY_METRICS,
-                                                  title="Each judge against the human majority"), key="meta_human_chart")
-    table_col.dataframe(reports.accuracy_display(meta["human_accuracy"]), width="stretch", key="meta_human_table")
+    st.plotly_chart(charts.agreement_chart(meta["human_accuracy"], metrics=data.ACCURACY_METRICS,
+                                           title="Each judge against the human majority"), key="meta_human_chart")
+    tables.show(reports.accuracy_display(meta["human_accuracy"]), key="meta_human_table", hide_index=False)
 
 # ------------------------------------------------------------------ cost vs agreement
 st.header("Cost versus agreement")
@@ -95,7 +90,7 @@ st.plotly_chart(meta_ui.cost_chart(costs, against=against), key="meta_cost")
 # ------------------------------------------------------------------ criteria variation
 st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
 if len(meta["variation"]):
-    st.dataframe(reports.variation_display(meta["variation"]), width="stretch", key="meta_variation")
+    tables.show(reports.variation_display(meta["variation"]), key="meta_variation", hide_index=False)
 else:
     st.info("Appears when judges were also run with varied criteria prompts (general, shortened, gibberish, "
             "shuffled, flipped, masked), recorded as criterion `<criterion>/<variant>`; "

@@ -4,7 +4,7 @@ import streamlit as st
 
 from peercore import reports
 from peercore.ui import adjudication as adj
-from peercore.ui import data, safe, state
+from peercore.ui import data, safe, state, tables
 
 PICK = "studies_pick"
 NEW_NAME, NEW_DESCRIPTION = "studies_new_name", "studies_new_description"
@@ -49,12 +49,13 @@ st.caption("A study is one evaluation: questions, the contestants' answers, ever
            "debates and human adjudications. Pick one to open it on every page.")
 
 all_studies = data.studies()
+st.subheader("Studies in this database")
+if len(all_studies):
+    tables.show(data.studies_overview(all_studies), key="studies_overview")
 left, right = st.columns([3, 2], gap="large")
 
 with left:
-    st.subheader("Studies in this database")
     if len(all_studies):
-        st.dataframe(data.studies_overview(all_studies), hide_index=True, width="stretch")
         st.session_state[PICK] = st.session_state[state.STUDY]
         st.radio("Open study", all_studies["name"].tolist(), key=PICK, on_change=open_picked, horizontal=True,
                  format_func=safe.md)
@@ -85,26 +86,26 @@ cells = st.columns(7)
 for cell, (label, value) in zip(cells, reports.summary_metrics(summary)):
     cell.metric(label, value)
 
-source_col, judges_col = st.columns([2, 3], gap="large")
-with source_col:
+with st.container():
     st.subheader("Where the data came from")
     source = all_studies.set_index("name").loc[study, "source"]
     if source:
-        st.dataframe(reports.source_table(source), hide_index=True, width="stretch")
+        tables.show(reports.source_table(source), key="studies_source")
     else:
         st.caption("No provenance was recorded for this study.")
     st.caption(f"Created {all_studies.set_index('name').loc[study, 'created_at'][:19].replace('T', ' ')} UTC; "
                f"{summary['runs']} run(s) recorded; revision {rev}.")
 
-with judges_col:
+with st.container():
     st.subheader("Judges")
     judges = data.judges(db, study, rev)
     if len(judges):
         contestants = data.contestants(db, study, rev)
+        editor_frame = data.judge_editor_frame(db, study, rev)
         edited = st.data_editor(
-            data.judge_editor_frame(db, study, rev), hide_index=True, width="stretch", key="studies_judges",
+            editor_frame, hide_index=True, width="stretch", key="studies_judges",
             disabled=["name", "verdicts", "unparsed", "origin", "model", "configuration"],
-            column_config={
+            column_config=tables.with_widths(editor_frame, {
                 "origin": st.column_config.TextColumn("origin", help="import: from a file; run: produced by a "
                                                       "PeerBoard run, with its whole configuration recorded"),
                 "model": st.column_config.TextColumn("model", help="Variants of one model (another method, "
@@ -113,7 +114,7 @@ with judges_col:
                 "model_alias": st.column_config.SelectboxColumn(
                     "is contestant", options=[""] + contestants,
                     help="The contestant this judge is (needed for Peer Rank weights and self-enhancement)."),
-            },
+            }),
         )
         if st.button("Save judges", help="Store each judge's kind and the contestant it is."):
             data.save_judges(study, edited)

@@ -15,7 +15,7 @@ import streamlit as st
 
 from peercore.reports import number_formats
 
-__all__ = ["show", "column_config", "grouped_columns", "fitted_widths", "FULL_WIDTH"]
+__all__ = ["show", "with_widths", "column_config", "grouped_columns", "fitted_widths", "FULL_WIDTH"]
 
 
 def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None,
@@ -85,6 +85,19 @@ def show(frame: pd.DataFrame, *, key: str, decimals: Mapping[str, int] | None = 
         base["width"] = width
         config[name] = base
     target.dataframe(frame, hide_index=hide_index, width="stretch", key=key, column_config=config, **options)
+
+
+def with_widths(frame: pd.DataFrame, config: Mapping[str, dict], *, budget: int = FULL_WIDTH) -> dict:
+    """``config`` (a column_config for ``st.dataframe`` / ``st.data_editor``) with widths that fit ``budget`` px.
+
+    For tables :func:`show` cannot draw, such as editable ones; columns without an entry
+    get a plain one carrying only the width.
+    """
+    out = dict(config)
+    for name, width in fitted_widths(frame, budget).items():
+        base = out.get(name) or st.column_config.Column(name)
+        out[name] = {**base, "width": width}
+    return out
 
 
 def grouped_columns(wide: pd.DataFrame, *, digits: int) -> dict:
