@@ -8,7 +8,6 @@ unless PEERBOARD_REQUIRE_E2E is set (CI), where they fail instead.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -87,19 +86,6 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
         self._log.close()
-
-
-def copy_to_docs_as(path: Path, name: str) -> None:
-    """Refresh a README screenshot (docs/screenshots/) from the bundled sample, when asked.
-
-    Only with ``PEERBOARD_UPDATE_SCREENSHOTS=1``: a plain test run never changes a
-    tracked file.
-    """
-    if os.environ.get("PEERBOARD_UPDATE_SCREENSHOTS") != "1":
-        return
-    target = REPO / "docs" / "screenshots"
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, target / name)
 
 
 # ------------------------------------------------------------------ driving a page

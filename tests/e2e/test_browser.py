@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, copy_to_docs_as, full_screenshot,
+from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, full_screenshot,
                          open_page, settle, sign_in)
 from peercore.store import Store
 
@@ -272,12 +272,10 @@ def test_first_run_opens_on_the_bundled_sample_with_no_key(chromium, sample_serv
         page.wait_for_timeout(1500)
         assert page.locator(ERRORS).count() == 0
         full_screenshot(page, screenshots / "sample-leaderboard.png")
-        copy_to_docs_as(screenshots / "sample-leaderboard.png", "leaderboard.png")
         page.set_viewport_size({"width": 1440, "height": 1000})
         open_page(page, sample_server, "adjudication", "Adjudication")
         sign_in(page, "reviewer")
         assert page.locator(ERRORS).count() == 0
         full_screenshot(page, screenshots / "sample-adjudication.png")
-        copy_to_docs_as(screenshots / "sample-adjudication.png", "adjudication.png")
     finally:
         context.close()
