@@ -168,9 +168,11 @@ def _timing(store, context: str) -> dict:
 
     out = {"context": context}
     with tempfile.TemporaryDirectory() as folder:
-        probe = Store(Path(folder) / "timing.sqlite")
         for cached in (True, False):
             name = "cached" if cached else "uncached"
+            # a database of its own per variant: one shared file would answer the second variant's calls
+            # from the first's stored responses (the run's call cache), timing nothing
+            probe = Store(Path(folder) / f"timing-{name}.sqlite")
             study = f"{STUDY}-{name}"
             probe.create_study(study)
             probe.add_questions(study, store.questions(STUDY).query("question_id == @context"))
@@ -183,10 +185,13 @@ def _timing(store, context: str) -> dict:
             out[f"{name}_calls"] = result.calls
             frame = probe.judgments(study)
             out[f"{name}_p"] = {f"{a}|{b}": p for a, b, p in zip(frame["model_a"], frame["model_b"], frame["p_a"])}
+            probe.close()
+        if not (out["cached_calls"] and out["uncached_calls"]):
+            raise RuntimeError(f"the timing step paid no call ({out['cached_calls']} cached, {out['uncached_calls']} "
+                               "uncached): it would time a cache, not the model")
         both = [(out["cached_p"][k], out["uncached_p"][k]) for k in out["cached_p"]]
         out["max_abs_dp"] = max(abs(a - b) for a, b in both)
         out["speedup"] = out["uncached_seconds"] / out["cached_seconds"]
-        probe.close()
     log(f"timing: {out['uncached_seconds']:.0f} s uncached vs {out['cached_seconds']:.0f} s cached "
         f"({out['speedup']:.1f}x), max |dp| {out['max_abs_dp']:.4f}")
     return out
