@@ -129,7 +129,8 @@ def expand(page, label: str) -> None:
 
 # Each page with the views that show text: (path, title, [(view name, action before it)]).
 VIEWS = [
-    ("", "Studies", [("page", None), ("delete expander", lambda p: expand(p, "Delete this study"))]),
+    ("", "PeerBoard", [("page", None)]),
+    ("studies", "Studies", [("page", None), ("delete expander", lambda p: expand(p, "Delete this study"))]),
     ("leaderboard", "Leaderboard", [("Table", None)] + [
         (tab, lambda p, tab=tab: click_tab(p, tab)) for tab in ("Elo curves", "Heatmaps", "Reviewer weights", "What-if")]),
     ("bias", "Bias", [("page", None)]),
@@ -141,6 +142,8 @@ VIEWS = [
     ("adjudication", "Adjudication", [
         ("queue head", lambda p: sign_in(p, "e2e-hostile")),
         ("models revealed", lambda p: (p.get_by_text("Show which model wrote each submission").click(), settle(p))),
+        # blind mode is on by default: the agents' verdicts and reasons appear on request
+        ("agents shown", lambda p: (p.get_by_role("button", name="Show the agents' verdicts now").click(), settle(p))),
         ("whole debate", lambda p: expand(p, "The whole debate")),
         ("all decisions", lambda p: expand(p, "All decisions")),
     ]),
@@ -148,7 +151,7 @@ VIEWS = [
 ]
 
 
-@pytest.mark.parametrize("path, title, views", VIEWS, ids=[title for _, title, _ in VIEWS])
+@pytest.mark.parametrize("path, title, views", VIEWS, ids=[path or "home" for path, _, _ in VIEWS])
 def test_untrusted_text_renders_as_text(chromium, hostile_server, screenshots, path, title, views):
     context = chromium.new_context(viewport={"width": 1440, "height": 1400})
     outbound = Outbound(context)
@@ -159,7 +162,7 @@ def test_untrusted_text_renders_as_text(chromium, hostile_server, screenshots, p
             if action is not None:
                 action(page)
             check(page, outbound, f"{title} / {view}")
-        full_screenshot(page, screenshots / f"hostile-{path or 'studies'}.png")  # for a human to look at
+        full_screenshot(page, screenshots / f"hostile-{path or 'home'}.png")  # for a human to look at
     finally:
         context.close()
 
