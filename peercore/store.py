@@ -25,7 +25,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 5)
+Schema (version 6)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -48,6 +48,7 @@ debate_turns       speaker's verdict in a round (0 = initial)                  (
 adjudications      human decision on an unresolved debate (both-bad and blind  (debate, annotator)
                    flags, migration 5)
 adjudication_skips debate an annotator put aside                               (debate, annotator)
+adjudication_leases debate an annotator holds until it expires (migration 6)  (debate, annotator)
 human_scores       human rating of one candidate on one attribute (NLG          (study, question_id, model,
                    assessment: context = question_id, candidate = model)        attribute)
 judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
@@ -573,6 +574,20 @@ CREATE TABLE adjudication_skips (
 -- annotators each debate needs (0 = every annotator decides every debate).
 ALTER TABLE studies ADD COLUMN rubric TEXT NOT NULL DEFAULT '';
 ALTER TABLE studies ADD COLUMN overlap INTEGER NOT NULL DEFAULT 0 CHECK (overlap >= 0 AND overlap <= 1000);
+"""),
+    (6, "adjudication leases: item assignment to annotators (issue 13)", """
+-- An annotator holds a debate until expires_at (peercore.assignment): with an overlap N,
+-- a debate is offered while its decisions plus the live leases of others are fewer than N.
+-- Times are fixed-width ISO-8601 UTC text (as every created_at here), so they compare as
+-- text; PostgreSQL would use TIMESTAMPTZ and the server's now().
+CREATE TABLE adjudication_leases (
+    debate_id  INTEGER NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+    annotator  TEXT NOT NULL CHECK (annotator <> ''),
+    expires_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (debate_id, annotator)
+);
+CREATE INDEX adjudication_leases_by_annotator ON adjudication_leases (annotator, debate_id);
 """),
 ]
 
@@ -1504,26 +1519,123 @@ class Store:
         Returns
         -------
         DataFrame ``id, debate_key, question_id, model_a, model_b, criterion, scenario,
-        n_rounds, decisions`` (how many annotators decided it so far), in debate order.
+        n_rounds, decisions`` (how many annotators decided it so far), ``leased`` (live
+        leases on it by annotators other than ``annotator``, see :meth:`claim_debate`), in
+        debate order.
         """
+        from peercore.assignment import stamp
+
         sid = self.study_id(study)
         overlap = _overlap(overlap)
         count = "(SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id)"
+        leased = ("(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator <> ? "
+                  "AND l.expires_at > ?)")
+        params: list = [annotator or "", stamp(time.time()), sid]
         if annotator is None:
-            where, params = f"{count} = 0", [sid]
+            where = f"{count} = 0"
         else:
             where = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
-            params = [sid, annotator]
+            params.append(annotator)
             if overlap:
                 where += f" AND {count} < ?"
                 params.append(overlap)
         return pd.read_sql_query(
             "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds, "
-            f"{count} AS decisions "
+            f"{count} AS decisions, {leased} AS leased "
             f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
             "ORDER BY d.id",
             self.connect(), params=params,
         )
+
+    def claim_debate(self, study: str, annotator: str, *, lease_seconds: float, scenario: str | None = None,
+                     criterion: str | None = None, now: float | None = None) -> dict | None:
+        """Take (or renew) a lease on the next debate ``annotator`` should decide (see :mod:`peercore.assignment`).
+
+        The debate is the annotator's live lease if it still needs them, else the first
+        debate (in id order) they have neither decided nor skipped that is offerable:
+        with the study's overlap N > 0, its decisions plus the live leases of others are
+        fewer than N (:func:`peercore.assignment.offerable`). Any other lease the annotator
+        holds in the study is given up; expired leases of the study are removed.
+
+        Parameters
+        ----------
+        lease_seconds : how long the lease lasts from ``now``.
+        scenario, criterion : only debates of this scenario / criterion (None: any).
+        now : seconds since the epoch (default: this machine's clock).
+
+        Returns
+        -------
+        dict or None
+            ``debate_id, debate_key, question_id, model_a, model_b, criterion, scenario,
+            n_rounds, decisions, expires_at, renewed``; None when no debate is offerable
+            (the annotator's leases in the study are then given up).
+        """
+        from peercore.assignment import stamp
+
+        sid = self.study_id(study)
+        now = time.time() if now is None else float(now)
+        at, until = stamp(now), stamp(now + float(lease_seconds))
+        # The check and the lease are one write transaction: BEGIN IMMEDIATE takes SQLite's
+        # single write lock first, so two claims never both see a debate as free.
+        # (PostgreSQL: lock the study row with SELECT ... FOR UPDATE, or, for overlap 1,
+        # pick the debate with SELECT ... FOR UPDATE SKIP LOCKED.)
+        with self.transaction() as tx:
+            overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+            tx.execute("DELETE FROM adjudication_leases WHERE expires_at <= ? AND debate_id IN "
+                       "(SELECT id FROM debates WHERE study_id = ?)", (at, sid))
+            where = ("d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' "
+                     "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?) "
+                     "AND NOT EXISTS (SELECT 1 FROM adjudication_skips s WHERE s.debate_id = d.id AND s.annotator = ?)")
+            params: list = [sid, annotator, annotator]
+            if scenario is not None:
+                where, params = where + " AND d.scenario = ?", params + [scenario]
+            if criterion is not None:
+                where, params = where + " AND d.criterion = ?", params + [criterion]
+            if overlap:
+                where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "
+                          "(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id "
+                          "AND l.annotator <> ? AND l.expires_at > ?) < ?")
+                params += [annotator, at, overlap]
+            select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
+                      "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
+                      "FROM debates d WHERE ")
+            mine = ("EXISTS (SELECT 1 FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator = ? "
+                    "AND l.expires_at > ?) AND ")
+            row = tx.execute(select + mine + where + " ORDER BY d.id LIMIT 1", [annotator, at, *params]).fetchone()
+            renewed = row is not None
+            if row is None:
+                row = tx.execute(select + where + " ORDER BY d.id LIMIT 1", params).fetchone()
+            keep = -1 if row is None else int(row[0])
+            tx.execute("DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id <> ? AND debate_id IN "
+                       "(SELECT id FROM debates WHERE study_id = ?)", (annotator, keep, sid))
+            if row is None:
+                return None
+            tx.execute("INSERT INTO adjudication_leases (debate_id, annotator, expires_at, created_at) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT (debate_id, annotator) DO UPDATE SET "
+                       "expires_at = excluded.expires_at", (keep, annotator, until, at))
+        return {"debate_id": keep, "debate_key": row[1], "question_id": row[2], "model_a": row[3],
+                "model_b": row[4], "criterion": row[5], "scenario": row[6], "n_rounds": int(row[7]),
+                "decisions": int(row[8]), "expires_at": until, "renewed": renewed}
+
+    def leases(self, study: str, *, now: float | None = None) -> pd.DataFrame:
+        """The study's leases: debate_id, annotator, expires_at, created_at, live (False once expired)."""
+        from peercore.assignment import stamp
+
+        frame = pd.read_sql_query(
+            "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
+            "JOIN debates d ON d.id = l.debate_id WHERE d.study_id = ? ORDER BY l.debate_id, l.annotator",
+            self.connect(), params=(self.study_id(study),))
+        return frame.assign(live=frame["expires_at"] > stamp(time.time() if now is None else float(now)))
+
+    def release_leases(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
+        """Give up ``annotator``'s leases in ``study`` (or only on ``debate_id``); returns how many."""
+        sql = ("DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id IN "
+               "(SELECT id FROM debates WHERE study_id = ?)")
+        params: list = [annotator, self.study_id(study)]
+        if debate_id is not None:
+            sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
+        with self.transaction() as tx:
+            return tx.execute(sql, params).rowcount
 
     def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "",
                    token: str | None = None, blind: bool | None = None) -> bool:
@@ -1539,33 +1651,56 @@ class Store:
         ``both_bad = 1`` (the gold set and agreement count it as a tie, as Chatbot Arena
         counts "tie (bothbad)"). ``blind`` records whether the annotator decided without
         having seen the agents' verdicts (None: not known). A decision clears the
-        annotator's skip of that debate.
+        annotator's skip of that debate and ends their lease on it (:meth:`claim_debate`).
+
+        Raises
+        ------
+        peercore.assignment.DecisionRefused
+            If the study has an overlap N and N other annotators decided the debate already
+            (a decision made after its lease ran out and others took it); nothing is stored.
         """
         if verdict not in DECISIONS:
             raise ValueError(f"verdict must be one of {DECISIONS}, got {verdict!r}")
         if not annotator or not annotator.strip():
             raise ValueError("annotator name is empty")
+        from peercore.assignment import DecisionRefused
+
         both_bad = int(verdict == "both_bad")
         stored = "tie" if both_bad else verdict
         blind_flag = None if blind is None else int(bool(blind))
+        refused = None
         with self.transaction() as tx:
-            row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
+            row = tx.execute("SELECT d.study_id, s.overlap FROM debates d JOIN studies s ON s.id = d.study_id "
+                             "WHERE d.id = ?", (int(debate_id),)).fetchone()
             if row is None:
                 raise StoreError(f"no debate with id {debate_id}")
             existed = tx.execute(
                 "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
             ).fetchone()
-            tx.execute(
-                "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token, both_bad, blind) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (debate_id, annotator) DO UPDATE SET verdict = excluded.verdict, note = excluded.note, "
-                "created_at = excluded.created_at, token = excluded.token, both_bad = excluded.both_bad, "
-                "blind = excluded.blind",
-                (int(debate_id), annotator, stored, note, _now(), token, both_bad, blind_flag),
-            )
-            tx.execute("DELETE FROM adjudication_skips WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator))
-            self._bump(tx, row[0])
-            return existed is None
+            # The annotator's lease on the debate ends with their decision (stored or refused).
+            tx.execute("DELETE FROM adjudication_leases WHERE debate_id = ? AND annotator = ?",
+                       (int(debate_id), annotator))
+            overlap = int(row[1])
+            if existed is None and overlap:
+                deciders = [r[0] for r in tx.execute(
+                    "SELECT annotator FROM adjudications WHERE debate_id = ? ORDER BY id", (int(debate_id),))]
+                if len(deciders) >= overlap:  # full: a late decision (its lease ran out) is refused
+                    refused = DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=deciders)
+            if refused is None:
+                tx.execute(
+                    "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token, both_bad, "
+                    "blind) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (debate_id, annotator) DO UPDATE SET verdict = excluded.verdict, "
+                    "note = excluded.note, created_at = excluded.created_at, token = excluded.token, "
+                    "both_bad = excluded.both_bad, blind = excluded.blind",
+                    (int(debate_id), annotator, stored, note, _now(), token, both_bad, blind_flag),
+                )
+                tx.execute("DELETE FROM adjudication_skips WHERE debate_id = ? AND annotator = ?",
+                           (int(debate_id), annotator))
+                self._bump(tx, row[0])
+        if refused is not None:  # raised after COMMIT: the lease is given up, nothing else changed
+            raise refused
+        return existed is None
 
     def undo_adjudication(self, debate_id: int, annotator: str, *, token: str | None = None) -> bool:
         """Remove ``annotator``'s decision on a debate; True if there was one.

@@ -35,8 +35,8 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
     path = tmp_path / "v4.sqlite"
     make_v4(path)
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 5
-    assert store.migrations()["version"].tolist() == [1, 2, 3, 4, 5]
+    assert store.schema_version() == SCHEMA_VERSION >= 5
+    assert store.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
     decided = store.adjudications("old")
     assert decided[["debate_id", "annotator", "verdict", "note", "decision"]].values.tolist() == [
         [1, "ann", "tie", "close", "tie"]]
@@ -53,7 +53,7 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
     reopened = Store(path)
     assert reopened.study_settings("old") == {"rubric": "Prefer the correct answer.", "overlap": 2}
     assert reopened.skipped_debates("old", "ben") == [1]
-    assert reopened.migrations()["version"].tolist() == [1, 2, 3, 4, 5]  # not migrated twice
+    assert reopened.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))  # not migrated twice
 
 
 @pytest.fixture

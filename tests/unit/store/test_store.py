@@ -12,7 +12,7 @@ import pytest
 
 from peercore.errors import JudgmentError
 from peercore.judgments import empty_judgments, judgments_from_frame
-from peercore.store import SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
+from peercore.store import _MIGRATIONS, SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
 
 
 @pytest.fixture
@@ -44,8 +44,8 @@ def test_wal_foreign_keys_and_schema_version(store):
     connection = store.connect()
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert store.schema_version() == SCHEMA_VERSION == 5
-    assert list(store.migrations()["version"]) == [1, 2, 3, 4, 5]
+    assert store.schema_version() == SCHEMA_VERSION == max(version for version, _, _ in _MIGRATIONS)
+    assert list(store.migrations()["version"]) == list(range(1, SCHEMA_VERSION + 1))
 
 
 def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):

@@ -1,0 +1,291 @@
+"""Item assignment for adjudication: leases, overlap, decisions stored once (issue 13).
+
+Several annotators, in browsers or at a command line, adjudicate one study at once. An
+annotator asks for the next debate and gets a **lease** on it: (debate, annotator,
+expiry). While a lease is live, the debate counts as taken by that annotator:
+
+- **Overlap 1**: a debate is offered to nobody else while someone holds it or has decided
+  it, so no two annotators are ever offered the same debate.
+- **Overlap N**: a debate is offered while ``decisions + live leases of others < N``, so
+  at most N annotators hold or decide it; a decision beyond the N-th is refused, so
+  exactly N distinct annotators decide each debate.
+- **Overlap 0** (the default): every annotator decides every debate; a lease then only
+  says who is working on what, and never keeps a debate from anyone else.
+
+Leases expire (:data:`DEFAULT_LEASE_SECONDS`, or ``$PEERBOARD_LEASE_SECONDS``, or the
+caller's ``lease_seconds``): a crashed annotator's debate goes back to the queue when its
+lease runs out. Asking again before then renews the lease on the same debate (the page
+asks on every render). An annotator holds at most one lease per study: taking a debate
+gives up the one held before.
+
+A decision is one row per (debate, annotator) (:meth:`peercore.store.Store.adjudicate`):
+deciding again replaces it and still counts once. A decision made after its lease ran out
+and the debate was taken by someone else is stored if the debate still needs decisions,
+and refused with :class:`DecisionRefused` (which names who decided it) if it does not.
+
+This module holds the rules and the application layer shared by the command line
+(``peercore adjudicate``), the Adjudication page (:mod:`peercore.ui.adjudication`) and the
+tests; :class:`peercore.store.Store` holds the SQL (``claim_debate``, ``leases``,
+``release_leases``, ``adjudicate``).
+
+Clocks: lease times are the claiming process's UTC clock, written as fixed-width
+ISO-8601 text that compares correctly as text. With SQLite every annotator's process runs
+on the one machine that holds the file, so they share one clock. (A shared PostgreSQL
+store would take the server's ``now()`` instead, so that machines with skewed clocks
+cannot steal each other's leases.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from peercore.errors import PeercoreError
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS", "ENV_LEASE_SECONDS", "MAX_LEASE_SECONDS", "DecisionRefused", "Item",
+    "lease_seconds", "stamp", "offerable", "identity", "refusal_message", "next_item", "decide", "release",
+    "add_commands",
+]
+
+DEFAULT_LEASE_SECONDS = 600.0  # 10 minutes: long enough to read a debate, short enough to recover
+MAX_LEASE_SECONDS = 86_400.0
+ENV_LEASE_SECONDS = "PEERBOARD_LEASE_SECONDS"
+
+
+class DecisionRefused(PeercoreError):
+    """A decision was not stored: the debate already has every decision its overlap asks for.
+
+    Attributes
+    ----------
+    debate_id : int
+    annotator : str
+        Whose decision was refused.
+    overlap : int
+    deciders : list of str
+        The annotators whose decisions fill the overlap.
+    """
+
+    def __init__(self, debate_id: int, annotator: str, *, overlap: int, deciders: list[str]) -> None:
+        self.debate_id, self.annotator, self.overlap, self.deciders = int(debate_id), annotator, overlap, deciders
+        super().__init__(refusal_message(debate_id, annotator, overlap=overlap, deciders=deciders))
+
+
+@dataclass(frozen=True)
+class Item:
+    """A debate handed to an annotator, with the lease on it.
+
+    ``decisions`` counts the decisions stored so far by anyone; ``expires_at`` is the
+    lease's end (UTC, ISO-8601); ``renewed`` is True when the annotator already held it.
+    """
+
+    debate_id: int
+    debate_key: str
+    question_id: str
+    model_a: str
+    model_b: str
+    criterion: str
+    scenario: str
+    n_rounds: int
+    decisions: int
+    expires_at: str
+    renewed: bool
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+# ------------------------------------------------------------------------- rules
+
+
+def lease_seconds(value: float | str | None = None) -> float:
+    """The lease length in seconds: ``value``, else ``$PEERBOARD_LEASE_SECONDS``, else 600.
+
+    Raises
+    ------
+    ValueError
+        If the value is not a number in (0, 86400]; the message names where it came from.
+    """
+    where = "lease_seconds"
+    if value is None:
+        value = os.environ.get(ENV_LEASE_SECONDS)
+        where = ENV_LEASE_SECONDS
+        if value is None or str(value).strip() == "":
+            return DEFAULT_LEASE_SECONDS
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} must be a number of seconds, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(seconds) or not 0 < seconds <= MAX_LEASE_SECONDS:
+        raise ValueError(f"{where} must be more than 0 and at most {MAX_LEASE_SECONDS:g} seconds, got {value!r}")
+    return seconds
+
+
+def stamp(seconds: float) -> str:
+    """A UTC time (seconds since the epoch) as fixed-width ISO-8601 text, e.g. ``2026-11-25T14:20:00.000+00:00``.
+
+    The same format as every ``created_at`` in the store, so lease times compare correctly
+    as text in SQL.
+    """
+    return datetime.fromtimestamp(float(seconds), timezone.utc).isoformat(timespec="milliseconds")
+
+
+def offerable(*, decisions: int, leased_by_others: int, overlap: int, decided_by_me: bool) -> bool:
+    """Whether a debate may be offered to an annotator.
+
+    Not when they decided it already; with an overlap N > 0, only while
+    ``decisions + leased_by_others < N`` (live leases of *other* annotators); with
+    overlap 0 always. :meth:`peercore.store.Store.claim_debate` applies the same rule in SQL.
+    """
+    if decided_by_me:
+        return False
+    return overlap == 0 or decisions + leased_by_others < overlap
+
+
+def identity(user: Mapping | None) -> tuple[str, str]:
+    """Who is adjudicating, from what Streamlit's ``st.user`` holds (``st.user.to_dict()``).
+
+    Returns
+    -------
+    (mode, name)
+        ``("typed", "")`` when built-in login (``st.login``) is not configured (``user`` is
+        None or has no ``is_logged_in``): the annotator types a name; ``("signed_out", "")``
+        when it is configured and nobody is signed in; ``("signed_in", name)`` with the
+        signed-in user's e-mail (unique per account), else their name, else the identity
+        provider's subject id.
+    """
+    if not user or "is_logged_in" not in user:
+        return "typed", ""
+    if not user.get("is_logged_in"):
+        return "signed_out", ""
+    for claim in ("email", "name", "preferred_username", "sub"):
+        value = user.get(claim)
+        if isinstance(value, str) and value.strip():
+            return "signed_in", value.strip()
+    return "signed_out", ""
+
+
+def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: list[str]) -> str:
+    """What an annotator reads when their decision comes after the overlap was filled."""
+    who = ", ".join(deciders) if deciders else "others"
+    return (f"debate #{int(debate_id)} already has the {overlap} decision(s) it needs (by {who}); "
+            f"{annotator}'s decision was not stored. Your lease on it had run out and someone else took it; "
+            "ask for the next debate.")
+
+
+# ------------------------------------------------------------- application layer
+
+
+def next_item(store, study: str, annotator: str, *, lease: float | None = None, scenario: str | None = None,
+              criterion: str | None = None, now: float | None = None) -> Item | None:
+    """Take (or renew) a lease on the next debate ``annotator`` should decide; None when nothing is offerable.
+
+    Parameters
+    ----------
+    store : :class:`peercore.store.Store`
+    study, annotator : names (the annotator's surrounding spaces are dropped).
+    lease : lease length in seconds (default :func:`lease_seconds`).
+    scenario, criterion : only debates of this scenario / criterion (None: any).
+    now : the clock, seconds since the epoch (default ``time.time()``; tests pass their own).
+
+    Returns
+    -------
+    Item or None
+        None means no debate can be offered now: the annotator decided or skipped every one
+        that needs people, or the rest is held by others (see :meth:`Store.leases`).
+    """
+    row = store.claim_debate(study, _name(annotator), lease_seconds=lease_seconds(lease), scenario=scenario,
+                             criterion=criterion, now=time.time() if now is None else float(now))
+    return None if row is None else Item(**row)
+
+
+def decide(store, debate_id: int, annotator: str, decision: str, *, note: str = "", token: str | None = None,
+           blind: bool | None = None) -> bool:
+    """Store ``annotator``'s decision on a debate and give up their lease on it.
+
+    Returns True for a new decision, False when it replaced their earlier one (it still
+    counts once toward the overlap).
+
+    Raises
+    ------
+    DecisionRefused
+        If the debate already has the decisions its overlap asks for, none of them this
+        annotator's (their lease had run out and others decided it).
+    ValueError
+        If ``decision`` is not one of ``model_a``, ``model_b``, ``tie``, ``both_bad``.
+    """
+    return store.adjudicate(int(debate_id), _name(annotator), decision, note=note, token=token, blind=blind)
+
+
+def release(store, study: str, annotator: str) -> int:
+    """Give up every lease ``annotator`` holds in ``study`` (e.g. when leaving); returns how many."""
+    return store.release_leases(study, _name(annotator))
+
+
+def _name(annotator: str) -> str:
+    if not isinstance(annotator, str) or not annotator.strip():
+        raise ValueError(f"annotator name is empty (got {annotator!r})")
+    return annotator.strip()
+
+
+# ------------------------------------------------------------------ command line
+
+
+def add_commands(subparsers) -> None:
+    """``peercore adjudicate``: take the next debate, decide one, or give up a lease, from a terminal."""
+    parser = subparsers.add_parser(
+        "adjudicate", help="take the next debate to adjudicate (a lease) or store a decision",
+        description="Adjudicate a study's unresolved debates from a terminal, with the same leases and overlap as "
+                    "the Adjudication page. --next prints the debate you now hold as JSON (one line); --decide "
+                    "ID DECISION stores your decision; --release gives your lease back.")
+    parser.add_argument("--study", required=True, metavar="NAME")
+    parser.add_argument("--annotator", required=True, metavar="NAME", help="your name (decisions are kept under it)")
+    parser.add_argument("--db", metavar="PATH", help="database file (default: $PEERBOARD_DB or the per-user data folder)")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--next", action="store_true", help="take (or renew) a lease on the next debate for you")
+    action.add_argument("--decide", nargs=2, metavar=("DEBATE_ID", "DECISION"),
+                        help="store your decision: model_a, model_b, tie or both_bad")
+    action.add_argument("--release", action="store_true", help="give back the debate you hold")
+    parser.add_argument("--note", default="", help="with --decide: why you decided so")
+    parser.add_argument("--lease-seconds", metavar="S", default=None,
+                        help=f"lease length (default ${ENV_LEASE_SECONDS} or {DEFAULT_LEASE_SECONDS:g})")
+    parser.add_argument("--scenario", metavar="NAME", help="with --next: only debates of this scenario")
+    parser.add_argument("--criterion", metavar="NAME", help="with --next: only debates of this criterion")
+    parser.set_defaults(handler=_command)
+
+
+def _command(args) -> int:
+    from peercore.store import Store
+
+    store = Store(args.db, create=False)
+    try:
+        if not store.has_study(args.study):
+            raise ValueError(f"--study: no study named {args.study!r} in {store.path}")
+        if args.next:
+            item = next_item(store, args.study, args.annotator, lease=lease_seconds(args.lease_seconds),
+                             scenario=args.scenario, criterion=args.criterion)
+            print(json.dumps(None if item is None else item.to_dict(), ensure_ascii=False))
+            if item is None:
+                print("nothing to take: every debate that needs people is decided by you, skipped by you, or held "
+                      "by others (their leases run out unless they decide)", file=sys.stderr)
+            return 0
+        if args.release:
+            print(json.dumps({"released": release(store, args.study, args.annotator)}))
+            return 0
+        raw_id, decision = args.decide
+        try:
+            debate_id = int(raw_id)
+        except ValueError:
+            raise ValueError(f"--decide: DEBATE_ID must be an integer, got {raw_id!r}") from None
+        new = decide(store, debate_id, args.annotator, decision, note=args.note)
+        print(json.dumps({"debate_id": debate_id, "annotator": args.annotator.strip(), "decision": decision,
+                          "stored": "new" if new else "replaced"}))
+        return 0
+    finally:
+        store.close()
