@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Command groups that live beside the code they drive (import/export in peercore.io,
 # review runs in peercore.jobs). Each module defines add_commands(subparsers) and sets
 # handler=callable(args) -> exit status on its parsers.
-_COMMAND_MODULES = ("peercore.io.commands", "peercore.jobs.commands", "peercore.nlg.commands", "peercore.ui.commands")
+_COMMAND_MODULES = ("peercore.io.commands", "peercore.jobs.commands", "peercore.nlg.commands", "peercore.ui.commands",
+                    "peercore.assignment")
 
 
 def _command_modules():
