@@ -463,12 +463,16 @@ class Runner:
         has passed since the last commit, and at the end. A crash loses at most the
         uncommitted items' bookkeeping, never a paid call (those are cached at once).
     seed : seeds the jitter.
+    offline : when set, no call is made: a call missing from the cache fails its item
+        with the reason ``offline(backend, request, cache_key)`` returns (batch runs,
+        :mod:`peercore.jobs.batch`, whose calls were paid through a provider's batch API).
     """
 
     def __init__(self, store: "Store", *, concurrency: int = 8, retry: RetryPolicy | None = None,
                  limits: Mapping[str, ProviderLimits] | None = None, prices: "PriceTable | None" = None,
                  call_timeout_s: float | None = None, cancel_grace_s: float = 10.0, commit_batch: int = 256,
-                 commit_interval_s: float = 1.0, seed: int | None = None) -> None:
+                 commit_interval_s: float = 1.0, seed: int | None = None,
+                 offline: Callable[[Backend, ChatRequest, str], str] | None = None) -> None:
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
         if call_timeout_s is not None and not call_timeout_s > 0:
@@ -491,6 +495,7 @@ class Runner:
         self.commit_batch = commit_batch
         self.commit_interval_s = float(commit_interval_s)
         self._rng = random.Random(seed)
+        self.offline = offline
         self._providers: dict[str, _Provider] = {}
         self._inflight: dict[str, asyncio.Task] = {}
         self._calls_tasks: set[asyncio.Task] = set()
@@ -553,6 +558,8 @@ class Runner:
                 cost = self.prices.cost(backend.backend, backend.model, hit["prompt_tokens"], hit["completion_tokens"])
                 ctx._charge(hit["prompt_tokens"], hit["completion_tokens"], cost)
             return Completion.from_json(hit["response"])
+        if self.offline is not None:
+            raise CallFailed(self.offline(backend, request, key), attempts=0)
         task = self._inflight.get(key)
         if task is None:
             task = asyncio.get_running_loop().create_task(

@@ -25,7 +25,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 6)
+Schema (version 7)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -53,6 +53,8 @@ human_scores       human rating of one candidate on one attribute (NLG          
                    assessment: context = question_id, candidate = model)        attribute)
 judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
                    with its expected value, distribution and raw reply          attribute, vote)
+batches            provider batch of a run: file, batch id, status (mig. 7)    token (the client's, deterministic)
+batch_requests     request line of a batch: custom_id -> call and run item     (token, custom_id)
 =================  ==========================================================  =============================
 
 Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
@@ -588,6 +590,46 @@ CREATE TABLE adjudication_leases (
     PRIMARY KEY (debate_id, annotator)
 );
 CREATE INDEX adjudication_leases_by_annotator ON adjudication_leases (annotator, debate_id);
+"""),
+    (7, "provider batches: batch ids, uploaded files and each request's custom_id (issue 13)", """
+-- A judging run sent through a provider's batch API (peercore.jobs.batch): one row per
+-- batch, written BEFORE each step that could be lost (the upload, the create, the poll),
+-- so a killed run resumes the same batch instead of paying for it twice. token is the
+-- client's deterministic name for the batch (the uploaded file's name, OpenAI metadata).
+CREATE TABLE batches (
+    token           TEXT PRIMARY KEY,
+    run_id          TEXT NOT NULL,
+    provider        TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+    judge           TEXT NOT NULL,                 -- backend:model
+    base_url        TEXT,
+    status          TEXT NOT NULL DEFAULT 'planned'
+        CHECK (status IN ('planned', 'uploaded', 'creating', 'submitted', 'ended', 'fetched')),
+    input_file_id   TEXT,
+    batch_id        TEXT UNIQUE,
+    provider_status TEXT,
+    output_file_id  TEXT,
+    error_file_id   TEXT,
+    n_requests      INTEGER NOT NULL CHECK (n_requests >= 1),
+    n_succeeded     INTEGER NOT NULL DEFAULT 0,
+    n_failed        INTEGER NOT NULL DEFAULT 0,
+    intent_at       TEXT,                          -- just before create: resume looks for batches made after it
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+);
+CREATE INDEX batches_by_run ON batches (run_id);
+-- Each request line of a batch: custom_id -> the call (cache key) and the run item that pays for it.
+CREATE TABLE batch_requests (
+    token     TEXT NOT NULL REFERENCES batches(token) ON DELETE CASCADE,
+    custom_id TEXT NOT NULL,
+    cache_key TEXT NOT NULL,
+    item_key  TEXT NOT NULL,
+    request   TEXT NOT NULL,                       -- the ChatRequest as JSON (never a credential)
+    status    TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'succeeded', 'errored', 'expired', 'canceled')),
+    error     TEXT,
+    PRIMARY KEY (token, custom_id)
+);
+CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 """),
 ]
 
@@ -1393,6 +1435,72 @@ class Store:
                 "SELECT COUNT(DISTINCT c.item_key) FROM llm_calls c JOIN run_items i ON i.run_id = c.run_id "
                 "AND i.item_key = c.item_key WHERE c.run_id = ? AND i.status = 'pending'"),
         }
+
+    # ----------------------------------------------------------------------- batches
+
+    _BATCH_FIELDS = ("status", "input_file_id", "batch_id", "provider_status", "output_file_id", "error_file_id",
+                     "n_succeeded", "n_failed", "intent_at")
+
+    def add_batch(self, token: str, *, run_id: str, provider: str, judge: str, base_url: str | None,
+                  requests: Iterable[Mapping]) -> bool:
+        """Record a planned provider batch and its request lines (one transaction); False if ``token`` exists.
+
+        ``requests`` rows need ``custom_id, cache_key, item_key, request`` (the request as a dict).
+        """
+        requests = list(requests)
+        now = _now()
+        with self.transaction() as tx:
+            cursor = tx.execute(
+                "INSERT OR IGNORE INTO batches (token, run_id, provider, judge, base_url, n_requests, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (token, run_id, provider, judge, base_url, len(requests), now, now))
+            if cursor.rowcount != 1:
+                return False
+            tx.executemany(
+                "INSERT INTO batch_requests (token, custom_id, cache_key, item_key, request) VALUES (?, ?, ?, ?, ?)",
+                [(token, r["custom_id"], r["cache_key"], r["item_key"],
+                  json.dumps(scrub_secrets(dict(r["request"])), sort_keys=True)) for r in requests])
+            return True
+
+    def batches(self, run_id: str) -> list[dict]:
+        """A run's provider batches, oldest first (see migration 7)."""
+        rows = self.connect().execute("SELECT * FROM batches WHERE run_id = ? ORDER BY rowid", (run_id,))
+        return [dict(r) for r in rows]
+
+    def update_batch(self, token: str, **fields) -> None:
+        """Set some of a batch's fields (status, file and batch ids, provider status, counts, intent time)."""
+        unknown = sorted(set(fields) - set(self._BATCH_FIELDS))
+        if unknown:
+            raise ValueError(f"update_batch: unknown field(s) {unknown}; allowed {self._BATCH_FIELDS}")
+        columns = ", ".join(f"{name} = ?" for name in fields)
+        with self.transaction() as tx:
+            cursor = tx.execute(f"UPDATE batches SET {columns}, updated_at = ? WHERE token = ?",
+                                (*fields.values(), _now(), token))
+            if cursor.rowcount != 1:
+                raise StoreError(f"no batch {token!r}")
+
+    def batch_requests(self, token: str) -> list[dict]:
+        """A batch's request lines in upload order, ``request`` decoded."""
+        rows = self.connect().execute("SELECT * FROM batch_requests WHERE token = ? ORDER BY rowid", (token,))
+        return [{**dict(r), "request": json.loads(r["request"])} for r in rows]
+
+    def batched_calls(self, run_id: str) -> dict[str, dict]:
+        """cache_key -> ``{"status", "error"}`` of the latest batch line of each call a run sent in a batch."""
+        rows = self.connect().execute(
+            "SELECT r.cache_key, r.status, r.error FROM batch_requests r JOIN batches b ON b.token = r.token "
+            "WHERE b.run_id = ? ORDER BY b.rowid, r.rowid", (run_id,))
+        return {key: {"status": status, "error": error} for key, status, error in rows}
+
+    def store_batch_results(self, token: str, results: Iterable[Mapping], calls: Iterable[Mapping] = ()) -> None:
+        """Store a batch's results in one transaction: the paid responses in the call cache
+        (``calls``: keyword arguments of :meth:`store_call` plus ``cache_key``) and each
+        line's outcome (``results``: ``custom_id, status, error``)."""
+        with self.transaction() as tx:
+            for call in calls:
+                call = dict(call)
+                self.store_call(call.pop("cache_key"), **call)
+            tx.executemany("UPDATE batch_requests SET status = ?, error = ? WHERE token = ? AND custom_id = ?",
+                           [(r["status"], r.get("error"), token, r["custom_id"]) for r in results])
 
     def run_judgments(self, run_id: str) -> pd.DataFrame:
         """The verdicts one run stored, valid and invalid, in insertion order.

@@ -3,6 +3,10 @@
 The bundled table (``peercore/jobs/prices.toml``) holds list prices in US dollars per
 million tokens; a user file (``--prices PATH`` or ``$PEERBOARD_PRICES``) in the same
 format overrides entries. An unknown model has an unknown cost (None), never a guess.
+
+Batch APIs (OpenAI Batch, Anthropic Message Batches) bill a fraction of the list price:
+the table's ``[batch_rate]`` section gives it per backend (0.5 for both),
+:meth:`PriceTable.at_batch_rate` gives the table a batch run is priced with.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class PriceTable:
 
     prices: Mapping[str, Mapping[str, Price]] = field(default_factory=dict)
     meta: Mapping[str, object] = field(default_factory=dict)
+    batch_rates: Mapping[str, float] = field(default_factory=dict)
 
     def price(self, backend: str, model: str) -> Price | None:
         """The price of ``backend:model``, or None when the table has no entry for it."""
@@ -63,7 +68,21 @@ class PriceTable:
         out = {backend: dict(models) for backend, models in self.prices.items()}
         for backend, models in other.prices.items():
             out.setdefault(backend, {}).update(models)
-        return PriceTable(out, {**self.meta, **other.meta})
+        return PriceTable(out, {**self.meta, **other.meta}, {**self.batch_rates, **other.batch_rates})
+
+    def at_batch_rate(self) -> "PriceTable":
+        """The table a batch run is priced with: each backend's prices times its batch rate.
+
+        A backend without a ``[batch_rate]`` entry (no batch API known for it) has no
+        price in the result, so its cost is unknown (None), never the list price.
+        """
+        out = {}
+        for backend, models in self.prices.items():
+            rate = self.batch_rates.get(backend)
+            if rate is None:
+                continue
+            out[backend] = {name: Price(p.input * rate, p.output * rate) for name, p in models.items()}
+        return PriceTable(out, {**self.meta, "tier": "batch"}, {})
 
 
 def load_prices(path: str | os.PathLike[str] | None = None, *, bundled: bool = True) -> PriceTable:
@@ -94,6 +113,13 @@ def _read(path: Path) -> PriceTable:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML: {exc}") from None
     meta = data.pop("meta", {})
+    rates = data.pop("batch_rate", {})
+    if not isinstance(rates, Mapping):
+        raise ValueError(f"{path}: [batch_rate] must be a table of backend = fraction, got {rates!r}")
+    for backend, rate in rates.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ValueError(f"{path}: batch_rate.{backend} must be a number in [0, 1] (fraction of the list price), "
+                             f"got {rate!r}")
     prices: dict[str, dict[str, Price]] = {}
     for backend, models in data.items():
         if not isinstance(models, Mapping):
@@ -109,4 +135,4 @@ def _read(path: Path) -> PriceTable:
                     raise ValueError(f"{path}: {backend}.{model}.{side} must be a number >= 0 ($ per 1M tokens), got {value!r}")
                 values[side] = float(value)
             prices[backend][model] = Price(**values)
-    return PriceTable(prices, meta)
+    return PriceTable(prices, meta, {k: float(v) for k, v in rates.items()})

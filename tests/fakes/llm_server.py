@@ -18,6 +18,41 @@ Endpoints
 ``GET /v1/models``
     A one-model list (some clients probe it). Anything else is a provider-shaped 404.
 
+Batch endpoints
+---------------
+The OpenAI Batch API and Anthropic Message Batches, answering every request line with
+the reply its live endpoint would give (the same :meth:`FakeLLMServer._answer`):
+
+``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files`` (list, newest first,
+``?purpose=``), ``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``
+    Uploaded files (a JSONL of ``{"custom_id", "method": "POST", "url":
+    "/v1/chat/completions", "body"}`` lines) and the output / error files of batches.
+``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (list, newest first,
+``?limit=&after=``)
+    OpenAI batches: ``validating`` -> ``in_progress`` -> ``completed`` (or ``expired``)
+    once ``batch_delay_s`` have passed since creation, evaluated when the batch is read.
+    The output file holds ``{"id", "custom_id", "response": {"status_code": 200,
+    "request_id", "body"}, "error": null}`` lines; the error file holds failed lines
+    (``response.status_code`` 400 with an error body) and expired ones
+    (``"response": null, "error": {"code": "batch_expired"}``).
+``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
+``GET /v1/messages/batches`` (list, newest first, ``?limit=&after_id=``),
+``GET /v1/messages/batches/{id}/results``
+    Anthropic batches: ``in_progress`` -> ``ended`` after ``batch_delay_s``; the results
+    are JSONL lines ``{"custom_id", "result": {"type": "succeeded", "message"}}`` (or
+    ``"errored"`` with an error, ``"expired"``); ``results_url`` is set once ended.
+
+A batch is answered as ``batch_mode`` says, or by the next mode queued with
+:meth:`inject_batch`: ``"ok"`` (every line answered), ``"partial"`` (every
+``batch_error_every``-th line fails with a per-request 400 error, the rest answered),
+``"expired"`` (only the first half of the lines answered, the rest expired; OpenAI
+status ``expired``). Batch endpoints draw no faults and never sleep ``latency_s``.
+``endpoint_counts`` counts requests per endpoint (``"POST /v1/batches"``,
+``"GET /v1/batches/{id}"``, ...; chat calls as ``"POST /v1/chat/completions"`` and
+``"POST /v1/messages"``) and ``batch_log`` lists every answered batch line
+(``{"api", "batch", "custom_id", "body", "outcome"}``, outcome ``succeeded`` /
+``errored`` / ``expired``).
+
 Default reply
 -------------
 Without ``reply=``, the reply is derived from the SHA-256 of the request's messages (and
@@ -85,16 +120,19 @@ import struct
 import threading
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-__all__ = ["FakeLLMServer", "FAULT_KINDS", "HTTP_ERROR_KINDS", "default_reply", "default_p1"]
+__all__ = ["FakeLLMServer", "FAULT_KINDS", "HTTP_ERROR_KINDS", "BATCH_MODES", "default_reply", "default_p1"]
 
 FAULT_KINDS = ("429", "500", "timeout", "malformed", "reset")
 # permanent client errors, never drawn by default; usable in ``faults=`` and :meth:`inject`
 HTTP_ERROR_KINDS = ("400", "401", "403", "404")
 _ALL_KINDS = FAULT_KINDS + HTTP_ERROR_KINDS
+BATCH_MODES = ("ok", "partial", "expired")
+_ROUTE_NAMES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 ReplyFn = Callable[[dict, str], str]
 
@@ -191,6 +229,18 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
 
+    def _send_routed(self, status: int, payload, content_type: str) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
     def _reset(self) -> None:
         try:
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -201,6 +251,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- verbs -----------------------------------------------------------------------
     def do_GET(self):  # noqa: N802
+        routed = self.server.fake._batches.route("GET", self.path, b"", self.headers)
+        if routed is not None:
+            self._send_routed(*routed)
+            return
         if self.path.rstrip("/").endswith("/v1/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
         else:
@@ -208,6 +262,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         fake = self.server.fake
+        if fake._batches.handles("POST", self.path):
+            routed = fake._batches.route("POST", self.path, self._read_body(), self.headers)
+            self._send_routed(*routed)
+            return
         fake._handler_started()
         try:
             self._post(fake)
@@ -232,6 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not key and auth.lower().startswith("bearer "):
             key = auth[7:].strip()
         key_digest = hashlib.sha256(key.encode("utf-8")).hexdigest() if key else None
+        with fake._lock:
+            fake.endpoint_counts[f"POST {_ROUTE_NAMES.get(api, path)}"] += 1
         fault = fake._begin(api, body, path, bool(key), key_digest)
         if fake.latency_s > 0:
             fake._stop_event.wait(fake.latency_s)
@@ -311,7 +371,8 @@ class FakeLLMServer:
 
     def __init__(self, *, reply: ReplyFn | None = None, latency_s: float = 0.0, fault_rate: float = 0.0,
                  faults=FAULT_KINDS, retry_after_s: float = 0.05,
-                 timeout_hang_s: float = 5.0, seed: int = 0) -> None:
+                 timeout_hang_s: float = 5.0, seed: int = 0, batch_delay_s: float = 0.0,
+                 batch_mode: str = "ok", batch_error_every: int = 3) -> None:
         faults = tuple(faults)
         unknown = [f for f in faults if f not in _ALL_KINDS]
         if unknown:
@@ -324,6 +385,19 @@ class FakeLLMServer:
                             ("timeout_hang_s", timeout_hang_s)):
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")
+        if batch_mode not in BATCH_MODES:
+            raise ValueError(f"batch_mode must be one of {BATCH_MODES}, got {batch_mode!r}")
+        if batch_delay_s < 0:
+            raise ValueError(f"batch_delay_s must be >= 0, got {batch_delay_s!r}")
+        if not isinstance(batch_error_every, int) or batch_error_every < 1:
+            raise ValueError(f"batch_error_every must be an integer >= 1, got {batch_error_every!r}")
+        self.batch_delay_s = float(batch_delay_s)
+        self.batch_mode = batch_mode
+        self.batch_error_every = batch_error_every
+        self._batch_modes: deque[str] = deque()
+        self.endpoint_counts: Counter[str] = Counter()
+        self.batch_log: list[dict] = []
+        self._batches = _Batches(self)
         self.reply = reply
         self.latency_s = float(latency_s)
         self.fault_rate = float(fault_rate)
@@ -405,9 +479,23 @@ class FakeLLMServer:
         with self._lock:
             self._queued.extend(faults)
 
+    def inject_batch(self, *modes: str) -> None:
+        """Queue batch modes (``"ok"``, ``"partial"``, ``"expired"``) for the next batches created, in order."""
+        unknown = [m for m in modes if m not in BATCH_MODES]
+        if unknown:
+            raise ValueError(f"batch modes: unknown {unknown!r}; choose from {BATCH_MODES}")
+        with self._lock:
+            self._batch_modes.extend(modes)
+
+    def batches_created(self) -> int:
+        """Batches created so far, both APIs."""
+        return self.endpoint_counts["POST /v1/batches"] + self.endpoint_counts["POST /v1/messages/batches"]
+
     def reset_counts(self) -> None:
         """Zero the counters and clear the request log (queued faults are kept)."""
         with self._lock:
+            self.endpoint_counts = Counter()
+            self.batch_log = []
             self.requests_total = 0
             self.faults_injected = 0
             self.successes = 0
@@ -505,3 +593,322 @@ def _logprob_content(text: str, p1: float, k: int) -> list[dict]:
         entry["top_logprobs"] = top if i == 0 else [_token(entry["token"], -0.01)][:max(k, 1)]
         content.append(entry)
     return content
+
+
+# ----------------------------------------------------------------------------- batches
+
+_ROUTES = (  # (verb, pattern parts, endpoint name); "*" matches one path segment
+    ("POST", ("v1", "files"), "POST /v1/files"),
+    ("GET", ("v1", "files"), "GET /v1/files"),
+    ("GET", ("v1", "files", "*"), "GET /v1/files/{id}"),
+    ("GET", ("v1", "files", "*", "content"), "GET /v1/files/{id}/content"),
+    ("POST", ("v1", "batches"), "POST /v1/batches"),
+    ("GET", ("v1", "batches"), "GET /v1/batches"),
+    ("GET", ("v1", "batches", "*"), "GET /v1/batches/{id}"),
+    ("POST", ("v1", "messages", "batches"), "POST /v1/messages/batches"),
+    ("GET", ("v1", "messages", "batches"), "GET /v1/messages/batches"),
+    ("GET", ("v1", "messages", "batches", "*"), "GET /v1/messages/batches/{id}"),
+    ("GET", ("v1", "messages", "batches", "*", "results"), "GET /v1/messages/batches/{id}/results"),
+)
+
+
+def _match(verb: str, path: str):
+    parts = tuple(p for p in path.split("?")[0].split("/") if p)
+    for route_verb, pattern, name in _ROUTES:
+        if route_verb == verb and len(parts) == len(pattern) and all(
+                want == "*" or want == got for want, got in zip(pattern, parts)):
+            return name, [got for want, got in zip(pattern, parts) if want == "*"]
+    return None, []
+
+
+def _query(path: str) -> dict:
+    from urllib.parse import parse_qs, urlsplit
+
+    return {k: v[-1] for k, v in parse_qs(urlsplit(path).query).items()}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _multipart(body: bytes, content_type: str) -> dict:
+    """The fields of a multipart/form-data body: name -> (filename or None, bytes)."""
+    boundary = None
+    for part in content_type.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "boundary":
+            boundary = value.strip('"')
+    if not boundary:
+        raise ValueError("multipart body without a boundary")
+    fields = {}
+    for chunk in body.split(b"--" + boundary.encode()):
+        if not chunk.strip() or chunk.strip() == b"--":
+            continue
+        head, _, data = chunk.lstrip(b"\r\n").partition(b"\r\n\r\n")
+        if data.endswith(b"\r\n"):
+            data = data[:-2]
+        disposition = next((line for line in head.decode("utf-8", "replace").split("\r\n")
+                            if line.lower().startswith("content-disposition")), "")
+        name = filename = None
+        for item in disposition.split(";"):
+            key, _, value = item.strip().partition("=")
+            if key == "name":
+                name = value.strip('"')
+            elif key == "filename":
+                filename = value.strip('"')
+        if name:
+            fields[name] = (filename, data)
+    return fields
+
+
+class _Batches:
+    """The batch endpoints' state: files, OpenAI batches, Anthropic batches (under the server's lock)."""
+
+    def __init__(self, fake: "FakeLLMServer") -> None:
+        self.fake = fake
+        self.files: dict[str, dict] = {}
+        self.openai: dict[str, dict] = {}
+        self.anthropic: dict[str, dict] = {}
+        self.counter = 0
+        self.lock = threading.RLock()
+
+    def handles(self, verb: str, path: str) -> bool:
+        return _match(verb, path)[0] is not None
+
+    def _id(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter:06d}{uuid.uuid4().hex[:10]}"
+
+    def route(self, verb: str, path: str, body: bytes, headers):
+        """``(status, payload, content type)`` for a batch endpoint, or None when it is not one."""
+        name, args = _match(verb, path)
+        if name is None:
+            return None
+        fake = self.fake
+        with fake._lock:
+            fake.endpoint_counts[name] += 1
+        with self.lock:  # one batch request at a time: a batch is answered once, by the first read after its delay
+            try:
+                return getattr(self, "_" + name.split(" ", 1)[1].replace("/v1/", "").replace("/{id}", "_id")
+                               .replace("/", "_"))(path, body, headers, *args)
+            except _NotFound as exc:
+                api = "anthropic" if "/messages/" in path else "openai"
+                return 404, _error_body(api, 404, str(exc)), "application/json"
+            except ValueError as exc:
+                api = "anthropic" if "/messages/" in path else "openai"
+                return 400, _error_body(api, 400, str(exc)), "application/json"
+
+    # -- files -----------------------------------------------------------------------
+    def _file_object(self, file: dict) -> dict:
+        return {"id": file["id"], "object": "file", "bytes": len(file["data"]), "created_at": int(file["created"]),
+                "filename": file["filename"], "purpose": file["purpose"], "status": "processed",
+                "status_details": None}
+
+    def _add_file(self, filename: str, purpose: str, data: bytes) -> dict:
+        file = {"id": self._id("file-"), "filename": filename, "purpose": purpose, "data": data,
+                "created": time.time()}
+        self.files[file["id"]] = file
+        return file
+
+    def _files(self, path, body, headers):
+        if headers.get("Content-Type", "").lower().startswith("multipart/"):
+            fields = _multipart(body, headers.get("Content-Type", ""))
+            filename, data = fields.get("file", (None, None))
+            purpose = (fields.get("purpose") or (None, b""))[1].decode()
+            if data is None or purpose != "batch":
+                raise ValueError("upload needs a 'file' and purpose 'batch'")
+            return 200, self._file_object(self._add_file(filename or "upload.jsonl", purpose, data)), "application/json"
+        query = _query(path)
+        files = [f for f in self.files.values() if query.get("purpose") in (None, f["purpose"])]
+        files.sort(key=lambda f: f["id"], reverse=True)
+        return 200, {"object": "list", "data": [self._file_object(f) for f in files], "has_more": False}, \
+            "application/json"
+
+    def _file(self, file_id: str) -> dict:
+        if file_id not in self.files:
+            raise _NotFound(f"no file {file_id!r}")
+        return self.files[file_id]
+
+    def _files_id(self, path, body, headers, file_id):
+        return 200, self._file_object(self._file(file_id)), "application/json"
+
+    def _files_id_content(self, path, body, headers, file_id):
+        return 200, self._file(file_id)["data"], "application/octet-stream"
+
+    # -- answering -------------------------------------------------------------------
+    def _mode(self) -> str:
+        with self.fake._lock:
+            return self.fake._batch_modes.popleft() if self.fake._batch_modes else self.fake.batch_mode
+
+    def _outcomes(self, mode: str, n: int) -> list[str]:
+        if mode == "expired":
+            return ["succeeded" if i < n // 2 else "expired" for i in range(n)]
+        if mode == "partial":
+            every = self.fake.batch_error_every
+            return ["errored" if (i + 1) % every == 0 else "succeeded" for i in range(n)]
+        return ["succeeded"] * n
+
+    def _answer_line(self, api: str, batch_id: str, custom_id: str, body: dict, outcome: str):
+        with self.fake._lock:
+            self.fake.batch_log.append({"api": api, "batch": batch_id, "custom_id": custom_id, "body": body,
+                                        "outcome": outcome})
+        return self.fake._answer(api, body) if outcome == "succeeded" else None
+
+    def _ready(self, batch: dict) -> bool:
+        return time.time() >= batch["created"] + self.fake.batch_delay_s
+
+    # -- OpenAI batches ----------------------------------------------------------------
+    def _batches(self, path, body, headers):
+        if body:
+            request = json.loads(body.decode("utf-8"))
+            file = self._file(str(request.get("input_file_id")))
+            if request.get("endpoint") != "/v1/chat/completions":
+                raise ValueError(f"endpoint must be /v1/chat/completions, got {request.get('endpoint')!r}")
+            lines = [json.loads(line) for line in file["data"].decode("utf-8").splitlines() if line.strip()]
+            ids = [line.get("custom_id") for line in lines]
+            if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
+                raise ValueError("every line needs a unique custom_id")
+            for line in lines:
+                if line.get("method") != "POST" or line.get("url") != "/v1/chat/completions" or \
+                        not isinstance(line.get("body"), dict) or not isinstance(line["body"].get("messages"), list):
+                    raise ValueError(f"line {line.get('custom_id')!r}: needs method POST, url /v1/chat/completions "
+                                     "and a body with messages")
+            now = time.time()
+            batch = {"id": self._id("batch_"), "created": now, "lines": lines, "mode": self._mode(),
+                     "object": {"id": None, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+                                "input_file_id": file["id"], "completion_window": request.get("completion_window", "24h"),
+                                "status": "in_progress", "output_file_id": None, "error_file_id": None,
+                                "created_at": int(now), "in_progress_at": int(now), "expires_at": int(now) + 86400,
+                                "finalizing_at": None, "completed_at": None, "failed_at": None, "expired_at": None,
+                                "cancelling_at": None, "cancelled_at": None,
+                                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                                "metadata": request.get("metadata")}}
+            batch["object"]["id"] = batch["id"]
+            self.openai[batch["id"]] = batch
+            return 200, batch["object"], "application/json"
+        query = _query(path)
+        batches = sorted(self.openai.values(), key=lambda b: b["id"], reverse=True)
+        if query.get("after"):
+            ids = [b["id"] for b in batches]
+            batches = batches[ids.index(query["after"]) + 1:] if query["after"] in ids else []
+        limit = int(query.get("limit", 20))
+        page = [self._openai_state(b) for b in batches[:limit]]
+        return 200, {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                     "last_id": page[-1]["id"] if page else None, "has_more": len(batches) > limit}, "application/json"
+
+    def _batches_id(self, path, body, headers, batch_id):
+        if batch_id not in self.openai:
+            raise _NotFound(f"no batch {batch_id!r}")
+        return 200, self._openai_state(self.openai[batch_id]), "application/json"
+
+    def _openai_state(self, batch: dict) -> dict:
+        obj = batch["object"]
+        if obj["status"] != "in_progress" or not self._ready(batch):
+            return obj
+        outcomes = self._outcomes(batch["mode"], len(batch["lines"]))
+        output, errors = [], []
+        for line, outcome in zip(batch["lines"], outcomes):
+            reply = self._answer_line("openai", batch["id"], line["custom_id"], line["body"], outcome)
+            rid = f"req_{uuid.uuid4().hex[:16]}"
+            if outcome == "succeeded":
+                output.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": line["custom_id"],
+                               "response": {"status_code": 200, "request_id": rid, "body": reply}, "error": None})
+            elif outcome == "errored":
+                errors.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": line["custom_id"],
+                               "response": {"status_code": 400, "request_id": rid,
+                                            "body": _error_body("openai", 400, "invalid request (fake batch error)")},
+                               "error": None})
+            else:
+                errors.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": line["custom_id"],
+                               "response": None, "error": {"code": "batch_expired",
+                                                           "message": "This request could not be executed before the "
+                                                                      "completion window expired."}})
+        jsonl = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")  # noqa: E731
+        now = int(time.time())
+        if output:
+            obj["output_file_id"] = self._add_file(f"{batch['id']}_output.jsonl", "batch_output", jsonl(output))["id"]
+        if errors:
+            obj["error_file_id"] = self._add_file(f"{batch['id']}_error.jsonl", "batch_output", jsonl(errors))["id"]
+        obj["request_counts"] = {"total": len(outcomes), "completed": outcomes.count("succeeded"),
+                                 "failed": len(outcomes) - outcomes.count("succeeded")}
+        if batch["mode"] == "expired":
+            obj.update(status="expired", expired_at=now)
+        else:
+            obj.update(status="completed", finalizing_at=now, completed_at=now)
+        return obj
+
+    # -- Anthropic batches -------------------------------------------------------------
+    def _messages_batches(self, path, body, headers):
+        if body:
+            request = json.loads(body.decode("utf-8"))
+            lines = request.get("requests")
+            if not isinstance(lines, list) or not lines:
+                raise ValueError("requests must be a non-empty list")
+            ids = [line.get("custom_id") for line in lines]
+            if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
+                raise ValueError("every request needs a unique custom_id")
+            for line in lines:
+                if not isinstance(line.get("params"), dict) or not isinstance(line["params"].get("messages"), list):
+                    raise ValueError(f"request {line.get('custom_id')!r}: params need messages")
+            now = time.time()
+            batch = {"id": self._id("msgbatch_"), "created": now, "lines": lines, "mode": self._mode(),
+                     "results": None,
+                     "object": {"id": None, "type": "message_batch", "processing_status": "in_progress",
+                                "request_counts": {"processing": len(lines), "succeeded": 0, "errored": 0,
+                                                   "canceled": 0, "expired": 0},
+                                "ended_at": None, "created_at": _iso(now), "expires_at": _iso(now + 86400),
+                                "archived_at": None, "cancel_initiated_at": None, "results_url": None}}
+            batch["object"]["id"] = batch["id"]
+            self.anthropic[batch["id"]] = batch
+            return 200, batch["object"], "application/json"
+        query = _query(path)
+        batches = sorted(self.anthropic.values(), key=lambda b: b["id"], reverse=True)
+        if query.get("after_id"):
+            ids = [b["id"] for b in batches]
+            batches = batches[ids.index(query["after_id"]) + 1:] if query["after_id"] in ids else []
+        limit = int(query.get("limit", 20))
+        page = [self._anthropic_state(b) for b in batches[:limit]]
+        return 200, {"data": page, "has_more": len(batches) > limit, "first_id": page[0]["id"] if page else None,
+                     "last_id": page[-1]["id"] if page else None}, "application/json"
+
+    def _anthropic_batch(self, batch_id: str) -> dict:
+        if batch_id not in self.anthropic:
+            raise _NotFound(f"no message batch {batch_id!r}")
+        return self.anthropic[batch_id]
+
+    def _messages_batches_id(self, path, body, headers, batch_id):
+        return 200, self._anthropic_state(self._anthropic_batch(batch_id)), "application/json"
+
+    def _messages_batches_id_results(self, path, body, headers, batch_id):
+        batch = self._anthropic_batch(batch_id)
+        self._anthropic_state(batch)
+        if batch["results"] is None:
+            raise ValueError(f"batch {batch_id!r} is still in progress; results are available once it has ended")
+        return 200, batch["results"], "application/binary"
+
+    def _anthropic_state(self, batch: dict) -> dict:
+        obj = batch["object"]
+        if obj["processing_status"] != "in_progress" or not self._ready(batch):
+            return obj
+        outcomes = self._outcomes(batch["mode"], len(batch["lines"]))
+        rows = []
+        for line, outcome in zip(batch["lines"], outcomes):
+            reply = self._answer_line("anthropic", batch["id"], line["custom_id"], line["params"], outcome)
+            if outcome == "succeeded":
+                result = {"type": "succeeded", "message": reply}
+            elif outcome == "errored":
+                result = {"type": "errored", "error": _error_body("anthropic", 400, "invalid request (fake batch error)")}
+            else:
+                result = {"type": "expired"}
+            rows.append({"custom_id": line["custom_id"], "result": result})
+        batch["results"] = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+        obj["request_counts"] = {"processing": 0, "succeeded": outcomes.count("succeeded"),
+                                 "errored": outcomes.count("errored"), "canceled": 0,
+                                 "expired": outcomes.count("expired")}
+        obj.update(processing_status="ended", ended_at=_iso(time.time()),
+                   results_url=f"{self.fake.url}/v1/messages/batches/{batch['id']}/results")
+        return obj
+
+
+class _NotFound(Exception):
+    pass

@@ -1,0 +1,612 @@
+"""Judging runs through the providers' batch APIs: OpenAI's Batch API and Anthropic's Message Batches.
+
+A batch run (``peercore review ... --batch``) pays for the same calls a live run would
+make, at the providers' batch rate (half the list price, :meth:`PriceTable.at_batch_rate`),
+and stores the same verdicts: the calls go to the same call cache
+(:meth:`peercore.store.Store.store_call`, keyed as a live call), then the ordinary runner
+judges every item from that cache (:class:`peercore.runner.Runner` with ``offline``: it
+makes no call), so a batch run and a live run of the same items store the same rows
+through the same path.
+
+How a run goes (:func:`run_batch_sync`):
+
+1. **Collect.** Each pending item is run against the cache: the calls it needs that are
+   not there are collected (a debate's later rounds are only known once the earlier
+   rounds are in the cache, so collecting repeats: one batch per round).
+2. **Plan** (one transaction): one batch per judge (a batch holds one model) of at most
+   ``max_requests`` lines, recorded in the store (``batches``, ``batch_requests``,
+   migration 7) under a deterministic token *before* anything is sent: the custom_id
+   of each line, the call's cache key and the item that pays for it.
+3. **Upload** (OpenAI): the JSONL file is named ``peercore-<token>.jsonl``; a resumed run
+   first looks for that file (``files.list``) and uploads only when it is missing.
+4. **Create**: the intent is recorded (status ``creating`` and the time), then the batch
+   is created (OpenAI: with ``metadata.peercore_token``). A run killed between the
+   create and saving the id finds its batch on resume before creating one: OpenAI by
+   the token in the metadata (or the input file), Anthropic (no metadata) by a batch
+   created after the intent with the same number of requests that no other row holds;
+   the custom_ids of its results (``<token>-<n>``) are checked when they are read.
+5. **Poll** ``retrieve`` every ``poll_s`` seconds until the batch ends (status saved).
+6. **Fetch**: the output (and error) file, or Anthropic's results, in chunks of
+   :data:`RESULT_CHUNK` lines; each chunk's paid responses go to the call cache together
+   with the lines' outcomes, in one transaction. A resumed fetch reads the results again
+   (free) and keeps what is stored.
+7. **Judge** every item from the cache with the runner. A line without a result
+   (errored, expired, cancelled, missing) fails its item with the reason; running the
+   same command again resubmits those calls in a new batch. Lines answered are never
+   sent again.
+
+Every step that could be lost is written down before it is taken, so ``kill -9`` at
+any point resumes without a batch created twice and without a result lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from peercore.errors import PeercoreError
+from peercore.reviewers._sdk import catchable, import_sdk, map_error, response_json
+from peercore.reviewers.base import Backend, ChatRequest, Completion, RetryableError
+from peercore.runner import RunResult, RunnerError, _refuse_other_job, _shallow
+from peercore.store import scrub_secrets
+
+if TYPE_CHECKING:  # pragma: no cover
+    from peercore.jobs.pricing import PriceTable
+    from peercore.runner import Job, ProgressEvent
+    from peercore.store import Store
+
+__all__ = ["BATCH_BACKENDS", "BatchError", "RESULT_CHUNK", "check_batchable", "run_batch", "run_batch_sync"]
+
+log = logging.getLogger(__name__)
+
+BATCH_BACKENDS = ("openai", "anthropic")
+# Lines of results stored per transaction.
+RESULT_CHUNK = 200
+# Most lines per batch (OpenAI allows 50,000 per file, Anthropic 100,000 per batch).
+MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
+# Test hook: SIGKILL this process at a stage: "uploaded" (after the upload, before its
+# id is saved), "created" (after the create, before the batch id is saved), "polled"
+# (after a poll saw the batch still running), "fetching" (after the first chunk of
+# results was stored).
+ENV_KILL = "PEERBOARD_TEST_BATCH_KILL"
+# How far before the recorded intent a batch found on resume may have been created (clock skew).
+_INTENT_SLACK_S = 300.0
+_ENDED_OPENAI = ("completed", "failed", "expired", "cancelled")
+
+
+class BatchError(PeercoreError):
+    """A batch could not be submitted or read (after retries); the run can be resumed."""
+
+
+def check_batchable(job: "Job") -> None:
+    """Refuse a batch run whose judges are not on a batch API, before anything happens.
+
+    Raises
+    ------
+    ValueError
+        Naming each judge whose backend has no batch API (local models, OpenAI-compatible
+        servers): only ``openai:`` and ``anthropic:`` judges can run with ``--batch``.
+    """
+    others = [b.name for b in job.backends() if b.backend not in BATCH_BACKENDS]
+    if others:
+        raise ValueError(f"--batch is for the OpenAI and Anthropic batch APIs; judge(s) {others} have none (a local "
+                         "model or an OpenAI-compatible server answers live: run without --batch)")
+
+
+def _checkpoint(stage: str) -> None:
+    if os.environ.get(ENV_KILL) == stage:
+        print(f"peercore: test hook: killing this process at batch stage {stage!r}", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _epoch(value) -> float:
+    """Seconds since the epoch of an int timestamp, a datetime or an ISO string."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+# ----------------------------------------------------------------------------- providers
+
+
+class _Provider:
+    """One judge's batch endpoints through its SDK client (the live backend's own client and key)."""
+
+    provider = ""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.sdk = import_sdk(self.provider, self.provider)
+
+    @property
+    def client(self):
+        return self.backend._clients.get(self.backend._make_client)
+
+    async def call(self, what: str, make, *, attempts: int = 6):
+        """``await make()`` with the backend's error mapping; transient failures retried with backoff."""
+        delay = 0.2
+        for attempt in range(attempts):
+            try:
+                return await make()
+            except catchable(self.sdk) as exc:
+                secret = self.backend._secret.reveal() if getattr(self.backend, "_secret", None) else None
+                error = map_error(exc, self.sdk, provider=self.backend.name, env_var=self.backend.env_var,
+                                  secret=secret)
+                if not isinstance(error, RetryableError) or attempt + 1 == attempts:
+                    raise BatchError(f"{what}: {error}") from None
+                await asyncio.sleep(max(delay, error.retry_after or 0.0))
+                delay = min(delay * 2, 10.0)
+
+    def completion(self, body: dict) -> Completion:
+        raise NotImplementedError
+
+
+class _OpenAIBatches(_Provider):
+    provider = "openai"
+
+    def line(self, custom_id: str, request: ChatRequest) -> dict:
+        return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
+                "body": self.backend._payload(request)}
+
+    async def find_file(self, filename: str) -> str | None:
+        async def scan():
+            async for file in self.client.files.list(purpose="batch"):
+                if file.filename == filename:
+                    return file.id
+            return None
+        return await self.call("listing uploaded files", scan)
+
+    async def upload(self, filename: str, data: bytes) -> str:
+        file = await self.call("uploading the batch file", lambda: self.client.files.create(
+            file=(filename, data, "application/jsonl"), purpose="batch"))
+        return file.id
+
+    async def find_batch(self, row: dict, claimed: set[str]) -> str | None:
+        since = _epoch(row["intent_at"]) - _INTENT_SLACK_S
+
+        async def scan():
+            async for batch in self.client.batches.list(limit=100):
+                if (batch.metadata or {}).get("peercore_token") == row["token"] or (
+                        row["input_file_id"] and batch.input_file_id == row["input_file_id"]):
+                    return batch.id
+                if batch.created_at < since:  # newest first: older ones cannot be ours
+                    return None
+            return None
+        return await self.call("listing batches", scan)
+
+    async def create(self, row: dict, lines: list[dict]) -> str:
+        batch = await self.call("creating the batch", lambda: self.client.batches.create(
+            input_file_id=row["input_file_id"], endpoint="/v1/chat/completions", completion_window="24h",
+            metadata={"peercore_token": row["token"], "peercore_run": row["run_id"][:500]}))
+        return batch.id
+
+    async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
+        batch = await self.call("reading the batch", lambda: self.client.batches.retrieve(batch_id))
+        return batch.status, batch.status in _ENDED_OPENAI, {"output_file_id": batch.output_file_id,
+                                                            "error_file_id": batch.error_file_id}
+
+    async def results(self, row: dict):
+        """``(custom_id, reply body or None, outcome, error)`` for every line of the output and error files."""
+        for file_id in (row["output_file_id"], row["error_file_id"]):
+            if not file_id:
+                continue
+            content = await self.call("downloading batch results", lambda f=file_id: self.client.files.content(f))
+            for text in content.text.splitlines():
+                if not text.strip():
+                    continue
+                line = json.loads(text)
+                response, error = line.get("response") or {}, line.get("error")
+                if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
+                    yield line["custom_id"], response["body"], "succeeded", None
+                elif error and str(error.get("code", "")).endswith("expired"):
+                    yield line["custom_id"], None, "expired", str(error.get("message") or error.get("code"))
+                else:
+                    body = response.get("body") or {}
+                    message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+                    detail = message or (error or {}).get("message") or f"HTTP {response.get('status_code')}"
+                    yield line["custom_id"], None, "errored", str(detail)
+
+    def completion(self, body: dict) -> Completion:
+        from openai.types.chat import ChatCompletion
+
+        from peercore.reviewers.openai_backend import _to_completion
+
+        return _to_completion(ChatCompletion.model_validate(body), provider=self.backend.name)
+
+
+class _AnthropicBatches(_Provider):
+    provider = "anthropic"
+
+    def line(self, custom_id: str, request: ChatRequest) -> dict:
+        params = self.backend._payload(request)
+        params.update(params.pop("extra_body", {}))
+        return {"custom_id": custom_id, "params": params}
+
+    async def find_file(self, filename: str) -> str | None:
+        return None
+
+    async def find_batch(self, row: dict, claimed: set[str]) -> str | None:
+        since = _epoch(row["intent_at"]) - _INTENT_SLACK_S
+        found = []
+
+        async def scan():
+            async for batch in self.client.messages.batches.list(limit=100):
+                created = _epoch(batch.created_at)
+                if created < since:
+                    break
+                counts = batch.request_counts
+                total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+                if total == row["n_requests"] and batch.id not in claimed:
+                    found.append((created, batch.id))
+            return None
+        await self.call("listing message batches", scan)
+        return min(found)[1] if found else None
+
+    async def create(self, row: dict, lines: list[dict]) -> str:
+        batch = await self.call("creating the message batch",
+                                lambda: self.client.messages.batches.create(requests=lines))
+        return batch.id
+
+    async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
+        batch = await self.call("reading the message batch", lambda: self.client.messages.batches.retrieve(batch_id))
+        return batch.processing_status, batch.processing_status == "ended", {}
+
+    async def results(self, row: dict):
+        decoder = await self.call("reading batch results", lambda: self.client.messages.batches.results(row["batch_id"]))
+        async for entry in decoder:
+            result = entry.result
+            if result.type == "succeeded":
+                yield entry.custom_id, result.message, "succeeded", None
+            elif result.type == "errored":
+                error = getattr(getattr(result, "error", None), "error", None)
+                yield entry.custom_id, None, "errored", str(getattr(error, "message", None) or result.type)
+            else:  # expired, canceled
+                yield entry.custom_id, None, "expired" if result.type == "expired" else "canceled", result.type
+
+    def completion(self, message) -> Completion:
+        # the same reading of a Message as AnthropicBackend.complete makes of a live reply
+        text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
+        usage = getattr(message, "usage", None)
+        return Completion(text=text, prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+                          completion_tokens=int(getattr(usage, "output_tokens", 0) or 0), top_logprobs=None,
+                          finish_reason=getattr(message, "stop_reason", None), raw=response_json(message))
+
+
+_PROVIDERS = {"openai": _OpenAIBatches, "anthropic": _AnthropicBatches}
+
+
+# ------------------------------------------------------------------------------ collect
+
+
+class _Unanswered(Exception):
+    """A call the cache does not hold (collected for a batch, or waiting on one)."""
+
+
+class _Collector:
+    """Stands in for :class:`peercore.runner.ItemContext`: answers from the cache, collects the misses."""
+
+    def __init__(self, store: "Store", run_id: str, item: str, needed: dict, waiting: set[str]) -> None:
+        self._store, self.run_id, self.item = store, run_id, item
+        self._needed, self._waiting = needed, waiting
+        self.prompt_tokens = self.completion_tokens = 0
+        self.cost_usd = 0.0
+
+    async def complete(self, backend: Backend, request: ChatRequest) -> Completion:
+        key = backend.cache_key(request)
+        hit = self._store.cached_call(key)
+        if hit is not None:
+            return Completion.from_json(hit["response"])
+        if key not in self._waiting:
+            self._needed.setdefault(key, (backend, request, self.item))
+        raise _Unanswered(key)
+
+
+async def _collect(job: "Job", store: "Store", run_id: str, items: Sequence[str], waiting: set[str]) -> dict:
+    """cache key -> (backend, request, item) of the calls the pending items need next."""
+    needed: dict = {}
+    for item in items:
+        try:
+            await job.run_item(item, _Collector(store, run_id, item, needed, waiting))
+        except _Unanswered:
+            pass
+    return needed
+
+
+# --------------------------------------------------------------------------------- drive
+
+
+@dataclasses.dataclass
+class _Tally:
+    created: int = 0
+    results: int = 0
+    failed_lines: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+
+class _Driver:
+    def __init__(self, job: "Job", store: "Store", run_id: str, *, prices: "PriceTable", poll_s: float,
+                 max_requests: int | None, say: Callable[[str], None]) -> None:
+        self.job, self.store, self.run_id = job, store, run_id
+        self.prices, self.poll_s, self.max_requests, self.say = prices, poll_s, max_requests, say
+        self.backends = {(b.name, b.base_url): b for b in job.backends()}
+        self.providers: dict = {}
+        self.failed_now: set[str] = set()  # calls whose batch line failed in this invocation: not resent now
+        self.tally = _Tally()
+
+    def _provider(self, row: dict) -> _Provider:
+        key = (row["judge"], row["base_url"])
+        if key not in self.providers:
+            backend = self.backends.get(key)
+            if backend is None:
+                raise BatchError(f"batch {row['token']} belongs to judge {row['judge']!r}, which this job does not "
+                                 "have; resume it with the job that made it")
+            self.providers[key] = _PROVIDERS[row["provider"]](backend)
+        return self.providers[key]
+
+    async def run(self, items: Sequence[str]) -> None:
+        while True:
+            for row in self.store.batches(self.run_id):
+                if row["status"] != "fetched":
+                    await self._advance(row)
+            waiting = self.failed_now | {key for key, line in self.store.batched_calls(self.run_id).items()
+                                         if line["status"] == "pending"}
+            pending = [item for item in self.store.pending_items(self.run_id) if item in set(items)]
+            needed = await _collect(self.job, self.store, self.run_id, pending, waiting)
+            if not needed:
+                return
+            self._plan(needed)
+
+    def _plan(self, needed: dict) -> None:
+        groups: dict = {}
+        for key, (backend, request, item) in needed.items():
+            groups.setdefault((backend.name, backend.base_url), []).append((key, backend, request, item))
+        ordinal = len(self.store.batches(self.run_id))
+        for (name, base_url), calls in groups.items():
+            backend = calls[0][1]
+            size = self.max_requests or MAX_REQUESTS[backend.backend]
+            for start in range(0, len(calls), size):
+                chunk = calls[start:start + size]
+                blob = json.dumps([self.run_id, name, base_url or "", ordinal, [c[0] for c in chunk]])
+                token = "pc" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:22]
+                ordinal += 1
+                self.store.add_batch(token, run_id=self.run_id, provider=backend.backend, judge=name, base_url=base_url,
+                                     requests=[{"custom_id": f"{token}-{n}", "cache_key": key, "item_key": item,
+                                                "request": request.to_json()}
+                                               for n, (key, _, request, item) in enumerate(chunk)])
+                self.say(f"batch {token}: {len(chunk)} requests to {name} planned")
+
+    async def _advance(self, row: dict) -> None:
+        provider = self._provider(row)
+        token = row["token"]
+        lines = None
+        if row["status"] == "planned" and provider.provider == "openai":
+            lines = self._lines(provider, token)
+            filename = f"peercore-{token}.jsonl"
+            file_id = await provider.find_file(filename)
+            if file_id is None:
+                data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
+                file_id = await provider.upload(filename, data)
+                _checkpoint("uploaded")
+            else:
+                self.say(f"batch {token}: the file uploaded before the interruption is used ({file_id})")
+            self.store.update_batch(token, status="uploaded", input_file_id=file_id)
+            row.update(status="uploaded", input_file_id=file_id)
+        elif row["status"] == "planned":
+            self.store.update_batch(token, status="uploaded")
+            row["status"] = "uploaded"
+        if row["status"] == "creating":  # interrupted between the create and saving its id
+            claimed = {r["batch_id"] for r in self.store.batches(self.run_id) if r["batch_id"]}
+            batch_id = await provider.find_batch(row, claimed)
+            if batch_id is not None:
+                self.say(f"batch {token}: found the batch created before the interruption ({batch_id})")
+                self.store.update_batch(token, status="submitted", batch_id=batch_id)
+                row.update(status="submitted", batch_id=batch_id)
+            else:
+                row["status"] = "uploaded"
+        if row["status"] == "uploaded":
+            lines = lines or self._lines(provider, token)
+            intent = _now()
+            self.store.update_batch(token, status="creating", intent_at=intent)
+            batch_id = await provider.create({**row, "intent_at": intent}, lines)
+            self.tally.created += 1
+            _checkpoint("created")
+            self.store.update_batch(token, status="submitted", batch_id=batch_id)
+            row.update(status="submitted", batch_id=batch_id)
+            self.say(f"batch {token}: created {batch_id} ({row['n_requests']} requests)")
+        if row["status"] == "submitted":
+            await self._poll(provider, row)
+        if row["status"] == "ended":
+            await self._fetch(provider, row)
+
+    def _lines(self, provider: _Provider, token: str) -> list[dict]:
+        return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.batch_requests(token)]
+
+    async def _poll(self, provider: _Provider, row: dict) -> None:
+        while True:
+            status, ended, files = await provider.retrieve(row["batch_id"])
+            if ended:
+                self.store.update_batch(row["token"], status="ended", provider_status=status, **files)
+                row.update(status="ended", provider_status=status, **files)
+                self.say(f"batch {row['token']}: {status}")
+                return
+            if status != row.get("provider_status"):
+                self.store.update_batch(row["token"], provider_status=status)
+                row["provider_status"] = status
+            _checkpoint("polled")
+            await asyncio.sleep(self.poll_s)
+
+    async def _fetch(self, provider: _Provider, row: dict) -> None:
+        token = row["token"]
+        lines = {r["custom_id"]: r for r in self.store.batch_requests(token)}
+        seen: set[str] = set()
+        results, calls = [], []
+        first = True
+
+        def flush() -> None:
+            nonlocal first
+            if results:
+                self.store.store_batch_results(token, list(results), list(calls))
+                results.clear()
+                calls.clear()
+                if first:
+                    first = False
+                    _checkpoint("fetching")
+
+        async for custom_id, body, outcome, error in provider.results(row):
+            line = lines.get(custom_id)
+            if line is None:
+                raise BatchError(f"batch {row['batch_id']} returned custom_id {custom_id!r}, which batch {token} never "
+                                 "sent: it is not this run's batch")
+            if custom_id in seen:
+                continue
+            seen.add(custom_id)
+            if outcome == "succeeded":
+                completion = self.job_backend(row).redact_completion(provider.completion(body))
+                request = _request(line["request"])
+                if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
+                    calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
+                                  "model": provider.backend.model, "request": _shallow(request),
+                                  "response": _shallow(completion), "prompt_tokens": completion.prompt_tokens,
+                                  "completion_tokens": completion.completion_tokens, "latency_s": None,
+                                  "run_id": self.run_id, "item_key": line["item_key"]})
+                    self._count(provider.backend, completion)
+                results.append({"custom_id": custom_id, "status": "succeeded", "error": None})
+            else:
+                results.append({"custom_id": custom_id, "status": outcome, "error": (error or outcome)[:2000]})
+            if len(results) >= RESULT_CHUNK:
+                flush()
+        missing = [c for c in lines if c not in seen]
+        results.extend({"custom_id": c, "status": "expired",
+                        "error": f"no result for this request in batch {row['batch_id']} ({row['provider_status']})"}
+                       for c in missing)
+        flush()
+        stored = {r["custom_id"]: r["status"] for r in self.store.batch_requests(token)}
+        failed = [lines[c]["cache_key"] for c, status in stored.items() if status != "succeeded"]
+        self.failed_now.update(failed)
+        self.tally.failed_lines += len(failed)
+        self.store.update_batch(token, status="fetched", n_succeeded=len(stored) - len(failed), n_failed=len(failed))
+        row["status"] = "fetched"
+        self.say(f"batch {token}: {len(stored) - len(failed)} results stored, {len(failed)} without a result")
+
+    def job_backend(self, row: dict) -> Backend:
+        return self._provider(row).backend
+
+    def _count(self, backend: Backend, completion: Completion) -> None:
+        self.tally.results += 1
+        self.tally.prompt_tokens += completion.prompt_tokens
+        self.tally.completion_tokens += completion.completion_tokens
+        cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens, completion.completion_tokens)
+        self.tally.cost_usd = None if (cost is None or self.tally.cost_usd is None) else self.tally.cost_usd + cost
+
+
+def _request(data: dict) -> ChatRequest:
+    data = dict(data)
+    data["messages"] = tuple(dict(m) for m in data["messages"])
+    data["stop"] = tuple(data.get("stop") or ())
+    return ChatRequest(**data)
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, prices: "PriceTable | None" = None,
+                    poll_s: float = 30.0, max_requests: int | None = None,
+                    on_status: Callable[[str], None] | None = None,
+                    on_progress: Callable[["ProgressEvent"], None] | None = None, **runner_options) -> RunResult:
+    """Run (or resume) ``job`` through the providers' batch APIs (see the module docstring).
+
+    Parameters
+    ----------
+    job : a review, discussion or debate job whose judges are ``openai:`` / ``anthropic:``.
+    store : the store (batches are recorded in it before they are sent).
+    run_id : resume this run (default: the job's own id, as a live run).
+    prices : the list-price table (default the bundled one); the run is priced with
+        :meth:`~peercore.jobs.pricing.PriceTable.at_batch_rate`.
+    poll_s : seconds between two reads of a running batch.
+    max_requests : most lines per batch (default the provider's limit).
+    on_status : called with a line for each step (planned, created, ended, stored).
+    on_progress : the runner's progress callback while items are judged from the cache.
+    **runner_options : :class:`peercore.runner.Runner` options (concurrency, ...).
+
+    Returns
+    -------
+    RunResult
+        As a live run's; ``calls`` / tokens / ``cost_usd`` are the batch results stored
+        by this invocation (at the batch rate), and ``accounting`` adds ``batches``,
+        ``batch_requests``, ``batch_succeeded`` and ``batch_failed``.
+
+    Raises
+    ------
+    ValueError
+        If a judge has no batch API (:func:`check_batchable`), or ``poll_s`` is not > 0.
+    """
+    from peercore.jobs.pricing import load_prices
+    from peercore.runner import Runner
+
+    check_batchable(job)
+    if not (isinstance(poll_s, (int, float)) and poll_s > 0):
+        raise ValueError(f"poll_s must be a number of seconds > 0, got {poll_s!r}")
+    if max_requests is not None and (not isinstance(max_requests, int) or max_requests < 1):
+        raise ValueError(f"max_requests must be an integer >= 1 or None, got {max_requests!r}")
+    batch_prices = (prices or load_prices()).at_batch_rate()
+    say = on_status or (lambda line: log.info("%s", line))
+    started = time.monotonic()
+    items = job.prepare(store)
+    run_id = run_id or job.run_id()
+    _refuse_other_job(store, run_id, job.kind, scrub_secrets(json.loads(json.dumps(job.config(), default=str))))
+    config = {"job": json.loads(json.dumps(job.config(), default=str))}
+    with store.transaction():
+        store.create_run(job.study, job.kind, config, items=items, run_id=run_id)
+        store.set_run_status(run_id, "running")
+        job.on_start(store)
+    driver = _Driver(job, store, run_id, prices=batch_prices, poll_s=float(poll_s), max_requests=max_requests, say=say)
+    try:
+        await driver.run(items)
+    except (BatchError, RunnerError) as exc:
+        store.set_run_status(run_id, "failed", error=str(exc))
+        raise
+    finally:
+        for backend in job.backends():
+            await backend.aclose()
+    lines = store.batched_calls(run_id)
+
+    def offline(backend: Backend, request: ChatRequest, key: str) -> str:
+        line = lines.get(key)
+        if line is None:
+            return f"{backend.name}: this call was in no batch; run the same command again to send it"
+        return (f"{backend.name}: the batch returned no result for this call ({line['status']}: {line['error']}); "
+                "run the same command again to resubmit it")
+
+    runner = Runner(store, prices=batch_prices, offline=offline, **runner_options)
+    result = await runner.run(job, run_id=run_id, on_progress=on_progress, close_backends=True)
+    tally = driver.tally
+    batches = store.batches(run_id)
+    accounting = {**result.accounting, "batches": len(batches), "batch_requests": sum(b["n_requests"] for b in batches),
+                  "batch_succeeded": sum(b["n_succeeded"] for b in batches),
+                  "batch_failed": sum(b["n_failed"] for b in batches), "batches_created_now": tally.created}
+    return dataclasses.replace(result, calls=tally.results, cached=max(0, result.cached - tally.results),
+                               prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+                               cost_usd=tally.cost_usd, elapsed_s=time.monotonic() - started, accounting=accounting)
+
+
+def run_batch_sync(job: "Job", store: "Store", **options) -> RunResult:
+    """:func:`run_batch` in a fresh event loop (scripts, the CLI, tests)."""
+    return asyncio.run(run_batch(job, store, **options))
