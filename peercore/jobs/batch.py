@@ -71,7 +71,7 @@ log = logging.getLogger(__name__)
 
 BATCH_BACKENDS = ("openai", "anthropic")
 # Lines of results stored per transaction.
-RESULT_CHUNK = 200
+RESULT_CHUNK = 100
 # Most lines per batch (OpenAI allows 50,000 per file, Anthropic 100,000 per batch).
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
 # Test hook: SIGKILL this process at a stage: "uploaded" (after the upload, before its

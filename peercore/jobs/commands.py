@@ -6,6 +6,10 @@ estimate of calls, tokens and dollars; spend nothing) and shows a progress bar o
 stderr. Running the same command again resumes the same run: finished items are not
 redone and calls already paid are read from the cache.
 
+``--batch`` (review, debate) sends the calls through the OpenAI or Anthropic batch API at
+the batch price and waits for the batches (:mod:`peercore.jobs.batch`); interrupted, the
+same command resumes them.
+
 Exit status: 0 when every item is done, 1 when items failed (run it again to retry
 them) or the run was cancelled, 2 on bad input or missing credentials (one line).
 """
@@ -58,6 +62,7 @@ def add_commands(subparsers) -> None:
                         help="sampling temperature for --method samples (default 1.0); a single verdict is greedy "
                              "unless the reviewer spec sets ?temperature=")
     review.add_argument("--max-tokens", type=_positive_int, default=512)
+    _batch_options(review)
     review.set_defaults(handler=_review)
 
     discuss = subparsers.add_parser("discuss", help="PRD peer discussions between two reviewers")
@@ -94,6 +99,7 @@ def add_commands(subparsers) -> None:
     debate.add_argument("--discussion-template", default="scaleeval_discussion", metavar="NAME",
                         help="template of the discussion rounds (default scaleeval_discussion; "
                              "scaleeval_compact_discussion puts the verdict first)")
+    _batch_options(debate)
     debate.set_defaults(handler=_debate)
 
     runs = subparsers.add_parser("runs", help="the study's runs: status, items, and where every paid call ended")
@@ -116,6 +122,25 @@ def _common(parser) -> None:
     parser.add_argument("--run-id", default=None, help="resume this run (default: the job's own id)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the estimate or result as JSON")
+
+
+def _batch_options(parser) -> None:
+    parser.add_argument("--batch", action="store_true",
+                        help="send the calls through the provider's batch API (OpenAI Batch, Anthropic Message "
+                             "Batches; openai: and anthropic: judges only) at the batch price; a debate sends one "
+                             "batch per round. Interrupted: run the same command (or --run-id) to resume the batches")
+    parser.add_argument("--poll-seconds", type=_positive_float, default=30.0, metavar="S",
+                        help="with --batch: seconds between two reads of a running batch (default 30)")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
 
 
 def _pairs(parser) -> None:
@@ -250,12 +275,20 @@ def _run(job, args) -> int:
     store = Store(args.db)
     prices = load_prices(args.prices)
     limits = _limits(args.limit)
+    batch = getattr(args, "batch", False)
+    if batch:
+        from peercore.jobs.batch import check_batchable
+
+        check_batchable(job)  # a local model or a compatible server: refused (exit 2) before anything
     if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
         print(f"note: --strategy {job.strategy} shows each pair in one order only, so these verdicts cannot "
               "measure position bias (use the default, all, or symmetric for that)", file=sys.stderr)
     if args.dry_run:
-        est = estimate(job, store, prices=prices, run_id=args.run_id)
-        print(json.dumps(est.to_dict(), indent=2, default=str) if args.json else est.to_text())
+        est = estimate(job, store, prices=prices.at_batch_rate() if batch else prices, run_id=args.run_id)
+        if args.json:
+            print(json.dumps({**est.to_dict(), "tier": "batch" if batch else "live"}, indent=2, default=str))
+        else:
+            print(est.to_text() + ("\n  (priced at the batch rate: half the list price)" if batch else ""))
         return 0
     if not args.json:  # a budget or a question limit that cut the job is said before any call
         note = _plan_note(job, store)
@@ -269,8 +302,15 @@ def _run(job, args) -> int:
             except MissingCredentials as exc:
                 return fail(str(exc))
     bar = None if args.no_progress else _ProgressBar(sys.stderr)
-    result = run_job_sync(job, store, run_id=args.run_id, on_progress=bar, concurrency=args.concurrency,
-                          limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts))
+    if batch:
+        from peercore.jobs.batch import run_batch_sync
+
+        result = run_batch_sync(job, store, run_id=args.run_id, prices=prices, poll_s=args.poll_seconds,
+                                on_status=lambda line: print(line, file=sys.stderr, flush=True), on_progress=bar,
+                                concurrency=args.concurrency)
+    else:
+        result = run_job_sync(job, store, run_id=args.run_id, on_progress=bar, concurrency=args.concurrency,
+                              limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts))
     if bar is not None:
         bar.close()
     names = job.judge_names() if hasattr(job, "judge_names") else {}
@@ -313,6 +353,11 @@ def summary(result, *, names: dict | None = None, health=None) -> str:
             f"{result.elapsed_s:.1f} s; run {result.run_id}")
     if result.accounting:
         text += "\n" + accounting_line(result.accounting)
+    if result.accounting.get("batches"):
+        a = result.accounting
+        text += (f"\nbatches: {a['batches']:,} ({a['batches_created_now']:,} created now), {a['batch_requests']:,} "
+                 f"requests: {a['batch_succeeded']:,} answered, {a['batch_failed']:,} without a result; "
+                 "priced at the batch rate")
     for label, name in (names or {}).items():
         if name != label:
             text += (f"\njudge {label}: stored as {name!r} (this configuration differs from the judge already named "

@@ -1,0 +1,206 @@
+"""Batch runs end to end: ``peercore review --batch`` on both providers, kill -9 at every stage, failures.
+
+The runs are the real command line in a subprocess (the openai and anthropic SDKs against
+the local wire-format server's batch endpoints). Kill tests land the SIGKILL at a stage
+with the test hook ``PEERBOARD_TEST_BATCH_KILL`` (after the upload, between the create
+and saving the batch id, while polling, while fetching results), then resume and count
+requests on the server: no batch created twice, no request answered twice, no result lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from fakes.llm_server import FakeLLMServer
+from integration.helpers import make_review_study
+from peercore.jobs.batch import ENV_KILL, RESULT_CHUNK, run_batch_sync
+from peercore.jobs.review import ReviewJob
+from peercore.jobs.specs import parse_judge_spec
+from peercore.runner import run_job_sync
+from peercore.store import Store
+
+SPECS = {"openai": "openai:gpt-4o-mini", "anthropic": "anthropic:claude-3-5-haiku"}
+KEYS = {"OPENAI_API_KEY": "sk-test-batch-openai-0000", "ANTHROPIC_API_KEY": "sk-ant-test-batch-0000"}
+
+
+def _env(server: FakeLLMServer, **extra) -> dict:
+    return {**os.environ, **KEYS, "OPENAI_BASE_URL": server.openai_base_url,
+            "ANTHROPIC_BASE_URL": server.anthropic_base_url, "PYTHONPATH": os.pathsep.join(sys.path), **extra}
+
+
+def _cli(db, spec: str, env: dict, *extra: str, study: str = "b") -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "peercore", "review", "--study", study, "--db", str(db), "--reviewer", spec,
+               "--batch", "--poll-seconds", "0.05", "--no-progress", *extra]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+
+
+def _study(tmp_path, name: str, *, questions: int = 3, models: int = 3):
+    db = tmp_path / f"{name}.sqlite"
+    store = Store(db)
+    make_review_study(store, name="b", questions=questions, models=models)
+    return db, store
+
+
+def _answered(server: FakeLLMServer) -> Counter:
+    """How often the server answered each distinct request line in a batch."""
+    return Counter(json.dumps(e["body"], sort_keys=True) for e in server.batch_log if e["outcome"] == "succeeded")
+
+
+def _live_run(tmp_path, server, monkeypatch, provider: str, *, questions: int = 3, models: int = 3):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+    db, store = _study(tmp_path, "live", questions=questions, models=models)
+    result = run_job_sync(ReviewJob("b", [parse_judge_spec(SPECS[provider])]), store)
+    assert result.status == "finished"
+    return store, result
+
+
+def _sorted(frame):
+    return frame.sort_values(["question_id", "model_a", "model_b"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, provider, keys, monkeypatch):
+    db, store = _study(tmp_path, "batch")
+    with FakeLLMServer(batch_delay_s=0.2) as server:
+        done = _cli(db, SPECS[provider], _env(server))
+        assert done.returncode == 0, done.stderr
+        assert "batches: 1 (1 created now), 18 requests: 18 answered, 0 without a result" in done.stdout
+        counts = dict(server.endpoint_counts)
+        live_store, live = _live_run(tmp_path, server, monkeypatch, provider)
+    created = "POST /v1/batches" if provider == "openai" else "POST /v1/messages/batches"
+    assert counts[created] == 1
+    assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0  # nothing live
+    run = store.runs("b").iloc[0]
+    assert (run["status"], run["n_done"], run["n_items"]) == ("finished", 18, 18)
+    batch, reference = store.run_judgments(run["id"]), live_store.run_judgments(live.run_id)
+    assert len(batch) == 18 and _sorted(batch).equals(_sorted(reference))  # same verdicts, rationales, raw
+    accounting = store.run_accounting(run["id"])
+    assert (accounting["calls_paid"], accounting["verdicts"], accounting["unaccounted"]) == (18, 18, 0)
+    live_cost = live_store.runs("b").iloc[0]["cost_usd"]
+    assert live_cost > 0 and run["cost_usd"] == pytest.approx(live_cost / 2, rel=1e-9)
+
+
+def test_batch_refused_for_a_local_model_with_exit_2(tmp_path):
+    db, store = _study(tmp_path, "local")
+    with FakeLLMServer() as server:
+        done = _cli(db, "local:smollm2-135m", _env(server))
+        assert server.endpoint_counts == Counter()
+    assert done.returncode == 2
+    assert "--batch is for the OpenAI and Anthropic batch APIs" in done.stderr and "local:smollm2-135m" in done.stderr
+    assert store.runs("b").empty  # nothing stored
+
+
+def test_dry_run_prices_at_the_batch_rate(tmp_path):
+    db, _ = _study(tmp_path, "dry")
+    with FakeLLMServer() as server:
+        live = subprocess.run([sys.executable, "-m", "peercore", "review", "--study", "b", "--db", str(db),
+                               "--reviewer", SPECS["openai"], "--dry-run", "--json"], env=_env(server),
+                              capture_output=True, text=True, timeout=60)
+        batch = _cli(db, SPECS["openai"], _env(server), "--dry-run", "--json")
+        assert server.requests_total == 0 and not server.endpoint_counts
+    live_est, batch_est = json.loads(live.stdout), json.loads(batch.stdout)
+    assert batch_est["tier"] == "batch"
+    assert batch_est["cost_usd_high"] == pytest.approx(live_est["cost_usd_high"] / 2)
+
+
+# ----------------------------------------------------------------------------- kill -9
+
+KILLS = [("openai", "uploaded"), ("openai", "created"), ("openai", "polled"), ("openai", "fetching"),
+         ("anthropic", "created"), ("anthropic", "polled"), ("anthropic", "fetching")]
+
+
+@pytest.mark.parametrize("provider, stage", KILLS)
+def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monkeypatch):
+    # fetching is killed after the first chunk of results is stored: the batch needs more than one chunk
+    questions, models = (6, 5) if stage == "fetching" else (3, 3)
+    n = questions * models * (models - 1)
+    assert stage != "fetching" or n > RESULT_CHUNK
+    db, store = _study(tmp_path, "kill", questions=questions, models=models)
+    with FakeLLMServer(batch_delay_s=0.4 if stage == "polled" else 0.0) as server:
+        killed = _cli(db, SPECS[provider], _env(server, **{ENV_KILL: stage}))
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert f"killing this process at batch stage {stage!r}" in killed.stderr
+        run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
+        row = store.batches(run_id)[0]
+        before = {"uploaded": "planned", "created": "creating", "polled": "submitted", "fetching": "ended"}[stage]
+        assert row["status"] == before  # the kill landed where it was meant to
+        if stage == "fetching":
+            stored = store.run_accounting(run_id)["calls_paid"]
+            assert 0 < stored < n  # part of the results were stored before the kill
+
+        # resume without the hook: OpenAI by the same command with --run-id; Anthropic in this
+        # process (its SDK takes seconds to import, so a second subprocess per stage is left out)
+        if provider == "openai":
+            resumed = _cli(db, SPECS[provider], _env(server), "--run-id", run_id)
+            assert resumed.returncode == 0, resumed.stderr
+            said = resumed.stderr
+        else:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+            lines = []
+            result = run_batch_sync(ReviewJob("b", [parse_judge_spec(SPECS[provider])]), store, run_id=run_id,
+                                    poll_s=0.05, on_status=lines.append)
+            assert result.status == "finished" and result.run_id == run_id
+            said = "\n".join(lines)
+        counts = server.endpoint_counts
+        answered = _answered(server)
+
+    created = "POST /v1/batches" if provider == "openai" else "POST /v1/messages/batches"
+    assert counts[created] == 1  # no batch created twice
+    if provider == "openai":
+        assert counts["POST /v1/files"] == 1  # the uploaded file was found again, not uploaded twice
+    assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0
+    assert len(answered) == n and max(answered.values()) == 1  # every request answered once: 0 repeated
+    accounting = store.run_accounting(run_id)
+    assert (accounting["items_done"], accounting["verdicts"], accounting["calls_paid"]) == (n, n, n)  # 0 lost
+    assert accounting["unaccounted"] == accounting["items_failed"] == 0
+    assert store.run(run_id)["status"] == "finished"
+    if stage in ("created", "uploaded"):
+        assert "before the interruption" in said
+
+
+# ------------------------------------------------------------------- expired and partial
+
+
+@pytest.mark.parametrize("provider, mode", [("openai", "expired"), ("anthropic", "partial"),
+                                            ("openai", "partial"), ("anthropic", "expired")])
+def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_them(tmp_path, provider, mode, keys,
+                                                                                   monkeypatch):
+    db, store = _study(tmp_path, "fail")
+    n = 18
+    with FakeLLMServer(batch_mode=mode, batch_error_every=3) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        job = lambda: ReviewJob("b", [parse_judge_spec(SPECS[provider])])  # noqa: E731
+        first = run_batch_sync(job(), store, poll_s=0.05)
+        missing = n // 2 if mode == "expired" else n // 3
+        assert first.status == "failed" and first.failed == missing and first.done == n - missing
+        assert first.accounting["batch_failed"] == missing and first.accounting["items_failed"] == missing
+        assert first.accounting["calls_paid"] == first.accounting["verdicts"] == n - missing
+        assert first.accounting["unaccounted"] == 0  # every paid result is a stored verdict
+        reasons = dict(first.failed_items)
+        assert len(reasons) == missing and all("no result for this call" in text for text in reasons.values())
+        assert len(store.run_judgments(first.run_id)) == n - missing
+
+        server.batch_mode = "ok"
+        second = run_batch_sync(job(), store, poll_s=0.05)
+        answered = _answered(server)
+        created = server.batches_created()
+    assert second.status == "finished" and second.done == n and second.calls == missing
+    assert created == 2 and second.accounting["batches"] == 2
+    assert store.batches(second.run_id)[1]["n_requests"] == missing  # only the lines without a result were resent
+    assert len(answered) == n and max(answered.values()) == 1
+    assert len(store.run_judgments(second.run_id)) == n
