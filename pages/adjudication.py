@@ -20,9 +20,20 @@ for key, options in ((state.ADJ_SCENARIO, scenarios), (state.ADJ_CRITERION, crit
     if st.session_state[key] not in options:
         st.session_state[key] = options[0]
 name_col, scenario_col, criterion_col, blind_col = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
-name_col.text_input("Annotator", key=state.ANNOTATOR, placeholder="your name, e.g. alice",
-                    help="Your decisions and skips are kept under this name, in any browser; several people can "
-                         "adjudicate the same queue.")
+login, signed_in_as = adj.login()  # with st.login configured, the annotator is the signed-in user
+if login == "signed_in":
+    st.session_state[state.ANNOTATOR] = signed_in_as
+    name_col.text_input("Annotator", key=state.ANNOTATOR, disabled=True,
+                        help="You are signed in: your decisions and skips are kept under your account.")
+elif login == "signed_out":
+    st.session_state[state.ANNOTATOR] = ""
+    name_col.button("Sign in to adjudicate", key="adj_login", icon=":material/login:", on_click=st.login,
+                    help="This dashboard asks who you are through its identity provider; your decisions are "
+                         "kept under your account.")
+else:
+    name_col.text_input("Annotator", key=state.ANNOTATOR, placeholder="your name, e.g. alice",
+                        help="Your decisions and skips are kept under this name, in any browser; several people "
+                             "can adjudicate the same queue.")
 scenario = scenario_col.selectbox("Scenario", scenarios, key=state.ADJ_SCENARIO)
 criterion = criterion_col.selectbox("Criterion", criteria, key=state.ADJ_CRITERION)
 blind_col.toggle("Blind mode", key=state.ADJ_BLIND,
@@ -38,20 +49,27 @@ if progress["unresolved"] == 0:
     st.stop()
 if not annotator:
     st.info(f"{progress['open']} of {progress['unresolved']} unresolved debate(s) have no decision yet; "
-            f"{adj.overlap_text(overlap)}. Type your name above to start.")
+            f"{adj.overlap_text(overlap)}. " + ("Sign in above to start." if login == "signed_out" else
+                                                "Type your name above to start."))
     st.stop()
 
 queue = adj.queue(study, annotator, overlap=overlap, scenario=scenario, criterion=criterion)
 skipped = adj.skipped(study, annotator)
 pending = adj.without_skipped(queue, skipped)
 n_skipped = len(queue) - len(pending)
+taken = adj.take(study, annotator, scenario=scenario, criterion=criterion)  # the lease on the debate shown
 complete = "" if progress["complete"] is None else f" · {progress['complete']} complete"
 st.progress(progress["share"], text=f"You decided {progress['mine']} of {progress['unresolved']} unresolved debate(s) · "
                                     f"{progress['needs_me']} still need you{complete} · {adj.overlap_text(overlap)} "
                                     "(set on **Studies**)")
 
-if len(pending) == 0:
-    if n_skipped:
+if taken is None:
+    if len(pending):  # they need this annotator, and others hold them
+        st.info(f"The {len(pending)} debate(s) that still need you are being decided by others right now ("
+                f"{adj.overlap_text(overlap)}). A debate comes back here if its holder leaves without deciding "
+                "(their lease runs out).")
+        st.button("Check again", key="adj_check", icon=":material/refresh:")
+    elif n_skipped:
         st.info(f"You skipped the {n_skipped} debate(s) left here.")
         st.button("Show the skipped debates again", key="adj_unskip", on_click=adj.clear_skipped,
                   args=(study, annotator))
@@ -63,7 +81,7 @@ if len(pending) == 0:
               on_click=adj.undo_last, args=(annotator,), disabled=not adj.can_undo(annotator))
     adj.show_flash()
 else:
-    item = pending.iloc[0]
+    item = {**taken.to_dict(), "id": taken.debate_id}
     debate_id = int(item["id"])
     db, _, rev = data.key(study)
     item_col, decide_col = st.columns([3, 2], gap="medium")
@@ -75,6 +93,7 @@ else:
                                            f"{int(item['n_rounds'])} round(s) · {others} · "
                                            f"{len(pending)} left in your queue"
                                            + (f" ({n_skipped} skipped)" if n_skipped else "")])))
+        st.caption(adj.lease_text(taken))
         with st.container(border=True):
             safe.text(data.question_text(db, study, rev, item["question_id"]), empty="(question text not stored)")
         reveal_models = st.toggle("Show which model wrote each submission", key="adj_reveal")

@@ -6,6 +6,13 @@ annotator lives in the store (decisions, skips); what belongs to one browser tab
 in session state (the undo history, which debates this tab unblinded, the last
 decision, a one-line confirmation).
 
+Several annotators share one queue through leases (:mod:`peercore.assignment`): the page
+takes a lease on the debate it shows and renews it on every render; with an overlap N a
+debate is shown to at most N annotators at once, and a decision that comes after the
+lease ran out and others filled the overlap is refused with a message (nothing stored).
+When Streamlit's built-in login (``st.login``) is configured, the annotator is the
+signed-in user (:func:`login`) and the name cannot be typed.
+
 Decisions are ``model_a``, ``model_b``, ``tie`` and ``both_bad`` (neither answer is
 acceptable; stored as a tie flagged ``both_bad``, see :meth:`peercore.store.Store.adjudicate`).
 The gold set and the agreement between annotators count "both bad" as a tie.
@@ -19,9 +26,14 @@ import uuid
 import pandas as pd
 import streamlit as st
 
+from peercore import assignment
+from peercore.assignment import DecisionRefused
 from peercore.ui import data, state
 
 ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
+# Session key (this tab): the last decision the store refused (its overlap was filled by
+# others after this tab's lease ran out), shown once as an error.
+REFUSED = "adj_refused"
 DECISION_NAMES = {"model_a": "Submission 1", "model_b": "Submission 2", "tie": "Tie", "both_bad": "Both bad"}
 # (decision, widget key, button label, icon, shortcut, primary)
 DECISION_BUTTONS = (
@@ -36,6 +48,44 @@ KEYS_HELP = ("Keys: **1**, **2**, **0** tie, **B** both bad, **S** skip, **U** u
 
 def annotator_name() -> str:
     return (st.session_state.get(state.ANNOTATOR) or "").strip()
+
+
+def user_info() -> dict | None:
+    """What ``st.user`` holds, as a dict; None when it cannot be read.
+
+    The identity source of the page (tests replace this function: AppTest cannot sign in
+    through OIDC). Without ``[auth]`` in ``.streamlit/secrets.toml`` the dict has no
+    ``is_logged_in`` key.
+    """
+    try:
+        user = st.user.to_dict()
+    except Exception:  # an older Streamlit, or no script run context
+        return None
+    # Only the claims that say who it is (never tokens the provider may expose).
+    return {k: user[k] for k in ("is_logged_in", "email", "name", "preferred_username", "sub") if k in user}
+
+
+def login() -> tuple[str, str]:
+    """``(mode, name)`` of :func:`peercore.assignment.identity`: ``typed``, ``signed_out`` or ``signed_in``."""
+    return assignment.identity(user_info())
+
+
+def take(study: str, annotator: str, *, scenario: str = ALL_SCENARIOS, criterion: str = ALL_CRITERIA):
+    """Take (or renew) the lease on the debate this page shows ``annotator``; None when none is offerable.
+
+    Called on every render, so an open page keeps its debate while it redraws, and a page
+    left alone gives it back when the lease runs out (:mod:`peercore.assignment`).
+    """
+    return assignment.next_item(data.store(), study, annotator,
+                                scenario=None if scenario == ALL_SCENARIOS else scenario,
+                                criterion=None if criterion == ALL_CRITERIA else criterion)
+
+
+def lease_text(item) -> str:
+    """One line about the lease on the shown debate: until when this annotator holds it."""
+    until = str(item.expires_at)[11:16]
+    return (f"You hold this debate until {until} UTC (renewed each time the page redraws); if you leave, it goes "
+            "back to the queue then.")
 
 
 def settings(study: str) -> dict:
@@ -130,7 +180,13 @@ def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None
     """Button callback: store the decision at once, remember it for undo, clear the note."""
     note = (st.session_state.get(note_key) or "").strip()
     token = uuid.uuid4().hex  # this tab's decision: undo removes it and nothing decided elsewhere
-    data.store().adjudicate(int(debate_id), annotator, decision, note=note, token=token, blind=is_blind(debate_id))
+    try:
+        assignment.decide(data.store(), int(debate_id), annotator, decision, note=note, token=token,
+                          blind=is_blind(debate_id))
+    except DecisionRefused as exc:  # the lease ran out and others filled the overlap meanwhile
+        st.session_state[REFUSED] = f"Not saved: {exc}"
+        st.session_state[state.ADJ_FLASH] = ""
+        return
     st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator, token)]
     st.session_state[state.ADJ_NOTE_VERSION] += 1
     st.session_state[state.ADJ_LAST] = int(debate_id)
@@ -151,6 +207,10 @@ def clear_skipped(study: str, annotator: str) -> None:
 
 def show_flash() -> None:
     """The last action's confirmation, once: a toast (seen at once, moves nothing) and a line kept here."""
+    refused = st.session_state.get(REFUSED)
+    if refused:
+        st.error(refused, icon=":material/block:")
+        st.session_state[REFUSED] = ""
     flash = st.session_state[state.ADJ_FLASH]
     if flash:
         st.toast(flash, icon=":material/check_circle:")
