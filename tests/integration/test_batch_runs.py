@@ -9,6 +9,7 @@ requests on the server: no batch created twice, no request answered twice, no re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ from collections import Counter
 
 import pytest
 
-from fakes.llm_server import FakeLLMServer
+from fakes.llm_server import FakeLLMServer, default_reply
 from integration.helpers import make_review_study
 from peercore.jobs.batch import ENV_KILL, RESULT_CHUNK, run_batch_sync
 from peercore.jobs.review import ReviewJob
@@ -204,3 +205,47 @@ def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_th
     assert store.batches(second.run_id)[1]["n_requests"] == missing  # only the lines without a result were resent
     assert len(answered) == n and max(answered.values()) == 1
     assert len(store.run_judgments(second.run_id)) == n
+
+
+# ------------------------------------------------------------------------------ debates
+
+AGENTS = ["a1=openai:gpt-4o-mini", "a2=openai:gpt-4o", "a3=openai:gpt-4.1-mini"]
+
+
+def _by_model(body: dict, api: str) -> str:
+    """A deterministic reply that depends on the model too, so that agents disagree and debates go on."""
+    digest = hashlib.sha256(json.dumps([body.get("model"), body.get("messages")], sort_keys=True).encode()).digest()
+    return default_reply(body, api, first=digest[0] % 2 == 0)
+
+
+def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(tmp_path, keys, monkeypatch):
+    from peercore.jobs.discussion import DebateJob
+
+    db, store = _study(tmp_path, "debate")
+    with FakeLLMServer(reply=_by_model) as server:
+        command = [sys.executable, "-m", "peercore", "debate", "--study", "b", "--db", str(db), "--max-rounds", "3",
+                   "--batch", "--poll-seconds", "0.05", "--no-progress"]
+        for agent in AGENTS:
+            command += ["--agent", agent]
+        done = subprocess.run(command, env=_env(server), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        created = server.endpoint_counts["POST /v1/batches"]
+        live_calls_during_batch = server.endpoint_counts["POST /v1/chat/completions"]
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        live_db, live_store = _study(tmp_path, "debate-live")
+        live = run_job_sync(DebateJob("b", [parse_judge_spec(a) for a in AGENTS], max_rounds=3), live_store)
+    run = store.runs("b").iloc[0]
+    batch = store.run_judgments(run["id"])
+    reference = live_store.run_judgments(live.run_id)
+    key = ["question_id", "model_a", "model_b", "judge", "round"]
+    assert live_calls_during_batch == 0 and live.status == "finished"
+    assert batch.sort_values(key).reset_index(drop=True).equals(reference.sort_values(key).reset_index(drop=True))
+    debates = ["question_id", "model_a", "model_b", "status", "consensus", "n_rounds"]
+    ordered = lambda frame: frame[debates].sort_values(debates[:3]).reset_index(drop=True)  # noqa: E731
+    assert ordered(store.debates("b")).equals(ordered(live_store.debates("b")))
+    turns = live_store.debate_turns(live_store.debates("b")["id"])
+    rounds = int(turns["round"].max()) + 1  # round 0 holds the initial verdicts
+    assert rounds == 3
+    assert created == rounds * len(AGENTS)  # one batch per round for each agent's model
+    assert store.run_accounting(run["id"])["calls_paid"] == live.calls
+    assert run["cost_usd"] == pytest.approx(live_store.runs("b").iloc[0]["cost_usd"] / 2, rel=1e-9)
