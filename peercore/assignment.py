@@ -158,7 +158,7 @@ def identity(user: Mapping | None) -> tuple[str, str]:
         None or has no ``is_logged_in``): the annotator types a name; ``("signed_out", "")``
         when it is configured and nobody is signed in; ``("signed_in", name)`` with the
         signed-in user's e-mail (unique per account), else their name, else the identity
-        provider's subject id.
+        provider's subject id (an account with none of these counts as signed out).
     """
     if not user or "is_logged_in" not in user:
         return "typed", ""
@@ -175,8 +175,8 @@ def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: l
     """What an annotator reads when their decision comes after the overlap was filled."""
     who = ", ".join(deciders) if deciders else "others"
     return (f"debate #{int(debate_id)} already has the {overlap} decision(s) it needs (by {who}); "
-            f"{annotator}'s decision was not stored. Your lease on it had run out and someone else took it; "
-            "ask for the next debate.")
+            f"{annotator}'s decision was not stored: the debate was no longer held for them (their lease had run "
+            "out, or they never took it) and others decided it. Ask for the next debate.")
 
 
 # ------------------------------------------------------------- application layer

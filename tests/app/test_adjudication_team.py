@@ -85,6 +85,18 @@ def test_a_late_decision_is_refused_once_others_filled_the_overlap(synthetic, st
     assert all("Not saved" not in e.value for e in ann.error)  # shown once
 
 
+def test_the_refusal_shows_other_annotators_names_as_text(synthetic, store):
+    store.update_study_settings("synthetic", overlap=1)
+    ann = sign_in(open_page(app_test(), "adjudication"), "ann")
+    store.release_leases("synthetic", "ann")
+    hostile = "**zed** ![x](http://tracker.invalid/x.png)"
+    store.adjudicate(1, hostile, "tie")
+    ann.button(key="adj_one").click().run()
+    (error,) = [e.value for e in ann.error]
+    assert "Not saved: debate #1" in error and "zed" in error
+    assert "**zed**" not in error and "![x](" not in error  # escaped: shown as typed, no bold, no image
+
+
 def test_a_late_decision_is_stored_while_the_overlap_is_not_full(synthetic, store):
     store.update_study_settings("synthetic", overlap=2)
     ann = sign_in(open_page(app_test(), "adjudication"), "ann")
