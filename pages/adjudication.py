@@ -78,7 +78,7 @@ if taken is None:
     else:
         st.success("Queue empty: no debate needs your decision.", icon=":material/task_alt:")
     st.button("Undo last decision", key="adj_undo", icon=":material/undo:", shortcut="U",
-              on_click=adj.undo_last, args=(annotator,), disabled=not adj.can_undo(annotator))
+              on_click=adj.undo_last, args=(annotator, study), disabled=not adj.can_undo(annotator))
     adj.show_flash()
 else:
     item = {**taken.to_dict(), "id": taken.debate_id}
@@ -117,7 +117,7 @@ else:
                         args=(study, debate_id, annotator), width="stretch",
                         help="Put this debate aside; it stays skipped under your name until you bring it back.")
         undo_col.button("Undo last", key="adj_undo", icon=":material/undo:", shortcut="U", on_click=adj.undo_last,
-                        args=(annotator,), disabled=not adj.can_undo(annotator), width="stretch")
+                        args=(annotator, study), disabled=not adj.can_undo(annotator), width="stretch")
         st.caption(adj.KEYS_HELP)
         adj.show_flash()
         st.markdown("**Guidelines**")

@@ -226,11 +226,13 @@ def can_undo(annotator: str) -> bool:
     return any(entry[1] == annotator for entry in st.session_state[state.ADJ_HISTORY])
 
 
-def undo_last(annotator: str) -> None:
+def undo_last(annotator: str, study: str | None = None) -> None:
     """Button callback: remove this tab's last decision by ``annotator`` (only if it is still the one stored).
 
     Each decision carries the token this tab gave it; if the same annotator has decided
     the debate again in another tab since, that decision stays and the undo says so.
+    With ``study``, the debate held now is given back, so that the page shows the undone
+    debate again (unless someone else took it meanwhile).
     """
     history = list(st.session_state[state.ADJ_HISTORY])
     for k in range(len(history) - 1, -1, -1):
@@ -238,6 +240,8 @@ def undo_last(annotator: str) -> None:
         if name == annotator:
             del history[k]
             removed = data.store().undo_adjudication(debate_id, annotator, token=token)
+            if removed and study is not None:
+                data.store().release_leases(study, annotator)
             st.session_state[state.ADJ_HISTORY] = history
             if st.session_state[state.ADJ_LAST] == debate_id:
                 st.session_state[state.ADJ_LAST] = None
