@@ -108,11 +108,17 @@ selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or No
                       final_only=not all_rounds, repeated_votes="each" if each_vote else "majority",
                       categories=None if category == reports.ALL_CATEGORIES else (category,))
 
+options = dict(soft=soft, baseline=baseline, controls=controls, intervals=interval_kind, reweight=reweight,
+               prior=prior, min_battles=int(min_battles))
+# At Arena scale the bootstrap runs in the background: the point estimate shows at once, the intervals follow.
+job = data.ranking_job(db, study, rev, selection, code, peer, bootstrap=bootstrap, **options)
 try:
     with st.spinner("Ranking…"):
-        result = data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap, soft=soft, baseline=baseline,
-                             controls=controls, intervals=interval_kind, reweight=reweight, prior=prior,
-                             min_battles=int(min_battles))
+        if job is not None and job.done and job.error is not None:
+            raise job.error
+        complete = job is None or job.done
+        result = job.result if job is not None and job.done else \
+            data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap if complete else 0, **options)
 except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
@@ -123,8 +129,24 @@ tab_names = ["Table", "By category", "Elo curves", "Heatmaps", "Reviewer weights
 tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
 
 # --------------------------------------------------------------------------- table
+
+
+@st.fragment(run_every=None if complete else 1.0)
+def bootstrap_progress() -> None:
+    """While the bootstrap runs in the background: its progress; once it is done, the whole page again."""
+    if complete:
+        return
+    if job.done:
+        st.rerun()
+    st.progress(job.fraction, text=f"Bootstrap intervals: {job.fraction:.0%} of {bootstrap} rounds done "
+                                   "(in the background).")
+    st.caption("Partial result: scores and battles on every verdict; the 95% intervals and the ranks they set "
+               "appear when the bootstrap is done (the ranks below are those of the scores alone).")
+
+
 with tabs[0]:
     if tabs[0].open:
+        bootstrap_progress()
         table = result.table
         a, b, c = st.columns(3)
         a.metric("Judgments counted", f"{result.n_judgments:,}",
@@ -150,7 +172,7 @@ with tabs[0]:
                                               "the rating may still move a lot",
                                "avg length": "Mean length of the model's answers in characters (AlpacaEval)"})
             st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
-                       f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0'}. "
+                       f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0' + ('' if complete else ' (running)')}. "
                        "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
                        "--study` with these options.")
             st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")

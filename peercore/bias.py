@@ -39,6 +39,7 @@ __all__ = [
     "self_enhancement",
     "length_bias",
     "judge_health",
+    "judge_health_from_counts",
     "JudgeBias",
     "BIASES",
     "judge_bias_model",
@@ -419,19 +420,56 @@ def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFram
         valid_mask = judgments["valid"].fillna(1).astype(int).to_numpy() == 1
     else:
         valid_mask = judgments["winner"].notna().to_numpy()
-    judges = judgments["judge"].astype(str).to_numpy(dtype=object)
-    replies = pd.Series(1, index=judges).groupby(level=0).sum()
-    invalid = pd.Series((~valid_mask).astype(int), index=judges).groupby(level=0).sum()
-    readable = judgments[valid_mask]
-    columns = [c for c in COLUMNS if c in readable.columns]
-    position = position_bias(readable[columns], level=level) if len(readable) else pd.DataFrame(
-        columns=["n_decisive", "p_first", "ci_low", "ci_high"])
-    identical = (readable.groupby(readable["judge"].astype(str))["winner"]
-                 .agg(lambda w: w.value_counts(normalize=True).iloc[0]) if len(readable) else pd.Series(dtype=float))
+    counts = pd.DataFrame({"judge": judgments["judge"].astype(str).to_numpy(dtype=object),
+                           "valid": valid_mask.astype(np.int64),
+                           "winner": judgments["winner"].astype(object).where(valid_mask, None).to_numpy()})
+    counts = counts.groupby(["judge", "valid", "winner"], dropna=False, sort=False).size().rename("n").reset_index()
+    return judge_health_from_counts(counts, level=level)
+
+
+def judge_health_from_counts(counts: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """:func:`judge_health` from verdict counts instead of verdicts (the same table).
+
+    Parameters
+    ----------
+    counts : ``judge, valid, winner, n``: how many replies of each judge were readable
+        (``valid`` 1, ``winner`` one of ``model_a, model_b, tie``) or not (``valid`` 0,
+        any ``winner``), e.g. :func:`peercore.aggregates.verdict_tally` summed over pairs.
+        Only these counts enter the check, so a study of a million verdicts is checked
+        from its store-side tally.
+    level : confidence level of the interval.
+    """
+    _check_level(level)
+    judge = counts["judge"].astype(str).to_numpy(dtype=object)
+    n = counts["n"].to_numpy(dtype=np.int64)
+    readable = counts["valid"].to_numpy() == 1
+    winner = counts["winner"].astype(object).to_numpy()
+    replies = pd.Series(n, index=judge).groupby(level=0).sum()
+    invalid = pd.Series(np.where(readable, 0, n), index=judge).groupby(level=0).sum()
     out = pd.DataFrame(index=pd.Index(sorted(replies.index), name="judge"))
     out["n"] = replies.reindex(out.index).astype("int64")
     out["n_invalid"] = invalid.reindex(out.index).fillna(0).astype("int64")
     out["invalid_share"] = out["n_invalid"] / out["n"]
+    seen = pd.Series(n[readable], index=judge[readable])
+    by_winner = (pd.DataFrame({"judge": judge[readable], "winner": winner[readable], "n": n[readable]})
+                 .groupby(["judge", "winner"])["n"].sum())
+    readers = sorted(set(judge[readable]))  # judges with a readable verdict: the position statistics' rows
+    if readers:
+        per = by_winner.unstack("winner").reindex(index=readers).fillna(0).astype("int64")
+        first = per["model_a"] if "model_a" in per.columns else pd.Series(0, index=per.index)
+        ties = per["tie"] if "tie" in per.columns else pd.Series(0, index=per.index)
+        total = seen.groupby(level=0).sum().reindex(readers)
+        n_first = first.to_numpy(dtype=np.int64)
+        n_decisive = (total - ties).to_numpy(dtype=np.int64)
+        ci_low, ci_high = _wilson(n_first, n_decisive, level)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_first = np.where(n_decisive > 0, n_first / np.where(n_decisive > 0, n_decisive, 1), np.nan)
+        position = pd.DataFrame({"n_decisive": n_decisive, "p_first": p_first, "ci_low": ci_low, "ci_high": ci_high},
+                                index=readers)
+        identical = per.max(axis=1) / per.sum(axis=1)  # share of the most frequent verdict (value_counts' first)
+    else:
+        position = pd.DataFrame(columns=["n_decisive", "p_first", "ci_low", "ci_high"])
+        identical = pd.Series(dtype=float)
     out["n_decisive"] = position["n_decisive"].reindex(out.index).fillna(0).astype("int64")
     for column in ("p_first", "ci_low", "ci_high"):
         out[column] = position[column].reindex(out.index).astype(float)

@@ -25,7 +25,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 7)
+Schema (version 8)
 ------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -631,6 +631,15 @@ CREATE TABLE batch_requests (
 );
 CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 """),
+    (8, "verdict tally index: counts per judge, pair, validity and winner by a covering index scan (issue 12)", """
+-- Every page of the dashboard starts from counts of a study's verdicts per judge, ordered
+-- pair, validity and winner (peercore.aggregates.verdict_tally): the pair tally that
+-- Bradley-Terry, the judges' health and the Studies page need. With this index SQLite
+-- answers that GROUP BY as one ordered scan of the index (about 0.2 s for a million
+-- verdicts) instead of sorting the rows into a temporary B-tree (about 1.5 s); p_a is in
+-- it so that counting the verdicts with a probability reads nothing else.
+CREATE INDEX verdicts_tally ON verdicts (study_id, judge, model_a, model_b, valid, winner, p_a);
+"""),
 ]
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
@@ -1229,7 +1238,9 @@ class Store:
         labels = self._labels(sid)
         cursor = connection.cursor()
         cursor.row_factory = None  # plain tuples: sqlite3.Row costs a second object per row
-        low, high = cursor.execute("SELECT MIN(id), MAX(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()
+        # Two queries: MIN or MAX alone is one index look-up, both at once scan the study's range.
+        low = cursor.execute("SELECT MIN(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()[0]
+        high = cursor.execute("SELECT MAX(id) FROM verdicts WHERE study_id = ?", (sid,)).fetchone()[0]
         # A rowid range scan in insertion order; "+study_id" keeps SQLite from reading
         # through an index and sorting the rows back into order.
         where, params = "id BETWEEN ? AND ? AND +study_id = ?", [low or 0, high or -1, sid]

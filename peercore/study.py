@@ -26,6 +26,7 @@ same table (a test compares them); ``peercore agree`` and the Meta-evaluation pa
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -216,6 +217,7 @@ class Study:
         self.store = store
         self.name = name
         self._cache: dict = {}
+        self._locks: dict = {}
 
     # -------------------------------------------------------------------- the store
 
@@ -227,8 +229,13 @@ class Study:
         stamp = self.revision
         entry = self._cache.get(key)
         if entry is None or entry[0] != stamp:
-            entry = (stamp, make())
-            self._cache[key] = entry
+            # One computation per key at a time: a page's script and its background job (the
+            # Leaderboard's bootstrap) ask for the same tallies at once; the second waits for the first.
+            with self._locks.setdefault(key, threading.RLock()):
+                entry = self._cache.get(key)
+                if entry is None or entry[0] != stamp:
+                    entry = (stamp, make())
+                    self._cache[key] = entry
         return entry[1]
 
     def _all_judgments(self) -> pd.DataFrame:
@@ -259,7 +266,25 @@ class Study:
         """Verdicts per judge, pair and validity, counted in the store (:func:`peercore.aggregates.verdict_counts`)."""
         from peercore import aggregates
 
-        return self._memo("verdict_counts", lambda: aggregates.verdict_counts(self.store, self.name))
+        return self._memo("verdict_counts", lambda: aggregates.verdict_counts(self.store, self.name,
+                                                                               tally=self.verdict_tally()))
+
+    def verdict_tally(self) -> pd.DataFrame:
+        """Verdicts per judge, ordered pair, validity and winner, counted in the store
+        (:func:`peercore.aggregates.verdict_tally`; one index scan, no verdict read)."""
+        from peercore import aggregates
+
+        return self._memo("verdict_tally", lambda: aggregates.verdict_tally(self.store, self.name))
+
+    def _filled(self) -> set[str]:
+        """The optional verdict columns the study has ever filled (:func:`peercore.aggregates.filled_columns`),
+        with ``vote`` and ``round`` only when some verdict has a non-zero one (:func:`~peercore.aggregates.column_used`)."""
+        from peercore import aggregates
+
+        def make():
+            filled = aggregates.filled_columns(self.store, self.name)
+            return {c for c in filled if c not in ("vote", "round") or aggregates.column_used(self.store, self.name, c)}
+        return self._memo("filled", make)
 
     def has_probabilities(self) -> bool:
         """Whether any valid stored verdict carries ``p_a`` (counted in the store)."""
@@ -291,8 +316,9 @@ class Study:
             if counts is None and loaded is not None:  # verdicts per judge from the table in hand
                 counts = loaded.groupby([loaded["judge"].astype(str), loaded["valid"]], observed=True).size()
                 counts = counts.rename("n").reset_index()
-            return self.store.judges(self.name) if counts is None else aggregates.judges(self.store, self.name,
-                                                                                         counts=counts)
+            if counts is None:  # from the store's tally (an index scan; every page needs it anyway)
+                counts = self.verdict_counts()
+            return aggregates.judges(self.store, self.name, counts=counts)
         return self._memo("judge_rows", make)
 
     def _fresh(self, key):
@@ -401,6 +427,27 @@ class Study:
         """Stored verdicts plus the gold rows not stored as verdicts (:func:`with_gold`)."""
         return self._memo("rankable", lambda: with_gold(self.stored_judgments(), self.gold()))
 
+    def rankable_judges(self) -> list[str]:
+        """The judges of :meth:`rankable` (sorted), from the store's counts: no verdict is read.
+
+        The judges of valid stored verdicts plus the gold judges :func:`with_gold` adds.
+        """
+        def make():
+            loaded = self._fresh("rankable")
+            if loaded is not None:
+                return sorted(map(str, pd.unique(loaded["judge"])))
+            tally = self.verdict_tally()
+            stored = set(tally.loc[tally["valid"].to_numpy() == 1, "judge"].astype(str))
+            return sorted(stored | self._gold_extra_judges(stored))
+        return self._memo("rankable_judges", make)
+
+    def _gold_extra_judges(self, stored: set[str]) -> set[str]:
+        """The gold judges :func:`with_gold` adds to verdicts whose judges are ``stored``."""
+        gold = set(self.gold()["judge"].astype(str)) - stored
+        if any(j.startswith("debate:") for j in stored):
+            gold.discard(CONSENSUS)
+        return gold
+
     # ----------------------------------------------------------------- selection
 
     def judgments(self, selection: Selection | None = None, *, include_invalid: bool = False) -> pd.DataFrame:
@@ -450,8 +497,7 @@ class Study:
         """Whether a judge may hold several votes on one comparison (stored repeated votes, or gold rows)."""
         from peercore import aggregates
 
-        return self._memo("may_repeat", lambda: "vote" in aggregates.filled_columns(self.store, self.name)
-                          or len(self.gold()) > 0)
+        return self._memo("may_repeat", lambda: "vote" in self._filled() or len(self.gold()) > 0)
 
     def question_groups(self) -> dict[str, str]:
         """question_id -> its category, or its debates' scenario; ``"(none)"`` when unknown."""
@@ -475,7 +521,7 @@ class Study:
                     weight_normalisation: str = "sum", baseline: str | None = None, controls: Sequence[str] = (),
                     intervals: str = "bootstrap", reweight: bool = False, prior: float | None = None,
                     min_battles: int = PRELIMINARY_BATTLES, style_reg: float | None = None,
-                    lc_rounds: int = DEFAULT_LC_ROUNDS) -> Ranking:
+                    lc_rounds: int = DEFAULT_LC_ROUNDS, progress=None) -> Ranking:
         """A leaderboard from the selected judgments.
 
         Parameters
@@ -509,6 +555,8 @@ class Study:
         style_reg : style control's ridge on arena-rank's scale (default
             :data:`peercore.ranking.contextual.DEFAULT_REG`).
         lc_rounds : bootstrap rounds of the length-controlled win rate's standard error.
+        progress : called with the share (0..1) of Bradley-Terry's bootstrap done (the
+            dashboard's background job shows it); other methods do not call it.
 
         Raises
         ------
@@ -518,6 +566,18 @@ class Study:
             does not take.
         """
         selection = selection or Selection()
+        if method == "bt" and peer_weights == "none" and not soft and baseline is None and not controls \
+                and not reweight:
+            # Bradley-Terry and its bootstrap depend on the battles only through their pair tally:
+            # counted in the store, the million verdicts need not be read (same table, same intervals).
+            tallied = self._memo(("tallied", selection), lambda: self._tallied_battles(selection))
+            if tallied is not None:
+                battles, warnings = tallied
+                judges = [battles.judges[k] for k in np.unique(battles.judge)]
+                flagged = self.flagged_judges(judges) if len(battles) else {}
+                return rank_battles(battles, mixed_warnings=warnings, bootstrap=bootstrap, seed=seed,
+                                    flagged=flagged, intervals=intervals, prior=prior, min_battles=min_battles,
+                                    progress=progress)
         chosen = self.judgments(selection)
         flagged = self.flagged_judges(chosen["judge"].unique()) if len(chosen) else {}
         answers = self._memo("answers", lambda: self.store.answers(self.name)) if (baseline or controls) else None
@@ -525,7 +585,98 @@ class Study:
                     aliases=self.aliases(), bootstrap=bootstrap, seed=seed, elo_shuffles=elo_shuffles, soft=soft,
                     weight_normalisation=weight_normalisation, flagged=flagged, baseline=baseline,
                     controls=controls, answers=answers, intervals=intervals, reweight=reweight, prior=prior,
-                    min_battles=min_battles, style_reg=style_reg, lc_rounds=lc_rounds)
+                    min_battles=min_battles, style_reg=style_reg, lc_rounds=lc_rounds, progress=progress)
+
+    def _tallied_battles(self, selection: Selection):
+        """The battles ``selection`` picks, built from the store's pair tally, and the mixed-selection warnings;
+        None when the selection needs the verdicts themselves.
+
+        The tally answers when the selection filters by judge, kind and contestants only,
+        no chosen judge is gold (debate consensus, adjudications: not stored as verdicts),
+        and neither final verdicts nor majorities of repeated votes change anything (no
+        stored debate rounds, no stored repeated votes). The battles are then the rows
+        :meth:`judgments` would return, in another order, which Bradley-Terry and its
+        bootstrap do not see (they work on the pair table and its sorted categories).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`judgments`: a judge name or prefix that matches no judge.
+        """
+        from peercore.ranking._battles import CountedBattles
+
+        filled = self._filled()
+        if selection.categories is not None or selection.criteria is not None or selection.turns is not None:
+            return None
+        if "round" in filled and selection.final_only:
+            return None
+        tally = self.verdict_tally()
+        tally = tally[tally["valid"].to_numpy() == 1]
+        if "vote" in filled and selection.repeated_votes != "each":
+            tally = self._majority_tally(tally)
+        stored = set(tally["judge"].astype(str))
+        names = pd.Series(sorted(stored | self._gold_extra_judges(stored)), dtype=object)
+        keep = np.ones(len(names), dtype=bool)
+        if selection.judges is not None:
+            keep &= _judge_mask(names, selection.judges)
+        if selection.kinds is not None:
+            kinds = self.kinds()
+            wanted = {k for choice in selection.kinds for k in _KIND_CHOICES[choice]}
+            keep &= np.array([kinds.get(j, _prefix_kind(j)) in wanted for j in names], dtype=bool)
+        chosen = set(names[keep])
+        if chosen - stored:  # a gold judge: its rows are not in the store's verdicts
+            return None
+        rows = tally[tally["judge"].isin(chosen).to_numpy()]
+        if selection.contestants is not None:
+            allowed = set(selection.contestants)
+            rows = rows[(rows["model_a"].isin(allowed) & rows["model_b"].isin(allowed)).to_numpy()]
+        if selection.common_contestants and rows["judge"].nunique() >= 2:
+            seen = [set(g["model_a"]) | set(g["model_b"]) for _, g in rows.groupby("judge", sort=False)]
+            common = set.intersection(*seen)
+            rows = rows[(rows["model_a"].isin(common) & rows["model_b"].isin(common)).to_numpy()]
+        if len(rows) == 0:
+            return CountedBattles((), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0), (),
+                                  np.zeros(0, np.intp), np.zeros(0, np.int64)), []
+        judge_code, judges = pd.factorize(rows["judge"].astype(str), sort=True)
+        both = pd.factorize(pd.concat([rows["model_a"], rows["model_b"]], ignore_index=True).astype(str), sort=True)
+        models = [str(m) for m in both[1]]
+        a, b = both[0][:len(rows)], both[0][len(rows):]
+        per_judge = {}
+        for k, name in enumerate(judges):
+            mine = judge_code == k
+            per_judge[str(name)] = {models[m] for m in np.unique(np.concatenate([a[mine], b[mine]]))}
+        score = rows["winner"].map({"model_a": 1.0, "tie": 0.5, "model_b": 0.0}).to_numpy(dtype=float)
+        battles = CountedBattles(models=tuple(models), a=a.astype(np.intp), b=b.astype(np.intp), score_a=score,
+                                 judges=tuple(str(j) for j in judges), judge=judge_code.astype(np.intp),
+                                 count=rows["n"].to_numpy(dtype=np.int64))
+        warnings = _mixed_warnings(per_judge)
+        return battles, warnings
+
+    def _majority_tally(self, tally: pd.DataFrame) -> pd.DataFrame:
+        """The valid tally once each comparison's repeated votes count as their majority (:func:`majority_of_votes`).
+
+        Only comparisons with repeated votes change (:func:`peercore.aggregates.repeated_votes`):
+        their votes leave the tally and their majority (model_a, model_b or a tie when
+        split evenly) enters it once.
+        """
+        from peercore import aggregates
+
+        votes = self._memo("repeated_votes", lambda: aggregates.repeated_votes(self.store, self.name))
+        votes = votes[votes.groupby("group")["group"].transform("size").to_numpy() > 1]
+        if len(votes) == 0:
+            return tally
+        score = votes["winner"].map(_VOTE).to_numpy(dtype=float)
+        total = pd.Series(score).groupby(votes["group"].to_numpy()).sum()
+        first = votes.drop_duplicates("group").set_index("group")
+        majority = first.assign(winner=np.where(total.reindex(first.index).to_numpy() > 0, "model_a",
+                                                np.where(total.reindex(first.index).to_numpy() < 0, "model_b", "tie")))
+        key = ["judge", "model_a", "model_b", "winner"]
+        delta = pd.concat([votes[key].assign(d=-1), majority[key].assign(d=1)], ignore_index=True)
+        delta = delta.astype({c: object for c in key}).groupby(key)["d"].sum()
+        merged = tally.astype({c: object for c in key}).set_index(key)["n"]
+        merged = merged.add(delta, fill_value=0)
+        merged = merged[merged > 0].astype("int64").rename("n").reset_index()
+        return merged.assign(valid=1)
 
     def leaderboards_by(self, selection: Selection | None = None, *, by: str = "category",
                         groups: Sequence | None = None, **options) -> "GroupedRanking":
@@ -555,8 +706,17 @@ class Study:
         from peercore.bias import judge_health
 
         def make():
-            frame = self._all_judgments().drop(columns=["vote"])
             kinds = self.kinds()
+            if "round" not in self._filled():  # no debate rounds: every reply is final, the counts say it all
+                from peercore.bias import judge_health_from_counts
+
+                tally = self.verdict_tally()
+                judge = tally["judge"].astype(str)
+                is_llm = {j: kinds.get(j, _prefix_kind(j)) == "llm" for j in pd.unique(judge)}
+                counts = tally[judge.map(is_llm).to_numpy(dtype=bool)]
+                counts = counts.groupby(["judge", "valid", "winner"], dropna=False, sort=False)["n"].sum().reset_index()
+                return judge_health_from_counts(counts)
+            frame = self._all_judgments().drop(columns=["vote"])
             judge = frame["judge"].astype(str)
             is_llm = {j: kinds.get(j, _prefix_kind(j)) == "llm" for j in pd.unique(judge)}
             keep = judge.map(is_llm).to_numpy(dtype=bool)
@@ -692,7 +852,7 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
          flagged: Mapping[str, str] | None = None, baseline: str | None = None, controls: Sequence[str] = (),
          answers: pd.DataFrame | None = None, intervals: str = "bootstrap", reweight: bool = False,
          prior: float | None = None, min_battles: int = PRELIMINARY_BATTLES, style_reg: float | None = None,
-         lc_rounds: int = DEFAULT_LC_ROUNDS) -> Ranking:
+         lc_rounds: int = DEFAULT_LC_ROUNDS, progress=None) -> Ranking:
     """Rank the contestants of already selected judgments (:meth:`Study.leaderboard` without the store).
 
     Parameters are those of :meth:`Study.leaderboard`; ``aliases`` (judge -> contestant)
@@ -757,7 +917,8 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
         board = leaderboard(chosen, method=method, peer_weights=peer_weights, aliases=aliases, bootstrap=bootstrap,
                             seed=seed, elo_shuffles=elo_shuffles, weight_normalisation=weight_normalisation,
                             weights_from=weights_from, **({"intervals": intervals, "reweight": reweight,
-                                                           "prior": prior} if method == "bt" else {}))
+                                                           "prior": prior, "progress": progress}
+                                                          if method == "bt" else {}))
         peer = board.peer_rank
         label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[method]
         ranking = Ranking(table=board.table, method=method, peer_weights=peer_weights, score_label=label,
@@ -765,14 +926,48 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                           history=None if peer is None else peer.history,
                           iterations=None if peer is None else peer.iterations,
                           converged=None if peer is None else peer.converged)
+    return _finished(ranking, n_judgments=len(chosen), judges=judges, warnings=warnings, left_out=left_out,
+                     options=options, method=method, prior=prior, min_battles=min_battles, flagged=flagged)
+
+
+def rank_battles(battles, *, mixed_warnings: Sequence[str] = (), bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+                 flagged: Mapping[str, str] | None = None, intervals: str = "bootstrap", prior: float | None = None,
+                 min_battles: int = PRELIMINARY_BATTLES, progress=None) -> Ranking:
+    """:func:`rank` with ``method="bt"`` (no Peer Rank weights, hard verdicts, no reweighting) on encoded battles.
+
+    What :meth:`Study.leaderboard` computes from the store's pair tally
+    (:meth:`Study._tallied_battles`) instead of the selected verdicts: Bradley-Terry,
+    its bootstrap and its sandwich intervals see battles only through their pair
+    table, so the table, ranks, intervals and warnings are those of :func:`rank` on the
+    same verdicts. ``mixed_warnings`` are :func:`_mixed_selection_warnings` of them.
+    """
+    from peercore.ranking.leaderboard import leaderboard
+
+    _check_rank_options("bt", "none", None, (), intervals, False, prior, min_battles)
+    if len(battles) == 0:
+        raise ValueError("the selection holds no judgments to rank")
+    judges = tuple(battles.judges[k] for k in np.unique(battles.judge))
+    board = leaderboard(battles, method="bt", bootstrap=bootstrap, seed=seed, intervals=intervals, prior=prior,
+                        progress=progress)
+    ranking = Ranking(table=board.table, method="bt", peer_weights="none", score_label="Bradley-Terry (Elo scale)",
+                      verdicts="hard", judges=judges, n_judgments=board.n_judgments, weights=None)
+    options = {"intervals": intervals, "reweight": False, "prior": prior, "min_battles": int(min_battles)}
+    return _finished(ranking, n_judgments=len(battles), judges=judges, warnings=list(mixed_warnings), left_out=[],
+                     options=options, method="bt", prior=prior, min_battles=min_battles, flagged=flagged)
+
+
+def _finished(ranking: Ranking, *, n_judgments: int, judges, warnings: list[str], left_out, options: dict,
+              method: str, prior, min_battles: int, flagged) -> Ranking:
+    """The end of :func:`rank`: rank spread, preliminary flags and the warnings."""
+    warnings = list(warnings)
     if "rank_worst" not in ranking.table.columns and ranking.table["ci_low"].notna().any():
         table = ranking.table
         low = table["ci_low"].where(table["ci_low"].notna(), table["score"])
         high = table["ci_high"].where(table["ci_high"].notna(), table["score"])
         ranking = replace(ranking, table=table.assign(rank_worst=rank_spread(low, high)["rank_worst"].to_numpy()))
     table = ranking.table.assign(preliminary=ranking.table["battles"] < min_battles)
-    if len(chosen) < TINY_STUDY:
-        warnings.append(f"only {len(chosen)} judgments: ratings from so few verdicts are unreliable (every "
+    if n_judgments < TINY_STUDY:
+        warnings.append(f"only {n_judgments} judgments: ratings from so few verdicts are unreliable (every "
                         "contestant is preliminary)" + ("" if prior is not None or method != "bt" else
                                                          "; a weak prior (--prior 200) keeps them near 1000"))
     elif table["preliminary"].any():
@@ -1213,6 +1408,14 @@ def _mixed_selection_warnings(judgments: pd.DataFrame) -> list[str]:
         return []
     by_judge = {j: set(judgments.loc[judgments["judge"] == j, "model_a"]) | set(judgments.loc[judgments["judge"] == j, "model_b"])
                 for j in judges}
+    return _mixed_warnings(by_judge)
+
+
+def _mixed_warnings(by_judge: Mapping[str, set]) -> list[str]:
+    """:func:`_mixed_selection_warnings` from each chosen judge's set of contestants."""
+    judges = sorted(by_judge)
+    if len(judges) < 2:
+        return []
     everyone = set.union(*by_judge.values())
     common = set.intersection(*by_judge.values())
     partial = sorted(everyone - common)

@@ -53,6 +53,35 @@ class Battles:
         return len(self.a)
 
 
+@dataclass(frozen=True)
+class CountedBattles:
+    """Battles as counts: row ``r`` stands for ``count[r]`` identical battles (same pair, order, outcome, judge).
+
+    What a store-side tally gives (:meth:`peercore.study.Study.leaderboard` at Arena
+    scale): a million verdicts in a few thousand rows. Only the Bradley-Terry estimator
+    takes it (:func:`peercore.ranking.bradley_terry.bradley_terry_intervals`, through
+    :func:`peercore.ranking.leaderboard.leaderboard` with ``method="bt"``); it gives
+    exactly what the same battles one row each give, because the fit and the bootstrap
+    see battles only through per-pair sums and sorted category counts. ``len`` is the
+    number of battles.
+    """
+
+    models: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    score_a: np.ndarray
+    judges: tuple[str, ...]
+    judge: np.ndarray
+    count: np.ndarray
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def __len__(self) -> int:
+        return int(self.count.sum())
+
+
 def encode(judgments: pd.DataFrame, *, models: list[str] | None = None) -> Battles:
     """Integer-code a canonical judgment table (see :class:`Battles`).
 

@@ -36,7 +36,7 @@ import scipy.sparse
 from scipy.special import ndtri
 
 from peercore.ranking import core
-from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, draw_multinomial, \
+from peercore.ranking._battles import Battles, CountedBattles, as_battles, as_series, battle_weights, draw_multinomial, \
     resample_chunks, run_chunks
 
 __all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
@@ -95,9 +95,12 @@ class _Prepared:
     pair_of_battle: np.ndarray
     score_lo: np.ndarray         # outcome for the lower-index model of each battle
     weight: np.ndarray | None    # per-battle weight (None = 1)
+    count: np.ndarray | None = None  # battles each row stands for (None = 1; CountedBattles)
 
 
 def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
+    if isinstance(judgments, CountedBattles):
+        return _prepare_counted(judgments, weights, reweight)
     battles = as_battles(judgments)
     weight = battle_weights(judgments, weights, reweight=reweight)
     n = battles.n_models
@@ -111,6 +114,25 @@ def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
     return _Prepared(table, played, pair_of_battle.astype(np.intp), score_lo, weight)
 
 
+def _prepare_counted(battles: CountedBattles, weights, reweight: bool) -> _Prepared:
+    """:func:`_prepare` of counted battles: the same pair table and categories as one row per battle.
+
+    Per-pair sums of counts times outcomes (0, 1/2, 1) are exact in floating point, so
+    the pair table, and hence the fit, the bootstrap and the sandwich, are identical.
+    """
+    if weights is not None or reweight:
+        raise ValueError("counted battles take no judge weights and no reweighting")
+    n = battles.n_models
+    count = np.asarray(battles.count, dtype=np.int64)
+    lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)
+    played = (np.bincount(battles.a, count, minlength=n) + np.bincount(battles.b, count, minlength=n)).astype(np.int64)
+    pair_keys, pair_of_battle = np.unique(lo.astype(np.int64) * n + hi, return_inverse=True)
+    wins = np.bincount(pair_of_battle, count * score_lo, minlength=len(pair_keys))
+    games = np.bincount(pair_of_battle, count, minlength=len(pair_keys)).astype(float)
+    table = PairTable(battles.models, (pair_keys // n).astype(np.intp), (pair_keys % n).astype(np.intp), wins, games)
+    return _Prepared(table, played, pair_of_battle.astype(np.intp), score_lo, None, count)
+
+
 def _categories(prepared: _Prepared, *, decimals: int | None):
     """Distinct (pair, outcome, weight) battles: ``(pair, outcome, weight, count)``."""
     outcome = prepared.score_lo if decimals is None else np.round(prepared.score_lo, decimals)
@@ -122,7 +144,11 @@ def _categories(prepared: _Prepared, *, decimals: int | None):
         weight_values = np.asarray(weight_values, dtype=float)
     n_out, n_w = len(outcome_values), len(weight_values)
     key = (prepared.pair_of_battle.astype(np.int64) * n_out + outcome_code) * n_w + weight_code
-    keys, count = np.unique(key, return_counts=True)
+    if prepared.count is None:
+        keys, count = np.unique(key, return_counts=True)
+    else:  # rows standing for several battles: their counts add up
+        keys, inverse = np.unique(key, return_inverse=True)
+        count = np.bincount(inverse, prepared.count, minlength=len(keys)).astype(np.int64)
     pair = (keys // (n_out * n_w)).astype(np.intp)
     return pair, outcome_values[(keys // n_w) % n_out], weight_values[keys % n_w], count
 
@@ -234,6 +260,7 @@ def bradley_terry_intervals(
     tol: float = 1e-9,
     max_iter: int = 200,
     workers: int | None = None,
+    progress=None,
 ) -> pd.DataFrame:
     """Bradley-Terry ratings with bootstrap and sandwich intervals, Arena ranks and rank spread.
 
@@ -255,6 +282,8 @@ def bradley_terry_intervals(
         ``"bootstrap"`` (default; with ``rounds=0`` the ranks come from the point
         estimate alone) or ``"sandwich"``.
     workers : threads used to draw the resamples (default: all CPUs).
+    progress : called with the share of bootstrap rounds done (0..1) after each chunk of
+        rounds; it changes nothing in the result.
     Other parameters as in :func:`bradley_terry`.
 
     Returns
@@ -281,7 +310,7 @@ def bradley_terry_intervals(
     low = high = np.full(len(rating), np.nan)
     if rounds and intervals == "bootstrap" and len(table.i):
         samples = _bootstrap(prepared, solution, rounds=rounds, seed=seed, tol=max(tol, BOOTSTRAP_TOL),
-                             max_iter=max_iter, workers=workers)
+                             max_iter=max_iter, workers=workers, progress=progress)
         boot = _to_elo(samples, table.models, **to_elo)
         low, high = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
     sd = _sandwich_sd(prepared, penalty, theta, table.models, scale=scale, base=base, anchor_model=anchor_model)
@@ -400,7 +429,8 @@ def _sandwich_sd(prepared: _Prepared, penalty: float, theta: np.ndarray, models,
     return np.sqrt(np.clip(np.diag(cov), 0.0, None)) * (scale / math.log(base))
 
 
-def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, tol, max_iter, workers) -> np.ndarray:
+def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, tol, max_iter, workers,
+               progress=None) -> np.ndarray:
     """Natural-scale ratings for each bootstrap round, shape (rounds, n).
 
     Each thread draws a chunk of rounds and solves it at once, so drawing (numpy
@@ -415,12 +445,16 @@ def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, to
     to_games = scipy.sparse.csr_matrix((weight, (pair, rows)), shape=(n_pairs, len(pair)))
     design = table.design()
     out = np.empty((rounds, table.n_models))
+    done = [0]
 
     def work(start, stop, chunk_seed):
         draws = draw_multinomial(count, stop - start, chunk_seed).T.astype(float)
         wins, games = (to_wins @ draws).T, (to_games @ draws).T
         out[start:stop] = core.fit_rounds(design, np.ascontiguousarray(wins), np.ascontiguousarray(games), solution,
                                           tol=tol, max_iter=max_iter)
+        if progress is not None:
+            done[0] += stop - start  # (a lost update between threads only delays the next report)
+            progress(min(done[0] / rounds, 1.0))
 
     run_chunks(work, resample_chunks(rounds, seed=seed), workers=workers)
     return out

@@ -88,6 +88,7 @@ def leaderboard(
     intervals: str = "bootstrap",
     reweight: bool = False,
     prior: float | None = None,
+    progress=None,
 ) -> Leaderboard:
     """Rank contestants from judgments.
 
@@ -119,6 +120,7 @@ def leaderboard(
         (``"bootstrap"`` or ``"sandwich"``), LMArena's :math:`1/\\max(n_{pair}, 50)`
         reweighting, and a weak prior's standard deviation in Elo points (see
         :func:`peercore.ranking.bradley_terry.bradley_terry_intervals`).
+    progress : Bradley-Terry only: called with the share of bootstrap rounds done.
 
     Returns
     -------
@@ -132,7 +134,7 @@ def leaderboard(
         raise ValueError(f"bootstrap must be >= 0, got {bootstrap!r}")
     if intervals not in INTERVALS:
         raise ValueError(f"intervals must be one of {INTERVALS}, got {intervals!r}")
-    if method != "bt" and (intervals != "bootstrap" or reweight or prior is not None):
+    if method != "bt" and (intervals != "bootstrap" or reweight or prior is not None or progress is not None):
         raise ValueError(f"sandwich intervals, reweighting and a prior are Bradley-Terry options (method 'bt'); "
                          f"got method {method!r}")
     if weight_normalisation not in WEIGHT_NORMALISATIONS:
@@ -157,7 +159,8 @@ def leaderboard(
                                weight_normalisation=weight_normalisation).rename(columns={"elo": "score"})
     else:
         scored = bradley_terry_intervals(chosen, rounds=bootstrap, seed=seed, weights=weights, intervals=intervals,
-                                         reweight=reweight, prior=prior).rename(columns={"rating": "score"})
+                                         reweight=reweight, prior=prior, progress=progress
+                                         ).rename(columns={"rating": "score"})
     table = _ranked(scored)
     return Leaderboard(table=table, method=method, weights=None if peer is None else peer.weights, peer_rank=peer,
                        n_judgments=len(chosen))

@@ -244,7 +244,7 @@ def gold(db: str, study_: str, rev: int, panel: str | None = None) -> pd.DataFra
 @st.cache_data(show_spinner=False, max_entries=16)
 def judge_names(db: str, study_: str, rev: int) -> list[str]:
     """Every judge a ranking can count (stored verdicts and gold), sorted with variants after their model."""
-    names = study(db, study_).rankable()["judge"].astype(str).unique()
+    names = study(db, study_).rankable_judges()  # from the store's counts: no verdict is read
     return sorted(names, key=lambda n: (reports.judge_label(n).split(" · ")[0], n))
 
 
@@ -280,6 +280,82 @@ def ranked(db: str, study_: str, rev: int, selection: Selection, method: str, pe
                                          soft=soft, weights_from=weights_from, baseline=baseline,
                                          controls=tuple(controls), intervals=intervals, reweight=reweight,
                                          prior=prior, min_battles=min_battles)
+
+
+RANKING_QUICK_ROWS = 50_000  # up to this many valid verdicts the page waits for the bootstrap (a second or so)
+
+
+class RankingJob:
+    """A leaderboard with bootstrap intervals computed in a background thread (the Leaderboard page's).
+
+    At Arena scale the bootstrap rounds take seconds: the page shows the point estimate
+    at once (:func:`ranked` with no bootstrap) with this job's progress, and the whole
+    table when it is done. ``result`` is what :func:`ranked` returns for the same
+    arguments (one :meth:`Study.leaderboard` call); ``error`` the exception it raised.
+    """
+
+    def __init__(self, compute, *, quick: bool) -> None:
+        self.fraction = 0.0
+        self.result = None
+        self.error: Exception | None = None
+        self.quick = quick
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(compute,), name="peerboard-ranking", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, seconds: float | None) -> bool:
+        """Wait up to ``seconds`` (None: until done); whether the result is there."""
+        return self._done.wait(seconds)
+
+    def _progress(self, fraction: float) -> None:
+        self.fraction = max(self.fraction, float(fraction))
+
+    def _run(self, compute) -> None:
+        try:
+            self.result = compute(self._progress)
+            self.fraction = 1.0
+        except Exception as error:  # shown on the page (a ValueError: settings that cannot rank)
+            self.error = error
+        finally:
+            self._done.set()
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _ranking_job(db: str, study_: str, rev: int, selection: Selection, method: str, peer: str, bootstrap: int,
+                 soft: bool, baseline: str | None, controls: tuple[str, ...], intervals: str, reweight: bool,
+                 prior: float | None, min_battles: int, quick: bool) -> RankingJob:
+    handle = study(db, study_)
+
+    def compute(progress):
+        return handle.leaderboard(selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0, soft=soft,
+                                  weights_from="winrate", baseline=baseline, controls=tuple(controls),
+                                  intervals=intervals, reweight=reweight, prior=prior, min_battles=min_battles,
+                                  progress=progress)
+
+    return RankingJob(compute, quick=quick)
+
+
+def ranking_job(db: str, study_: str, rev: int, selection: Selection, method: str, peer: str, *,
+                bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False, baseline: str | None = None,
+                controls: tuple[str, ...] = (), intervals: str = "bootstrap", reweight: bool = False,
+                prior: float | None = None, min_battles: int = PRELIMINARY_BATTLES) -> RankingJob | None:
+    """The background job of a leaderboard's bootstrap, or None when there is none to wait for.
+
+    None when the ranking has no bootstrap (no rounds, sandwich intervals, PoE, against a
+    baseline) or the study is small (up to :data:`RANKING_QUICK_ROWS` valid verdicts: the
+    page computes it at once, as before). One job per settings and study revision,
+    shared by every session of the process.
+    """
+    if bootstrap <= 0 or method not in ("winrate", "elo", "bt") or baseline is not None or intervals != "bootstrap":
+        return None
+    if summary(db, study_, rev)["judgments"] <= RANKING_QUICK_ROWS:
+        return None
+    return _ranking_job(db, study_, rev, selection, method, peer, int(bootstrap), bool(soft), baseline,
+                        tuple(controls), intervals, bool(reweight), prior, int(min_battles), False)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
