@@ -362,13 +362,14 @@ class _Driver:
         return self.providers[key]
 
     async def run(self, items: Sequence[str]) -> None:
+        wanted = set(items)
         while True:
             for row in self.store.batches(self.run_id):
                 if row["status"] != "fetched":
                     await self._advance(row)
             waiting = self.failed_now | {key for key, line in self.store.batched_calls(self.run_id).items()
                                          if line["status"] == "pending"}
-            pending = [item for item in self.store.pending_items(self.run_id) if item in set(items)]
+            pending = [item for item in self.store.pending_items(self.run_id) if item in wanted]
             needed = await _collect(self.job, self.store, self.run_id, pending, waiting)
             if not needed:
                 return
