@@ -1700,8 +1700,11 @@ class Store:
         # pick the debate with SELECT ... FOR UPDATE SKIP LOCKED.)
         with self.transaction() as tx:
             overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
-            tx.execute("DELETE FROM adjudication_leases WHERE expires_at <= ? AND debate_id IN "
-                       "(SELECT id FROM debates WHERE study_id = ?)", (at, sid))
+            # "the study's leases" as EXISTS on each lease row (there are few), never as an IN-list
+            # of the study's debates (built on every claim: 3 ms at 20,000 debates).
+            of_study = ("EXISTS (SELECT 1 FROM debates x WHERE x.id = adjudication_leases.debate_id "
+                        "AND x.study_id = ?)")
+            tx.execute(f"DELETE FROM adjudication_leases WHERE expires_at <= ? AND {of_study}", (at, sid))
             # Terms in the order that drops most debates soonest (SQLite tests them as written):
             # with an overlap, the full ones first (measured: half the time of a 20,000-debate walk).
             where, params = "d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved'", [sid]
@@ -1729,8 +1732,8 @@ class Store:
             if row is None:
                 row = tx.execute(select + where + " ORDER BY d.id LIMIT 1", params).fetchone()
             keep = -1 if row is None else int(row[0])
-            tx.execute("DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id <> ? AND debate_id IN "
-                       "(SELECT id FROM debates WHERE study_id = ?)", (annotator, keep, sid))
+            tx.execute(f"DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id <> ? AND {of_study}",
+                       (annotator, keep, sid))
             if row is None:
                 return None
             tx.execute("INSERT INTO adjudication_leases (debate_id, annotator, expires_at, created_at) "
@@ -1752,8 +1755,8 @@ class Store:
 
     def release_leases(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
         """Give up ``annotator``'s leases in ``study`` (or only on ``debate_id``); returns how many."""
-        sql = ("DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id IN "
-               "(SELECT id FROM debates WHERE study_id = ?)")
+        sql = ("DELETE FROM adjudication_leases WHERE annotator = ? AND EXISTS (SELECT 1 FROM debates x "
+               "WHERE x.id = adjudication_leases.debate_id AND x.study_id = ?)")
         params: list = [annotator, self.study_id(study)]
         if debate_id is not None:
             sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
