@@ -75,7 +75,8 @@ RESULT_CHUNK = 100
 # Most lines per batch (OpenAI allows 50,000 per file, Anthropic 100,000 per batch).
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
 # Test hook: SIGKILL this process at a stage: "uploaded" (after the upload, before its
-# id is saved), "created" (after the create, before the batch id is saved), "polled"
+# id is saved), "creating" (the intent saved, the create not sent), "created" (after the
+# create, before the batch id is saved), "polled"
 # (after a poll saw the batch still running), "fetching" (after the first chunk of
 # results was stored).
 ENV_KILL = "PEERBOARD_TEST_BATCH_KILL"
@@ -426,6 +427,7 @@ class _Driver:
             lines = lines or self._lines(provider, token)
             intent = _now()
             self.store.update_batch(token, status="creating", intent_at=intent)
+            _checkpoint("creating")
             batch_id = await provider.create({**row, "intent_at": intent}, lines)
             self.tally.created += 1
             _checkpoint("created")

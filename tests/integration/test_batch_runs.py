@@ -91,6 +91,8 @@ def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, prov
     assert len(batch) == 18 and _sorted(batch).equals(_sorted(reference))  # same verdicts, rationales, raw
     accounting = store.run_accounting(run["id"])
     assert (accounting["calls_paid"], accounting["verdicts"], accounting["unaccounted"]) == (18, 18, 0)
+    store.checkpoint()
+    assert not any(key.encode() in db.read_bytes() for key in KEYS.values())  # keys never reach the database
     live_cost = live_store.runs("b").iloc[0]["cost_usd"]
     assert live_cost > 0 and run["cost_usd"] == pytest.approx(live_cost / 2, rel=1e-9)
 
@@ -121,7 +123,7 @@ def test_dry_run_prices_at_the_batch_rate(tmp_path):
 # ----------------------------------------------------------------------------- kill -9
 
 KILLS = [("openai", "uploaded"), ("openai", "created"), ("openai", "polled"), ("openai", "fetching"),
-         ("anthropic", "created"), ("anthropic", "polled"), ("anthropic", "fetching")]
+         ("anthropic", "creating"), ("anthropic", "created"), ("anthropic", "polled"), ("anthropic", "fetching")]
 
 
 @pytest.mark.parametrize("provider, stage", KILLS)
@@ -137,7 +139,8 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
         assert f"killing this process at batch stage {stage!r}" in killed.stderr
         run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
         row = store.batches(run_id)[0]
-        before = {"uploaded": "planned", "created": "creating", "polled": "submitted", "fetching": "ended"}[stage]
+        before = {"uploaded": "planned", "creating": "creating", "created": "creating", "polled": "submitted",
+                  "fetching": "ended"}[stage]
         assert row["status"] == before  # the kill landed where it was meant to
         if stage == "fetching":
             stored = store.run_accounting(run_id)["calls_paid"]
@@ -171,6 +174,8 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
     assert store.run(run_id)["status"] == "finished"
     if stage in ("created", "uploaded"):
         assert "before the interruption" in said
+    if stage == "creating":  # nothing was created before the kill: the resume created it, once
+        assert "before the interruption" not in said
 
 
 # ------------------------------------------------------------------- expired and partial
@@ -200,6 +205,9 @@ def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_th
         second = run_batch_sync(job(), store, poll_s=0.05)
         answered = _answered(server)
         created = server.batches_created()
+        requests = sum(server.endpoint_counts.values())
+        third = run_batch_sync(job(), store, poll_s=0.05)  # all done: no batch, no request
+        assert third.status == "finished" and third.calls == 0 and sum(server.endpoint_counts.values()) == requests
     assert second.status == "finished" and second.done == n and second.calls == missing
     assert created == 2 and second.accounting["batches"] == 2
     assert store.batches(second.run_id)[1]["n_requests"] == missing  # only the lines without a result were resent
