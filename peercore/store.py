@@ -1694,42 +1694,40 @@ class Store:
         sid = self.study_id(study)
         now = time.time() if now is None else float(now)
         at, until = stamp(now), stamp(now + float(lease_seconds))
-        # The check and the lease are one write transaction: BEGIN IMMEDIATE takes SQLite's
-        # single write lock first, so two claims never both see a debate as free.
-        # (PostgreSQL: lock the study row with SELECT ... FOR UPDATE, or, for overlap 1,
-        # pick the debate with SELECT ... FOR UPDATE SKIP LOCKED.)
+        select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
+                  "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
+                  "FROM debates d WHERE ")
+        # Optimistic: the walk over the study's debates (it grows with the debates decided
+        # ahead) is a plain read, which WAL lets run beside any writer; the lease is then
+        # taken in one short write transaction (BEGIN IMMEDIATE: SQLite's single writer)
+        # that re-checks the chosen debate with the same predicate, so two claims never both
+        # get the last place on a debate. (PostgreSQL: the same re-check under
+        # SELECT ... FROM debates WHERE id = %s FOR UPDATE, or SKIP LOCKED to pass over
+        # debates another claim is taking.)
+        connection = self.connect()
+        overlap = int(connection.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+        where, params = _offerable_sql(sid, annotator, overlap=overlap, at=at, scenario=scenario, criterion=criterion)
+        candidates = [int(r[0]) for r in connection.execute(
+            f"SELECT d.id FROM debates d WHERE {where} ORDER BY d.id LIMIT {_CLAIM_CANDIDATES}", params)]
+        # "the study's leases" as EXISTS on each lease row (there are few), never as an IN-list
+        # of the study's debates (built on every claim: 3 ms at 20,000 debates).
+        of_study = "EXISTS (SELECT 1 FROM debates x WHERE x.id = adjudication_leases.debate_id AND x.study_id = ?)"
         with self.transaction() as tx:
-            overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
-            # "the study's leases" as EXISTS on each lease row (there are few), never as an IN-list
-            # of the study's debates (built on every claim: 3 ms at 20,000 debates).
-            of_study = ("EXISTS (SELECT 1 FROM debates x WHERE x.id = adjudication_leases.debate_id "
-                        "AND x.study_id = ?)")
+            now_overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+            if now_overlap != overlap:  # changed since the read: check against the new setting
+                where, params = _offerable_sql(sid, annotator, overlap=now_overlap, at=at, scenario=scenario,
+                                               criterion=criterion)
             tx.execute(f"DELETE FROM adjudication_leases WHERE expires_at <= ? AND {of_study}", (at, sid))
-            # Terms in the order that drops most debates soonest (SQLite tests them as written):
-            # with an overlap, the full ones first (measured: half the time of a 20,000-debate walk).
-            where, params = "d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved'", [sid]
-            if overlap:
-                where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) < ?"
-                          " AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "
-                          "(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id "
-                          "AND l.annotator <> ? AND l.expires_at > ?) < ?")
-                params += [overlap, annotator, at, overlap]
-            where += (" AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
-                      " AND NOT EXISTS (SELECT 1 FROM adjudication_skips s WHERE s.debate_id = d.id "
-                      "AND s.annotator = ?)")
-            params += [annotator, annotator]
-            if scenario is not None:
-                where, params = where + " AND d.scenario = ?", params + [scenario]
-            if criterion is not None:
-                where, params = where + " AND d.criterion = ?", params + [criterion]
-            select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
-                      "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
-                      "FROM debates d WHERE ")
-            mine = ("EXISTS (SELECT 1 FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator = ? "
-                    "AND l.expires_at > ?) AND ")
-            row = tx.execute(select + mine + where + " ORDER BY d.id LIMIT 1", [annotator, at, *params]).fetchone()
-            renewed = row is not None
-            if row is None:
+            held = [int(r[0]) for r in tx.execute(
+                f"SELECT debate_id FROM adjudication_leases WHERE annotator = ? AND expires_at > ? AND {of_study} "
+                "ORDER BY debate_id", (annotator, at, sid))]
+            row, renewed = None, False
+            for k, debate_id in enumerate([*held, *candidates]):
+                row = tx.execute(select + where + " AND d.id = ?", [*params, debate_id]).fetchone()
+                if row is not None:
+                    renewed = k < len(held)  # the annotator's own debate, still needing them: renew it
+                    break
+            if row is None and candidates:  # every candidate was taken since the read: walk again
                 row = tx.execute(select + where + " ORDER BY d.id LIMIT 1", params).fetchone()
             keep = -1 if row is None else int(row[0])
             tx.execute(f"DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id <> ? AND {of_study}",
@@ -2120,6 +2118,38 @@ def _overlap(value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_OVERLAP:
         raise ValueError(f"overlap must be an integer from 0 (no limit) to {MAX_OVERLAP}, got {value!r}")
     return int(value)
+
+
+# How many offerable debates a claim reads before taking one (more than the annotators who
+# claim at the same instant, so the write transaction rarely has to walk again).
+_CLAIM_CANDIDATES = 16
+
+
+def _offerable_sql(study_id: int, annotator: str, *, overlap: int, at: str, scenario: str | None,
+                   criterion: str | None) -> tuple[str, list]:
+    """WHERE clause (over ``debates d``) of the debates that may be offered to ``annotator`` at time ``at``.
+
+    Unresolved debates (kind ``debate``) that the annotator neither decided nor skipped
+    and, with an overlap N > 0, whose decisions plus live leases of others are fewer than
+    N (:func:`peercore.assignment.offerable`). Terms come in the order that drops most
+    debates soonest (SQLite tests them as written): with an overlap, the full ones first
+    (half the time of a 20,000-debate walk).
+    """
+    where, params = "d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved'", [study_id]
+    if overlap:
+        where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) < ?"
+                  " AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "
+                  "(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id "
+                  "AND l.annotator <> ? AND l.expires_at > ?) < ?")
+        params += [overlap, annotator, at, overlap]
+    where += (" AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
+              " AND NOT EXISTS (SELECT 1 FROM adjudication_skips s WHERE s.debate_id = d.id AND s.annotator = ?)")
+    params += [annotator, annotator]
+    if scenario is not None:
+        where, params = where + " AND d.scenario = ?", params + [scenario]
+    if criterion is not None:
+        where, params = where + " AND d.criterion = ?", params + [criterion]
+    return where, params
 
 
 def _json_default(value):
