@@ -86,7 +86,14 @@ _ENDED_OPENAI = ("completed", "failed", "expired", "cancelled")
 
 
 class BatchError(PeercoreError):
-    """A batch could not be submitted or read (after retries); the run can be resumed."""
+    """A batch could not be submitted or read (after retries); the run can be resumed.
+
+    ``retryable`` is True for transient failures (429, 5xx, timeouts, dropped connections).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def check_batchable(job: "Job") -> None:
@@ -140,7 +147,12 @@ class _Provider:
         return self.backend._clients.get(self.backend._make_client)
 
     async def call(self, what: str, make, *, attempts: int = 6):
-        """``await make()`` with the backend's error mapping; transient failures retried with backoff."""
+        """``await make()`` with the backend's error mapping; transient failures retried with backoff.
+
+        Only for reads and idempotent requests: a create whose reply was lost may have
+        created the batch, so creates and uploads are made once (``attempts=1``) and the
+        driver looks for what they made before trying again (:meth:`_Driver._once`).
+        """
         delay = 0.2
         for attempt in range(attempts):
             try:
@@ -150,7 +162,7 @@ class _Provider:
                 error = map_error(exc, self.sdk, provider=self.backend.name, env_var=self.backend.env_var,
                                   secret=secret)
                 if not isinstance(error, RetryableError) or attempt + 1 == attempts:
-                    raise BatchError(f"{what}: {error}") from None
+                    raise BatchError(f"{what}: {error}", retryable=isinstance(error, RetryableError)) from None
                 await asyncio.sleep(max(delay, error.retry_after or 0.0))
                 delay = min(delay * 2, 10.0)
 
@@ -175,7 +187,7 @@ class _OpenAIBatches(_Provider):
 
     async def upload(self, filename: str, data: bytes) -> str:
         file = await self.call("uploading the batch file", lambda: self.client.files.create(
-            file=(filename, data, "application/jsonl"), purpose="batch"))
+            file=(filename, data, "application/jsonl"), purpose="batch"), attempts=1)
         return file.id
 
     async def find_batch(self, row: dict, claimed: set[str]) -> str | None:
@@ -194,7 +206,7 @@ class _OpenAIBatches(_Provider):
     async def create(self, row: dict, lines: list[dict]) -> str:
         batch = await self.call("creating the batch", lambda: self.client.batches.create(
             input_file_id=row["input_file_id"], endpoint="/v1/chat/completions", completion_window="24h",
-            metadata={"peercore_token": row["token"], "peercore_run": row["run_id"][:500]}))
+            metadata={"peercore_token": row["token"], "peercore_run": row["run_id"][:500]}), attempts=1)
         return batch.id
 
     async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
@@ -261,7 +273,7 @@ class _AnthropicBatches(_Provider):
 
     async def create(self, row: dict, lines: list[dict]) -> str:
         batch = await self.call("creating the message batch",
-                                lambda: self.client.messages.batches.create(requests=lines))
+                                lambda: self.client.messages.batches.create(requests=lines), attempts=1)
         return batch.id
 
     async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
@@ -405,7 +417,8 @@ class _Driver:
             file_id = await provider.find_file(filename)
             if file_id is None:
                 data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
-                file_id = await provider.upload(filename, data)
+                file_id = await self._once(lambda: provider.upload(filename, data),
+                                           lambda: provider.find_file(filename))
                 _checkpoint("uploaded")
             else:
                 self.say(f"batch {token}: the file uploaded before the interruption is used ({file_id})")
@@ -428,7 +441,9 @@ class _Driver:
             intent = _now()
             self.store.update_batch(token, status="creating", intent_at=intent)
             _checkpoint("creating")
-            batch_id = await provider.create({**row, "intent_at": intent}, lines)
+            mine = {**row, "intent_at": intent}
+            batch_id = await self._once(lambda: provider.create(mine, lines), lambda: provider.find_batch(
+                mine, {r["batch_id"] for r in self.store.batches(self.run_id) if r["batch_id"]}))
             self.tally.created += 1
             _checkpoint("created")
             self.store.update_batch(token, status="submitted", batch_id=batch_id)
@@ -438,6 +453,27 @@ class _Driver:
             await self._poll(provider, row)
         if row["status"] == "ended":
             await self._fetch(provider, row)
+
+    async def _once(self, make, find, *, attempts: int = 6):
+        """``make()`` (an upload or a create) without making it twice.
+
+        After a transient failure the request may still have been carried out (the reply
+        was lost): ``find()`` looks for its result first, and only when there is none is
+        the request sent again.
+        """
+        delay = 0.2
+        for attempt in range(attempts):
+            try:
+                return await make()
+            except BatchError as exc:
+                if not exc.retryable or attempt + 1 == attempts:
+                    raise
+                self.say(f"{exc}; looking for what it made before trying again")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+            found = await find()
+            if found is not None:
+                return found
 
     def _lines(self, provider: _Provider, token: str) -> list[dict]:
         return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.batch_requests(token)]

@@ -46,7 +46,10 @@ A batch is answered as ``batch_mode`` says, or by the next mode queued with
 :meth:`inject_batch`: ``"ok"`` (every line answered), ``"partial"`` (every
 ``batch_error_every``-th line fails with a per-request 400 error, the rest answered),
 ``"expired"`` (only the first half of the lines answered, the rest expired; OpenAI
-status ``expired``). Batch endpoints draw no faults and never sleep ``latency_s``.
+status ``expired``). Batch endpoints draw no faults and never sleep ``latency_s``; errors
+are queued per endpoint with :meth:`inject_batch_error`: a status (``500``, ``401`` ...)
+answers the next request to that endpoint with that error and does nothing, ``"lost"``
+carries the request out and then answers 500 (a reply lost after the batch or file was made).
 ``endpoint_counts`` counts requests per endpoint (``"POST /v1/batches"``,
 ``"GET /v1/batches/{id}"``, ...; chat calls as ``"POST /v1/chat/completions"`` and
 ``"POST /v1/messages"``) and ``batch_log`` lists every answered batch line
@@ -395,6 +398,7 @@ class FakeLLMServer:
         self.batch_mode = batch_mode
         self.batch_error_every = batch_error_every
         self._batch_modes: deque[str] = deque()
+        self._batch_errors: dict[str, deque] = {}
         self.endpoint_counts: Counter[str] = Counter()
         self.batch_log: list[dict] = []
         self._batches = _Batches(self)
@@ -487,9 +491,30 @@ class FakeLLMServer:
         with self._lock:
             self._batch_modes.extend(modes)
 
+    def inject_batch_error(self, endpoint: str, *errors) -> None:
+        """Queue errors for the next requests to a batch ``endpoint`` (e.g. ``"POST /v1/batches"``).
+
+        Each error is an HTTP status (the request is refused and nothing happens) or
+        ``"lost"`` (the request is carried out, then answered with a 500).
+        """
+        names = {name for _, _, name in _ROUTES}
+        if endpoint not in names:
+            raise ValueError(f"endpoint must be one of {sorted(names)}, got {endpoint!r}")
+        for error in errors:
+            if error != "lost" and not (isinstance(error, int) and 400 <= error <= 599):
+                raise ValueError(f"errors must be HTTP statuses (400-599) or 'lost', got {error!r}")
+        with self._lock:
+            self._batch_errors.setdefault(endpoint, deque()).extend(errors)
+
     def batches_created(self) -> int:
-        """Batches created so far, both APIs."""
-        return self.endpoint_counts["POST /v1/batches"] + self.endpoint_counts["POST /v1/messages/batches"]
+        """Batches the server holds, both APIs (a refused create made none; a lost reply made one)."""
+        with self._batches.lock:
+            return len(self._batches.openai) + len(self._batches.anthropic)
+
+    def files_uploaded(self) -> int:
+        """Files uploaded with purpose ``batch`` (batch output files not counted)."""
+        with self._batches.lock:
+            return sum(f["purpose"] == "batch" for f in self._batches.files.values())
 
     def reset_counts(self) -> None:
         """Zero the counters and clear the request log (queued faults are kept)."""
@@ -687,15 +712,21 @@ class _Batches:
         fake = self.fake
         with fake._lock:
             fake.endpoint_counts[name] += 1
+            queued = fake._batch_errors.get(name)
+            error = queued.popleft() if queued else None
+        api = "anthropic" if "/messages/" in path else "openai"
+        if isinstance(error, int):
+            return error, _error_body(api, error, f"injected error {error} (fake)"), "application/json"
         with self.lock:  # one batch request at a time: a batch is answered once, by the first read after its delay
             try:
-                return getattr(self, "_" + name.split(" ", 1)[1].replace("/v1/", "").replace("/{id}", "_id")
-                               .replace("/", "_"))(path, body, headers, *args)
+                answer = getattr(self, "_" + name.split(" ", 1)[1].replace("/v1/", "").replace("/{id}", "_id")
+                                 .replace("/", "_"))(path, body, headers, *args)
+                if error == "lost":
+                    return 500, _error_body(api, 500, "the reply was lost (fake)"), "application/json"
+                return answer
             except _NotFound as exc:
-                api = "anthropic" if "/messages/" in path else "openai"
                 return 404, _error_body(api, 404, str(exc)), "application/json"
             except ValueError as exc:
-                api = "anthropic" if "/messages/" in path else "openai"
                 return 400, _error_body(api, 400, str(exc)), "application/json"
 
     # -- files -----------------------------------------------------------------------

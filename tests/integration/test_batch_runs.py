@@ -257,3 +257,40 @@ def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(
     assert created == rounds * len(AGENTS)  # one batch per round for each agent's model
     assert store.run_accounting(run["id"])["calls_paid"] == live.calls
     assert run["cost_usd"] == pytest.approx(live_store.runs("b").iloc[0]["cost_usd"] / 2, rel=1e-9)
+
+
+# -------------------------------------------------------------------- transient errors
+
+
+def test_lost_replies_and_server_errors_never_make_a_second_file_or_batch(tmp_path, keys, monkeypatch):
+    db, store = _study(tmp_path, "errors")
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        server.inject_batch_error("POST /v1/files", "lost")  # uploaded, but the reply is a 500
+        server.inject_batch_error("POST /v1/batches", 503, "lost")  # refused once, then created with a lost reply
+        server.inject_batch_error("GET /v1/batches/{id}", 500, 429)
+        server.inject_batch_error("GET /v1/files/{id}/content", 502)
+        lines = []
+        result = run_batch_sync(ReviewJob("b", [parse_judge_spec(SPECS["openai"])]), store, poll_s=0.05,
+                                on_status=lines.append)
+        counts, files, batches = dict(server.endpoint_counts), server.files_uploaded(), server.batches_created()
+        answered = _answered(server)
+    assert result.status == "finished" and result.done == 18 and result.calls == 18
+    assert (files, batches) == (1, 1)  # one file and one batch, whatever the replies said
+    assert counts["POST /v1/files"] == 1 and counts["POST /v1/batches"] == 2  # the lost create was found, not resent
+    assert len(answered) == 18 and max(answered.values()) == 1
+    assert sum("looking for what it made" in line for line in lines) == 3
+
+
+def test_a_refused_key_stops_the_batch_run_with_the_variable_named(tmp_path, keys, monkeypatch):
+    db, store = _study(tmp_path, "refused")
+    with FakeLLMServer() as server:
+        server.inject_batch_error("POST /v1/messages/batches", 401)
+        refused = _cli(db, SPECS["anthropic"], _env(server))
+        assert server.batches_created() == 0
+        again = _cli(db, SPECS["anthropic"], _env(server))  # the key works now: the same batch goes out once
+        batches = server.batches_created()
+    assert refused.returncode == 2
+    assert "ANTHROPIC_API_KEY" in refused.stderr and KEYS["ANTHROPIC_API_KEY"] not in refused.stderr
+    assert again.returncode == 0, again.stderr
+    assert batches == 1 and len(store.judgments("b")) == 18
