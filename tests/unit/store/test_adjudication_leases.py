@@ -162,3 +162,44 @@ def test_a_version_5_file_gets_the_lease_table(tmp_path):
     store.delete_study("old")  # leases go with their debates
     assert store.connect().execute("SELECT COUNT(*) FROM adjudication_leases").fetchone()[0] == 0
     store.close()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_claim_offers_the_first_debate_the_rule_allows(tmp_path, seed):
+    """Random states (decisions, skips, live and expired leases, overlap 0-2): the debate the
+    SQL hands out is the lowest one :func:`peercore.assignment.offerable` allows."""
+    import random
+
+    rng = random.Random(seed)
+    store = Store(tmp_path / "r.sqlite")
+    store.create_study("s")
+    debates = range(1, 6)
+    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                              "status": "unresolved"}, []) for k in debates])
+    overlap = rng.choice([0, 1, 1, 2, 2])
+    store.update_study_settings("s", overlap=overlap)
+    people = ["ann", "ben", "cat", "dan", "eve", "fay"]
+    decided = {(d, p) for d in debates for p in people if rng.random() < 0.15}
+    skipped = {(d, p) for d in debates for p in people if (d, p) not in decided and rng.random() < 0.1}
+    # one lease per annotator at most (as claims leave it), live or already expired at T0
+    leases = {p: (rng.choice(debates), T0 + rng.choice([-5, 30, 30])) for p in people if rng.random() < 0.9}
+    connection = store.connect()
+    connection.executemany("INSERT INTO adjudications (debate_id, annotator, verdict, created_at) "
+                           "VALUES (?, ?, 'tie', 'x')", sorted(decided))
+    connection.executemany("INSERT INTO adjudication_skips (debate_id, annotator, created_at) VALUES (?, ?, 'x')",
+                           sorted(skipped))
+    connection.executemany("INSERT INTO adjudication_leases (debate_id, annotator, expires_at, created_at) "
+                           "VALUES (?, ?, ?, 'x')", [(d, p, stamp(u)) for p, (d, u) in leases.items()])
+    live = {(d, p) for p, (d, u) in leases.items() if u > T0}
+    who = rng.choice(people)
+
+    def allowed(debate):
+        return (debate, who) not in skipped and offerable(
+            decisions=sum((debate, p) in decided for p in people),
+            leased_by_others=sum((debate, p) in live for p in people if p != who),
+            overlap=overlap, decided_by_me=(debate, who) in decided)
+
+    mine = [d for (d, p) in live if p == who and allowed(d)]
+    expected = mine[0] if mine else next((d for d in debates if allowed(d)), None)
+    assert take(store, who, T0) == expected, (overlap, who, sorted(decided), sorted(live), sorted(skipped))
+    store.close()
