@@ -23,7 +23,7 @@ How a run goes (:func:`run_batch_sync`):
    is created (OpenAI: with ``metadata.peercore_token``). A run killed between the
    create and saving the id finds its batch on resume before creating one: OpenAI by
    the token in the metadata (or the input file), Anthropic (no metadata) by a batch
-   created after the intent with the same number of requests that no other row holds;
+   created after the intent with the same number of requests that no other batch of the run holds;
    the custom_ids of its results (``<token>-<n>``) are checked when they are read.
 5. **Poll** ``retrieve`` every ``poll_s`` seconds until the batch ends (status saved).
 6. **Fetch**: the output (and error) file, or Anthropic's results, in chunks of

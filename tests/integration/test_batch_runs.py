@@ -146,13 +146,14 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
             stored = store.run_accounting(run_id)["calls_paid"]
             assert 0 < stored < n  # part of the results were stored before the kill
 
-        # resume without the hook: OpenAI by the same command with --run-id; Anthropic in this
-        # process (its SDK takes seconds to import, so a second subprocess per stage is left out)
-        if provider == "openai":
+        # resume without the hook: once by the same command with --run-id, the other stages in
+        # this process (a second subprocess per stage costs seconds of imports, the anthropic SDK's most)
+        if (provider, stage) == ("openai", "uploaded"):
             resumed = _cli(db, SPECS[provider], _env(server), "--run-id", run_id)
             assert resumed.returncode == 0, resumed.stderr
             said = resumed.stderr
         else:
+            monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
             monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
             lines = []
             result = run_batch_sync(ReviewJob("b", [parse_judge_spec(SPECS[provider])]), store, run_id=run_id,
@@ -285,12 +286,12 @@ def test_lost_replies_and_server_errors_never_make_a_second_file_or_batch(tmp_pa
 def test_a_refused_key_stops_the_batch_run_with_the_variable_named(tmp_path, keys, monkeypatch):
     db, store = _study(tmp_path, "refused")
     with FakeLLMServer() as server:
-        server.inject_batch_error("POST /v1/messages/batches", 401)
-        refused = _cli(db, SPECS["anthropic"], _env(server))
+        server.inject_batch_error("POST /v1/batches", 401)
+        refused = _cli(db, SPECS["openai"], _env(server))
         assert server.batches_created() == 0
-        again = _cli(db, SPECS["anthropic"], _env(server))  # the key works now: the same batch goes out once
-        batches = server.batches_created()
+        again = _cli(db, SPECS["openai"], _env(server))  # the key works now: the batch goes out once
+        batches, files = server.batches_created(), server.files_uploaded()
     assert refused.returncode == 2
-    assert "ANTHROPIC_API_KEY" in refused.stderr and KEYS["ANTHROPIC_API_KEY"] not in refused.stderr
+    assert "OPENAI_API_KEY" in refused.stderr and KEYS["OPENAI_API_KEY"] not in refused.stderr
     assert again.returncode == 0, again.stderr
-    assert batches == 1 and len(store.judgments("b")) == 18
+    assert (batches, files) == (1, 1) and len(store.judgments("b")) == 18
