@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["verdict_counts", "verdict_tally", "column_used", "repeated_votes", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
+__all__ = ["verdict_counts", "verdict_tally", "column_used", "repeated_votes", "questions_with_three_candidates", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -96,6 +96,118 @@ def repeated_votes(store, study: str) -> pd.DataFrame:
                          "model_a": pd.array([labels[r[1]] for r in rows], dtype="str"),
                          "model_b": pd.array([labels[r[2]] for r in rows], dtype="str"),
                          "winner": pd.array([WINNER_CODES[r[7]] for r in rows], dtype="str")})
+
+
+def questions_with_three_candidates(store, study: str) -> pd.Series:
+    """Per judge, the questions on which its valid verdicts compare three or more candidates (one ``GROUP BY``).
+
+    What ``question_judge_sizes(judgments)`` counted with ``candidates >= 3`` (the
+    Efficiency page's usable questions), without reading the verdicts into pandas: a
+    judge's verdicts on a question involve three or more contestants exactly when they
+    are not all about one unordered pair, i.e. the smaller (or the larger) model code of
+    the pair is not the same on every row.
+
+    Returns
+    -------
+    Series indexed by judge name (sorted), the number of such questions; judges with none are left out.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    sid, low, high = _range(store, study)
+    labels = _labels(store, sid)
+    width = max(labels, default=0) + 1
+    # One scan: each verdict's (judge, unordered pair) as an integer and its question's text, concatenated by
+    # SQLite; the questions are numbered by pandas from an Arrow array of those bytes (a GROUP BY on the
+    # text would sort a million rows in a temporary B-tree, about twice as slow).
+    count, lengths, text, pairs = store.connect().execute(
+        "SELECT COUNT(*), group_concat(length(CAST(question_id AS BLOB))), group_concat(question_id, ''), "
+        "group_concat((judge * ?1 + MIN(model_a, model_b)) * ?1 + MAX(model_a, model_b)) FROM verdicts "
+        "WHERE id BETWEEN ?2 AND ?3 AND +study_id = ?4 AND valid = 1", (width, low, high, sid)).fetchone()
+    if not count:
+        return pd.Series(dtype="int64")
+    lengths = np.fromstring(lengths, dtype=np.int64, sep=",")
+    pair = np.fromstring(pairs, dtype=np.int64, sep=",")
+    data = text.encode("utf-8")
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(lengths) != count or len(pair) != count or offsets[-1] != len(data):  # odd text: group in SQLite
+        rows = store.connect().execute(
+            "SELECT judge, COUNT(*) FROM (SELECT judge FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? "
+            "AND valid = 1 GROUP BY judge, question_id HAVING MIN(MIN(model_a, model_b)) <> "
+            "MAX(MIN(model_a, model_b)) OR MIN(MAX(model_a, model_b)) <> MAX(MAX(model_a, model_b))) GROUP BY judge",
+            (low, high, sid)).fetchall()
+        return pd.Series({labels[r[0]]: int(r[1]) for r in rows}, dtype="int64").sort_index()
+    questions = pa.LargeStringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    question = pd.factorize(pd.array(questions, dtype=pd.ArrowDtype(pa.large_string())))[0].astype(np.int64)
+    judge = pair // (width * width)
+    owner = judge * (int(question.max()) + 1) + question  # one number per (judge, question)
+    order = np.lexsort((pair, owner))
+    owner, pair = owner[order], pair[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    ends = np.r_[starts[1:], count] - 1
+    several = pair[starts] != pair[ends]  # sorted by pair within a group: first and last differ
+    counts = np.bincount(judge[order][starts[several]], minlength=width)
+    return pd.Series({labels[int(j)]: int(counts[j]) for j in np.flatnonzero(counts)}, dtype="int64").sort_index()
+
+
+def repeated_votes(store, study: str) -> pd.DataFrame:
+    """The valid verdicts of every comparison that holds repeated votes (a non-zero ``vote`` on its key).
+
+    Everything :func:`peercore.study.majority_of_votes` changes: a comparison is one
+    (question_id, model_a, model_b, judge, criterion, turn, round); the rest of a study's
+    verdicts are single votes. Found by one scan for ``vote <> 0`` and look-ups of those
+    keys in the table's unique index (0.2 s at a million verdicts with a few hundred
+    repeats; nothing at all when the study never stored a vote).
+
+    Returns
+    -------
+    DataFrame ``group, judge, model_a, model_b, winner`` (``group``: one integer per comparison).
+    """
+    empty = pd.DataFrame({"group": pd.Series([], dtype="int64"), "judge": pd.Series([], dtype="str"),
+                          "model_a": pd.Series([], dtype="str"), "model_b": pd.Series([], dtype="str"),
+                          "winner": pd.Series([], dtype="str")})
+    if "vote" not in filled_columns(store, study):
+        return empty
+    sid = store.study_id(study)
+    rows = store.connect().execute(
+        "SELECT v.question_id, v.model_a, v.model_b, v.judge, v.criterion, v.turn, v.round, v.winner FROM "
+        "(SELECT DISTINCT question_id, model_a, model_b, judge, criterion, turn, round FROM verdicts "
+        " WHERE study_id = ?1 AND vote <> 0) r JOIN verdicts v ON v.study_id = ?1 AND v.question_id = r.question_id "
+        "AND v.model_a = r.model_a AND v.model_b = r.model_b AND v.judge = r.judge AND v.criterion = r.criterion "
+        "AND v.turn = r.turn AND v.round = r.round WHERE v.valid = 1", (sid,)).fetchall()
+    if not rows:
+        return empty
+    labels = _labels(store, sid)
+    keys = [tuple(r[:7]) for r in rows]
+    group = pd.factorize(pd.Series(keys, dtype=object))[0].astype("int64")
+    return pd.DataFrame({"group": group, "judge": pd.array([labels[r[3]] for r in rows], dtype="str"),
+                         "model_a": pd.array([labels[r[1]] for r in rows], dtype="str"),
+                         "model_b": pd.array([labels[r[2]] for r in rows], dtype="str"),
+                         "winner": pd.array([WINNER_CODES[r[7]] for r in rows], dtype="str")})
+
+
+def questions_with_three_candidates(store, study: str) -> pd.Series:
+    """Per judge, the questions on which its valid verdicts compare three or more candidates (one ``GROUP BY``).
+
+    What ``question_judge_sizes(judgments)`` counted with ``candidates >= 3`` (the
+    Efficiency page's usable questions), without reading the verdicts into pandas: a
+    judge's verdicts on a question involve three or more contestants exactly when they
+    are not all about one unordered pair, i.e. the smaller (or the larger) model code of
+    the pair is not the same on every row.
+
+    Returns
+    -------
+    Series indexed by judge name (sorted), the number of such questions; judges with none are left out.
+    """
+    sid, low, high = _range(store, study)
+    labels = _labels(store, sid)
+    rows = store.connect().execute(
+        "SELECT judge, COUNT(*) FROM (SELECT judge FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? "
+        "AND valid = 1 GROUP BY judge, question_id HAVING MIN(MIN(model_a, model_b)) <> MAX(MIN(model_a, model_b)) "
+        "OR MIN(MAX(model_a, model_b)) <> MAX(MAX(model_a, model_b))) GROUP BY judge", (low, high, sid)).fetchall()
+    out = pd.Series({labels[r[0]]: int(r[1]) for r in rows}, dtype="int64")
+    return out.sort_index()
 
 
 def verdict_counts(store, study: str, *, tally: pd.DataFrame | None = None) -> pd.DataFrame:

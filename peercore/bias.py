@@ -584,20 +584,28 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     from scipy.special import expit, ndtri
 
     from peercore.ranking import core
-    from peercore.ranking._battles import encode
+    from peercore.ranking._battles import CountedBattles, encode
 
     _check_level(level)
-    judgments = _canonical(judgments, "judgments")
-    if len(judgments) == 0:
-        raise ValueError("judgments is empty; the bias model needs verdicts")
-    battles = encode(judgments)
+    if isinstance(judgments, CountedBattles):  # a store-side tally: each row stands for `count` battles
+        if lengths is not None:
+            raise ValueError("counted battles have no answers' lengths; pass the judgments for a length term")
+        battles, count = judgments, np.asarray(judgments.count, dtype=np.int64)
+        if len(battles) == 0:
+            raise ValueError("judgments is empty; the bias model needs verdicts")
+    else:
+        judgments = _canonical(judgments, "judgments")
+        if len(judgments) == 0:
+            raise ValueError("judgments is empty; the bias model needs verdicts")
+        battles = encode(judgments)
+        count = np.ones(len(battles), dtype=np.int64)
     models = battles.models
     family = families_of(models, families)
     aliases = dict(aliases or {})
     unknown = {j: m for j, m in aliases.items() if j in battles.judges and m not in models}
     if unknown:
         raise ValueError(f"aliases name contestant(s) that never appear in judgments: {unknown}")
-    n_rows, judges = len(battles), battles.judges
+    n_rows, judges = len(battles.a), battles.judges
     model_family = np.array([family[m] for m in models], dtype=object)
     columns, names, informative = [], [], []
     ratio = None
@@ -613,7 +621,7 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
         mine = battles.judge == k
         columns.append(mine.astype(float))
         names.append((judge, "position"))
-        informative.append(int(mine.sum()))
+        informative.append(int(count[mine].sum()))
         own = aliases.get(judge)
         if own is not None:
             fam = family[own]
@@ -624,14 +632,16 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
             # Measured against the panel: without another judge's verdicts on the family the term is
             # the family's own strength again, and not identified.
             panel = bool(((plays != 0) & ~mine).any())
-            informative.append(int((self_term != 0).sum()) if panel else 0)
+            informative.append(int(count[self_term != 0].sum()) if panel else 0)
         if ratio is not None:
             columns.append(ratio * mine)
             names.append((judge, "length"))
-            informative.append(int(((ratio != 0) & mine).sum()))
+            informative.append(int(count[(ratio != 0) & mine].sum()))
     x = np.column_stack(columns)
     usable = np.array([c > 0 for c in informative])
-    design = core.Design(battles.n_models, battles.a, battles.b, battles.score_a, np.ones(n_rows), x=x[:, usable])
+    weight = count.astype(float)
+    design = core.Design(battles.n_models, battles.a, battles.b, battles.score_a, weight, x=x[:, usable],
+                         count=None if (count == 1).all() else weight)
     solution = core.fit(design, l2=l2, l2_features=l2_bias, what="judge-bias model")
     cov = core.sandwich(design, solution)
     n = battles.n_models
@@ -642,7 +652,7 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     z = float(ndtri(0.5 + level / 2.0))
     elo = scale / math.log(base)
     low, high = coef - z * se, coef + z * se
-    per_judge = pd.Series(np.bincount(battles.judge, minlength=len(judges)), index=list(judges))
+    per_judge = pd.Series(np.bincount(battles.judge, count, minlength=len(judges)).astype(np.int64), index=list(judges))
     table = pd.DataFrame({
         "judge": [j for j, _ in names], "bias": [b for _, b in names], "coefficient": coef, "elo": coef * elo,
         "ci_low": low * elo, "ci_high": high * elo, "probability_shift": expit(coef) - 0.5,

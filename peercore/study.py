@@ -491,7 +491,8 @@ class Study:
             # one vote, so skip grouping a million rows to find that out (same rows, same order).
             out = select(frame, replace(selection, repeated_votes="each"), kinds=self.kinds(), groups=groups)
             return out.drop(columns=["vote"])
-        return select(frame, selection, kinds=self.kinds(), groups=groups)
+        # The store numbers every repeat of a comparison (vote > 0); gold rows are not numbered.
+        return select(frame, selection, kinds=self.kinds(), groups=groups, numbered_votes=len(self.gold()) == 0)
 
     def _may_repeat(self) -> bool:
         """Whether a judge may hold several votes on one comparison (stored repeated votes, or gold rows)."""
@@ -785,14 +786,24 @@ class Study:
         from peercore.bias import judge_bias_model
         from peercore.ranking.style import battle_lengths
 
-        chosen = self.judgments(selection or Selection())
+        selection = selection or Selection()
+        answers = self._memo("answers", lambda: self.store.answers(self.name))
+        if len(answers) == 0:  # no length term: the model sees battles only through their counts
+            tallied = self._memo(("tallied", selection), lambda: self._tallied_battles(selection))
+            if tallied is not None:
+                battles = tallied[0]
+                if len(battles) == 0:
+                    raise ValueError("the selection holds no judgments")
+                judges = {battles.judges[k] for k in np.unique(battles.judge)}
+                aliases = {j: m for j, m in self.aliases().items() if j in judges}
+                return judge_bias_model(battles, aliases=aliases, families=families, lengths=None, level=level)
+        chosen = self.judgments(selection)
         if len(chosen) == 0:
             raise ValueError("the selection holds no judgments")
-        answers = self._memo("answers", lambda: self.store.answers(self.name))
         lengths = battle_lengths(chosen, answers) if len(answers) else None
         if lengths is not None and lengths.isna().all(axis=None):
             lengths = None
-        judges = set(chosen["judge"].astype(str))
+        judges = set(map(str, pd.unique(chosen["judge"])))
         aliases = {j: m for j, m in self.aliases().items() if j in judges}
         return judge_bias_model(chosen, aliases=aliases, families=families, lengths=lengths, level=level)
 
@@ -801,7 +812,7 @@ class Study:
 
 
 def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str, str] | None = None,
-           groups: Mapping[str, str] | None = None) -> pd.DataFrame:
+           groups: Mapping[str, str] | None = None, numbered_votes: bool = False) -> pd.DataFrame:
     """The rows of a judgment table a :class:`Selection` picks (what :meth:`Study.judgments` does).
 
     Parameters
@@ -811,6 +822,9 @@ def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str,
     kinds : judge -> kind (from the store); judges missing from it take their name's
         prefix (``human:``, ``debate:``, ``adjudicator:``, ``vote:``, else ``llm``).
     groups : question_id -> category, for ``selection.categories``.
+    numbered_votes : every repeated vote on a comparison has a non-zero ``vote`` (the
+        store's numbering), so only comparisons with such a vote are grouped
+        (:func:`majority_of_votes`); the result is the same.
 
     Raises
     ------
@@ -840,7 +854,7 @@ def select(judgments: pd.DataFrame, selection: Selection, *, kinds: Mapping[str,
     if selection.final_only:
         out = final_verdicts(out)
     if selection.repeated_votes == "majority":
-        out = majority_of_votes(out)
+        out = majority_of_votes(out, numbered_votes=numbered_votes)
     if selection.common_contestants:
         out = _common_contestants(out)
     return out
@@ -1275,7 +1289,7 @@ def final_verdicts(judgments: pd.DataFrame) -> pd.DataFrame:
 _VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
 
 
-def majority_of_votes(judgments: pd.DataFrame) -> pd.DataFrame:
+def majority_of_votes(judgments: pd.DataFrame, *, numbered_votes: bool = False) -> pd.DataFrame:
     """One verdict per judge and comparison: the majority of its repeated votes (PRD's human majority).
 
     Votes of one judge on the same (question_id, model_a, model_b, criterion, turn,
@@ -1288,7 +1302,19 @@ def majority_of_votes(judgments: pd.DataFrame) -> pd.DataFrame:
     if len(frame) == 0:
         return frame
     key = ["question_id", "model_a", "model_b", "judge", "criterion", "turn", "round"]
-    group = _row_groups(frame, key)
+    if numbered_votes and "vote" in judgments.columns:
+        # With ``numbered_votes`` (the store numbers each repeat of a comparison 1, 2, ...) a comparison
+        # can repeat only on a question where some vote is non-zero: group those rows, the rest are single.
+        vote = pd.to_numeric(judgments["vote"], errors="coerce").fillna(0).to_numpy()
+        questions = judgments["question_id"].iloc[np.flatnonzero(vote != 0)].unique()
+        maybe = judgments["question_id"].isin(questions).to_numpy(dtype=bool)
+        group = np.arange(len(frame), dtype=np.int64)
+        if maybe.any():
+            rows = np.flatnonzero(maybe)
+            group[rows] = len(frame) + _row_groups(frame.iloc[rows], key)
+        group = pd.factorize(group)[0].astype(np.int64)
+    else:
+        group = _row_groups(frame, key)
     sizes = np.bincount(group)
     duplicated = sizes[group] > 1
     if not duplicated.any():

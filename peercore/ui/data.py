@@ -477,7 +477,7 @@ def show_flags(db: str, study_: str, rev: int, judges_) -> None:
 def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     """Position bias, swap consistency, self-enhancement, thresholds for the Bias page."""
     chosen = selected(db, study_, rev, selection)
-    judges_ = set(chosen["judge"])
+    judges_ = set(map(str, pd.unique(chosen["judge"])))  # not set(column): a million Arrow scalars take a second
     alias = {j: m for j, m in aliases(db, study_, rev).items() if j in judges_}
     from peercore import tallies
 
@@ -711,6 +711,9 @@ def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) ->
     votes on each comparison, a human never compared with its own votes.
     """
     handle = study(db, study_)
+    counted = _meta_from_counts(db, study_, rev, panel)
+    if counted is not None:
+        return counted
     evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
     judge_kind = handle.kinds()
     # One kind look-up per judge, not per verdict (a million verdicts, a handful of judges).
@@ -747,9 +750,58 @@ def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) ->
     return out
 
 
-def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated) -> dict:
+def _meta_from_counts(db: str, study_: str, rev: int, panel: str | None) -> dict | None:
+    """:func:`meta_evaluation` from the store's counts when nothing needs the verdicts themselves, else None.
+
+    Without gold (no agreed or adjudicated debate for the panel) and without human votes
+    there is no accuracy to compute: the page shows the judges evaluated, the debate
+    metrics and verdicts per judge (the cost chart's stand-in), all counted in the
+    store (:meth:`Study.verdict_tally`), the same values the verdicts give. Debate
+    rounds (only final verdicts count) also send the page back to the verdicts.
+    """
+    handle = study(db, study_)
+    gold_rows = handle.gold(panel)
+    if len(gold_rows) or "round" in handle._filled():
+        return None
+    kinds_ = handle.kinds()
+    tally = handle.verdict_tally()
+    judge = tally["judge"].astype(str)
+    kind = judge.map({j: kinds_.get(j, _prefix_kind(j)) for j in pd.unique(judge)})
+    if ((kind == "human").to_numpy() & (tally["valid"].to_numpy() == 1)).any():
+        return None  # human votes: the accuracy against their majority needs the verdicts
+    evaluated = tally[kind.isin(["llm", "human"]).to_numpy()]
+    verdicts = evaluated.groupby(evaluated["judge"].astype(str))["n"].sum()
+    verdicts = verdicts[verdicts > 0]
+    debates_ = debates(db, study_, rev)
+    if panel is not None:
+        debates_ = debates_[debates_["panel"].replace("", "debate:consensus") == panel]
+    decided = adjudications(db, study_, rev)
+    out: dict = {"n_judges": int(len(verdicts)), "n_humans": 0, "n_gold": 0, "panel": panel}
+    out["metrics"] = [
+        ("Judges evaluated", f"{out['n_judges']}"),
+        ("Gold verdicts", "0"),
+        ("Debates agreed", f"{int((debates_['status'] == 'agreed').sum()):,}"),
+        ("Adjudicated debates", f"{decided[decided['debate_id'].isin(debates_['id'])]['debate_id'].nunique():,}"),
+    ]
+    out["gold_accuracy"] = None
+    out["scaleeval"] = pd.DataFrame()
+    out["criteria"] = []
+    out["human_accuracy"] = None
+    out["human_reference"] = reports.reference_description(pd.DataFrame())
+    out["costs"] = _cost_table(db, study_, rev, None, None, None, verdicts=verdicts)
+    out["variation"] = reports.criteria_variation(pd.DataFrame(), gold_rows)
+    return out
+
+
+def _prefix_kind(name: str) -> str:
+    from peercore.study import _prefix_kind as kind
+
+    return kind(name)
+
+
+def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated, *, verdicts=None) -> dict:
     accuracy, against = (gold_accuracy, "the gold set") if gold_accuracy is not None else (human_accuracy, "the human majority")
-    verdicts = evaluated.groupby("judge").size()
+    verdicts = evaluated.groupby("judge").size() if verdicts is None else verdicts
     run_frame = runs(db, study, rev)
     configs = {run_id: _store(db).run(run_id)["config"] for run_id in run_frame["id"]}
     cost = reports.run_costs(configs, dict(zip(run_frame["id"], run_frame["cost_usd"])))
@@ -789,21 +841,23 @@ def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     The default (first) is the best judge for the curves: one the health check does not
     flag, then the one that gave probabilities on the most verdicts, then the one with
     the most questions of three or more candidates. "All LLM reviewers pooled" comes
-    last when there are several. Candidates per question are counted vectorised
-    (:func:`peercore.aggregates.question_judge_sizes`): a million verdicts take a second.
+    last when there are several. Everything is counted in the store, no verdict is read:
+    usable questions per judge by one ``GROUP BY``
+    (:func:`peercore.aggregates.questions_with_three_candidates`), probabilities per judge
+    from the pair tally (:meth:`Study.verdict_tally`).
     """
-    from peercore.aggregates import question_judge_sizes
+    from peercore.aggregates import questions_with_three_candidates
 
-    frame = judgments(db, study, rev)
+    handle = _study(db, study)
     kind = kinds(db, study, rev)
-    names = frame["judge"].astype(str)
-    wanted = {j: kind.get(j, "llm") in ("llm", "human") for j in pd.unique(names)}
-    frame = frame[names.map(wanted).to_numpy(dtype=bool)]
-    sizes = question_judge_sizes(frame)
-    usable = sizes[sizes["candidates"] >= 3].groupby("judge").size()
+    usable = handle._memo("usable_questions", lambda: questions_with_three_candidates(handle.store, study))
+    usable = usable[[kind.get(j, "llm") in ("llm", "human") for j in usable.index]]
     if len(usable) == 0:
         return {}
-    with_p = frame[frame["p_a"].notna()].groupby("judge").size().reindex(usable.index).fillna(0)
+    tally = handle.verdict_tally()
+    valid = tally[tally["valid"].to_numpy() == 1]
+    with_p = valid.groupby(valid["judge"].astype(str))["n_p"].sum()
+    with_p = with_p[with_p > 0].reindex(usable.index).fillna(0)
     flags = set(flagged(db, study, rev, list(usable.index)))
     order = sorted(usable.index, key=lambda j: (j in flags, -with_p[j], -usable[j], j))
     labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''}"
@@ -829,15 +883,18 @@ class EfficiencyJob:
     those of :func:`peercore.efficiency.efficiency_curve` called at once (seed 0).
     """
 
-    def __init__(self, rows: pd.DataFrame, methods: tuple[str, ...], repeats: int, max_questions: int,
-                 reference: str) -> None:
+    def __init__(self, rows, methods: tuple[str, ...], repeats: int, max_questions: int,
+                 reference: str, *, n_rows: int | None = None) -> None:
+        """``rows``: the judge's verdicts, or a function that reads them (then in the thread, and
+        ``n_rows`` says how many there are, to decide whether the page waits for the result)."""
         self.fraction = 0.0
         self.partial: dict | None = None
         self.result: dict | None = None
         self.error: str | None = None
         self._done = threading.Event()
         self._started = time.monotonic()
-        self.quick = len(rows) <= EFFICIENCY_QUICK_ROWS  # worth waiting a moment for (small studies: at once)
+        n_rows = len(rows) if n_rows is None else n_rows
+        self.quick = n_rows <= EFFICIENCY_QUICK_ROWS  # worth waiting a moment for (small studies: at once)
         self._thread = threading.Thread(target=self._run, args=(rows, methods, repeats, max_questions, reference),
                                         name="peerboard-efficiency", daemon=True)
         self._thread.start()
@@ -861,6 +918,8 @@ class EfficiencyJob:
 
         try:
             from peercore.aggregates import question_judge_sizes
+
+            rows = rows() if callable(rows) else rows  # read here, not in the page's run
 
             # The first max_questions questions with three or more candidates (what efficiency_curve takes):
             # found once, so that the curve only ever sees their verdicts.
@@ -890,8 +949,8 @@ class EfficiencyJob:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
-                    max_questions: int, reference: str, _rows) -> EfficiencyJob:
-    return EfficiencyJob(_rows(), methods, repeats, max_questions, reference)
+                    max_questions: int, reference: str, _rows, _n_rows: int) -> EfficiencyJob:
+    return EfficiencyJob(_rows, methods, repeats, max_questions, reference, n_rows=_n_rows)
 
 
 def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str, ...], repeats: int,
@@ -910,7 +969,13 @@ def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str
             keep = (names == judge).to_numpy(dtype=bool)
         return frame[keep].reset_index(drop=True)
 
-    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference, rows)
+    kind = kinds(db, study, rev)
+    tally = _study(db, study).verdict_tally()
+    names = tally["judge"].astype(str)
+    mine = names.map({j: (kind.get(j, "llm") == "llm") if judge == POOLED else j == judge for j in pd.unique(names)})
+    n_rows = int(tally.loc[mine.to_numpy(dtype=bool) & (tally["valid"].to_numpy() == 1), "n"].sum())
+    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference, rows,
+                           n_rows)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -138,3 +138,121 @@ def test_progress_reaches_one_and_changes_nothing(study):
                                           bootstrap=120)
     pd.testing.assert_frame_equal(with_progress.table, plain.table)
     assert seen and seen[-1] == 1.0 and seen == sorted(seen)
+
+
+def test_the_bias_model_from_counted_battles_equals_the_model_on_the_verdicts(study):
+    handle = Study(study, "s")
+    families = {"m0": "fam", "m1": "fam"}
+    for selection in (Selection(), Selection(kinds=("llm",)), Selection(judges=("local:m2", "gpt"))):
+        tallied = handle._tallied_battles(selection)
+        if tallied is None:  # debate rounds: the page reads the verdicts, as before
+            assert aggregates.column_used(study, "s", "round")
+            continue
+        chosen = handle.judgments(selection)
+        judges = set(chosen["judge"])
+        aliases = {j: m for j, m in handle.aliases().items() if j in judges}
+        assert "local:m2" not in judges or aliases.get("local:m2") == "m2"  # a self term is estimated
+        direct = bias.judge_bias_model(chosen, aliases=aliases, families=families)
+        counted = bias.judge_bias_model(tallied[0], aliases=aliases, families=families)
+        # Sums over a few thousand weighted rows instead of a million single ones: equal to rounding error.
+        pd.testing.assert_frame_equal(counted.table, direct.table, check_exact=False, rtol=1e-9, atol=1e-9)
+        pd.testing.assert_series_equal(counted.ratings, direct.ratings, check_exact=False, rtol=1e-9)
+        assert counted.table["n"].tolist() == direct.table["n"].tolist()
+        assert counted.table["n_informative"].tolist() == direct.table["n_informative"].tolist()
+
+
+def test_the_bias_page_model_comes_from_the_tally_without_answers(tmp_path, monkeypatch):
+    store = Store(tmp_path / "noanswers.sqlite")
+    _random_study(store, "s", np.random.default_rng(5), n=500, votes=True)
+    store.connect().execute("DELETE FROM answers")
+    store.connect().commit()
+    expected = bias.judge_bias_model(Study(store, "s").judgments(Selection()), aliases={"local:m2": "m2"})
+    monkeypatch.setattr(aggregates, "read_verdicts", lambda *a, **k: pytest.fail("read every verdict"))
+    got = Study(store, "s").judge_bias(Selection())
+    pd.testing.assert_frame_equal(got.table, expected.table, check_exact=False, rtol=1e-9, atol=1e-9)
+
+
+def test_majority_of_numbered_votes_equals_the_majority_of_every_row(study):
+    from peercore.study import majority_of_votes
+
+    every = study.judgments("s", with_vote=True)
+    pd.testing.assert_frame_equal(majority_of_votes(every, numbered_votes=True), majority_of_votes(every))
+    shuffled = every.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    pd.testing.assert_frame_equal(majority_of_votes(shuffled, numbered_votes=True), majority_of_votes(shuffled))
+
+
+def test_usable_questions_per_judge_equal_the_candidates_counted_in_pandas(study):
+    frame = study.judgments("s")
+    sizes = aggregates.question_judge_sizes(frame)
+    expected = sizes[sizes["candidates"] >= 3].groupby("judge").size()
+    got = aggregates.questions_with_three_candidates(study, "s")
+    assert got.to_dict() == {str(k): int(v) for k, v in expected.items()}
+    assert list(got.index) == sorted(got.index)
+
+
+def _llm_only_study(path) -> Store:
+    """LLM judges only (ties, unparsed replies, probabilities on some verdicts, repeated votes): no gold, no humans."""
+    store = Store(path)
+    rng = np.random.default_rng(3)
+    store.create_study("s")
+    n = 300
+    frame = pd.DataFrame({"question_id": [f"q{int(k) % 30:02d}" for k in range(n)],
+                          "model_a": rng.choice(["m0", "m1"], n), "model_b": rng.choice(["m2", "m3", "m4"], n),
+                          "judge": rng.choice(["gpt", "claude", "local:m2"], n),
+                          "winner": rng.choice(["model_a", "model_b", "tie"], n)})
+    frame = frame.drop_duplicates(["question_id", "model_a", "model_b", "judge"]).reset_index(drop=True)
+    frame["p_a"] = np.where(rng.random(len(frame)) < 0.3, rng.random(len(frame)), np.nan)
+    bad = rng.random(len(frame)) < 0.15
+    frame["valid"] = np.where(bad, 0, 1)
+    frame.loc[bad, "winner"] = None
+    frame.loc[bad, "p_a"] = np.nan
+    frame["raw"] = np.where(bad, "no verdict", None)
+    store.add_judgments("s", frame)
+    store.add_judgments("s", frame[frame["valid"] == 1].head(10).assign(winner="tie", p_a=np.nan, vote=1))
+    return store
+
+
+def test_meta_evaluation_from_counts_equals_the_computation_on_the_verdicts(tmp_path, monkeypatch):
+    from peercore.ui import data
+
+    path = tmp_path / "meta.sqlite"
+    store = _llm_only_study(path)
+    rev = store.revision("s")
+    counted = data._meta_from_counts(str(path), "s", rev, None)
+    assert counted is not None
+    monkeypatch.setattr(data, "_meta_from_counts", lambda *a, **k: None)
+    data.meta_evaluation.clear()
+    direct = data.meta_evaluation(str(path), "s", rev, None)
+    assert set(counted) == set(direct)
+    for key in counted:
+        if key == "costs":
+            pd.testing.assert_frame_equal(counted[key]["table"], direct[key]["table"])
+            assert counted[key]["axis"] == direct[key]["axis"] and counted[key]["caption"] == direct[key]["caption"]
+        elif isinstance(direct[key], pd.DataFrame):
+            assert len(counted[key]) == len(direct[key]) == 0
+        else:
+            assert counted[key] == direct[key], key
+    assert counted["n_judges"] == 3 and counted["costs"]["table"]["cost"].sum() == len(
+        store.judgments("s", include_invalid=True))
+
+
+def test_meta_evaluation_reads_the_verdicts_when_there_are_human_votes(study):
+    from peercore.ui import data
+
+    assert data._meta_from_counts(str(study.path), "s", study.revision("s"), None) is None
+
+
+def test_efficiency_judges_from_counts_equal_the_pandas_counts(tmp_path):
+    from peercore.ui import data
+
+    path = tmp_path / "eff.sqlite"
+    store = _llm_only_study(path)
+    frame = store.judgments("s")
+    sizes = aggregates.question_judge_sizes(frame)
+    usable = sizes[sizes["candidates"] >= 3].groupby("judge").size()
+    with_p = frame[frame["p_a"].notna()].groupby("judge").size().reindex(usable.index).fillna(0)
+    labels = data.efficiency_judges(str(path), "s", store.revision("s"))
+    for judge in usable.index:
+        assert labels[judge].startswith(f"{judge} ({usable[judge]} questions")
+        assert ("with probabilities" in labels[judge]) == bool(with_p[judge])
+    assert set(labels) == set(usable.index) | {data.POOLED}
