@@ -18,7 +18,8 @@ How a run goes (:func:`run_batch_sync`):
    migration 7) under a deterministic token *before* anything is sent: the custom_id
    of each line, the call's cache key and the item that pays for it.
 3. **Upload** (OpenAI): the JSONL file is named ``peercore-<token>.jsonl``; a resumed run
-   first looks for that file (``files.list``) and uploads only when it is missing.
+   (or an upload whose reply was lost) first looks for that file (``files.list``) and
+   uploads only when it is missing.
 4. **Create**: the intent is recorded (status ``creating`` and the time), then the batch
    is created (OpenAI: with ``metadata.peercore_token``). A run killed between the
    create and saving the id finds its batch on resume before creating one: OpenAI by
@@ -362,6 +363,7 @@ class _Driver:
         self.backends = {(b.name, b.base_url): b for b in job.backends()}
         self.providers: dict = {}
         self.failed_now: set[str] = set()  # calls whose batch line failed in this invocation: not resent now
+        self.planned_now: set[str] = set()  # batches planned by this invocation: nothing of theirs was sent before
         self.tally = _Tally()
 
     def _provider(self, row: dict) -> _Provider:
@@ -401,6 +403,7 @@ class _Driver:
                 blob = json.dumps([self.run_id, name, base_url or "", ordinal, [c[0] for c in chunk]])
                 token = "pc" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:22]
                 ordinal += 1
+                self.planned_now.add(token)
                 self.store.add_batch(token, run_id=self.run_id, provider=backend.backend, judge=name, base_url=base_url,
                                      requests=[{"custom_id": f"{token}-{n}", "cache_key": key, "item_key": item,
                                                 "request": request.to_json()}
@@ -414,7 +417,7 @@ class _Driver:
         if row["status"] == "planned" and provider.provider == "openai":
             lines = self._lines(provider, token)
             filename = f"peercore-{token}.jsonl"
-            file_id = await provider.find_file(filename)
+            file_id = None if token in self.planned_now else await provider.find_file(filename)
             if file_id is None:
                 data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
                 file_id = await self._once(lambda: provider.upload(filename, data),

@@ -85,6 +85,8 @@ def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, prov
     created = "POST /v1/batches" if provider == "openai" else "POST /v1/messages/batches"
     assert counts[created] == 1
     assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0  # nothing live
+    if provider == "openai":  # a fresh run looks for nothing: upload, create, poll, download
+        assert set(counts) == {"POST /v1/files", "POST /v1/batches", "GET /v1/batches/{id}", "GET /v1/files/{id}/content"}
     run = store.runs("b").iloc[0]
     assert (run["status"], run["n_done"], run["n_items"]) == ("finished", 18, 18)
     batch, reference = store.run_judgments(run["id"]), live_store.run_judgments(live.run_id)
