@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["verdict_counts", "verdict_tally", "column_used", "repeated_votes", "questions_with_three_candidates", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
+__all__ = ["verdict_counts", "verdict_tally", "column_used", "repeated_votes", "verdict_codes", "questions_with_three_candidates", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -60,6 +60,53 @@ def column_used(store, study: str, column: str) -> bool:
     row = store.connect().execute(f"SELECT 1 FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? "
                                   f"AND {column} <> 0 LIMIT 1", (low, high, sid)).fetchone()
     return row is not None
+
+
+def verdict_codes(store, study: str) -> dict | None:
+    """Every valid verdict as integer columns (no names, no texts): what swap consistency needs, in one scan.
+
+    Returns
+    -------
+    dict of numpy arrays (one entry per valid verdict, in insertion order) or None for an
+    empty study (or text the fast path cannot take): ``question`` (0, 1, ... per
+    distinct question_id), ``judge``, ``model_a``, ``model_b`` (label codes of
+    :meth:`peercore.store.Store._labels`), ``winner`` (0 model_a, 1 model_b, 2 tie),
+    ``turn``, ``criterion``, ``round``, ``vote`` (the stored integers, 0 = not given).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    sid, low, high = _range(store, study)
+    labels = _labels(store, sid)
+    width = max(labels, default=0) + 1
+    extra = [c for c in ("turn", "criterion", "round", "vote") if c in filled_columns(store, study)]
+    parts = ["COUNT(*)", "group_concat(length(CAST(question_id AS BLOB)))", "group_concat(question_id, '')",
+             "group_concat(((judge * ?1 + model_a) * ?1 + model_b) * 4 + winner)"] + [f"group_concat({c})" for c in extra]
+    row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE id BETWEEN ?2 AND ?3 "
+                                  "AND +study_id = ?4 AND valid = 1", (width, low, high, sid)).fetchone()
+    count = int(row[0])
+    if count == 0:
+        return None
+    lengths = np.fromstring(row[1], dtype=np.int64, sep=",")
+    data = row[2].encode("utf-8")
+    packed = np.fromstring(row[3], dtype=np.int64, sep=",")
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(lengths) != count or len(packed) != count or offsets[-1] != len(data):
+        return None
+    questions = pa.LargeStringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    out = {"question": pd.factorize(pd.array(questions, dtype=pd.ArrowDtype(pa.large_string())))[0].astype(np.int64),
+           "winner": packed % 4, "model_b": packed // 4 % width, "model_a": packed // 4 // width % width,
+           "judge": packed // 4 // width // width}
+    for k, column in enumerate(("turn", "criterion", "round", "vote")):
+        if column in extra:
+            values = np.fromstring(row[4 + extra.index(column)], dtype=np.int64, sep=",")
+            if len(values) != count:
+                return None
+            out[column] = values
+        else:
+            out[column] = np.zeros(count, dtype=np.int64)
+    return out
 
 
 def repeated_votes(store, study: str) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from peercore.ranking.winrate import win_rates
 __all__ = [
     "SelfEnhancement",
     "position_bias",
+    "position_bias_from_counts",
     "swap_consistency",
     "debias_threshold",
     "debias_thresholds",
@@ -103,6 +104,31 @@ def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFra
     n = grouped.size()
     n_first = grouped["first"].sum().astype(int)
     n_decisive = grouped["decisive"].sum().astype(int)
+    return _position_table(n, n_first, n_decisive, grouped["p_a"].mean(), level)
+
+
+def position_bias_from_counts(counts: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """:func:`position_bias` from verdict counts: ``judge, winner, n`` (readable verdicts only).
+
+    The same table as :func:`position_bias` of the verdicts counted, ``mean_p_a`` NaN
+    (counts carry no probabilities: use it for judges that gave none).
+    """
+    _check_level(level)
+    frame = pd.DataFrame({"judge": counts["judge"].astype(str).to_numpy(dtype=object),
+                          "n": counts["n"].to_numpy(dtype=np.int64),
+                          "first": np.where(counts["winner"].astype(object).to_numpy() == "model_a",
+                                            counts["n"].to_numpy(dtype=np.int64), 0),
+                          "decisive": np.where(counts["winner"].astype(object).to_numpy() != "tie",
+                                               counts["n"].to_numpy(dtype=np.int64), 0)})
+    grouped = frame.groupby("judge", sort=True)
+    n = grouped["n"].sum().rename(None)
+    mean_p_a = pd.Series(np.nan, index=n.index, name="p_a")
+    return _position_table(n, grouped["first"].sum().astype(int), grouped["decisive"].sum().astype(int), mean_p_a,
+                           level)
+
+
+def _position_table(n: pd.Series, n_first: pd.Series, n_decisive: pd.Series, mean_p_a: pd.Series,
+                    level: float) -> pd.DataFrame:
     ci_low, ci_high = _wilson(n_first.to_numpy(), n_decisive.to_numpy(), level)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_first = np.where(n_decisive > 0, n_first / n_decisive.where(n_decisive > 0, 1), np.nan)
@@ -114,7 +140,7 @@ def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFra
             "ci_low": ci_low,
             "ci_high": ci_high,
             "tie_rate": 1.0 - n_decisive / n,
-            "mean_p_a": grouped["p_a"].mean(),
+            "mean_p_a": mean_p_a,
         }
     )
     return _judge_indexed(out)

@@ -653,6 +653,56 @@ class Study:
         warnings = _mixed_warnings(per_judge)
         return battles, warnings
 
+    def position_and_swap(self, selection: Selection):
+        """Position bias and swap consistency of the selected verdicts, from the store's counts and codes.
+
+        ``(position, swap)``: :func:`peercore.bias.position_bias` and
+        :func:`peercore.tallies.swap_consistency` of :meth:`judgments` ``(selection)``,
+        computed from the majority-adjusted pair tally and the verdicts' integer codes
+        (:func:`peercore.aggregates.verdict_codes`) without building the million-row
+        table. None when the selection filters more than judges and kinds, or a chosen
+        judge gave probabilities (``mean_p_a``), or the study has debate rounds: then
+        compute from :meth:`judgments`.
+        """
+        from peercore import aggregates, bias, tallies
+
+        if selection.contestants is not None or selection.common_contestants:
+            return None
+        tallied = self._memo(("tallied", selection), lambda: self._tallied_battles(selection))
+        if tallied is None or len(tallied[0]) == 0:
+            return None
+        battles = tallied[0]
+        chosen = [battles.judges[k] for k in np.unique(battles.judge)]
+        tally = self.verdict_tally()
+        if tally.loc[tally["judge"].isin(chosen).to_numpy(), "n_p"].sum() > 0:
+            return None
+        winner = np.where(battles.score_a == 1.0, "model_a", np.where(battles.score_a == 0.0, "model_b", "tie"))
+        counts = pd.DataFrame({"judge": np.asarray(battles.judges, dtype=object)[battles.judge], "winner": winner,
+                               "n": battles.count})
+        position = bias.position_bias_from_counts(counts)
+        codes = self._memo("verdict_codes", lambda: aggregates.verdict_codes(self.store, self.name))
+        if codes is None:
+            return None
+        labels = self.store._labels(self.store.study_id(self.name))
+        names = {int(code): str(text) for code, text in zip(labels.code.values(), labels.code.keys())}
+        wanted = np.zeros(max(names, default=0) + 1, dtype=bool)
+        wanted[[code for code, text in names.items() if text in set(chosen)]] = True
+        keep = wanted[codes["judge"]]
+        rows = {k: v[keep] for k, v in codes.items()}
+        if selection.repeated_votes == "majority" and (rows["vote"] != 0).any():
+            rows = _majority_codes(rows)
+        order = sorted(names, key=lambda c: names[c])  # contestants numbered in the order of their names
+        rank = np.zeros(len(wanted), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        judge_order = sorted(chosen)
+        judge_index = np.zeros(len(wanted), dtype=np.int64)
+        for k, name in enumerate(judge_order):
+            judge_index[[c for c, t in names.items() if t == name]] = k
+        swap = tallies.swap_consistency_from_codes(rows["question"], rank[rows["model_a"]], rank[rows["model_b"]],
+                                                   judge_index[rows["judge"]], judge_order, rows["turn"],
+                                                   rows["criterion"], rows["winner"])
+        return position, swap
+
     def _majority_tally(self, tally: pd.DataFrame) -> pd.DataFrame:
         """The valid tally once each comparison's repeated votes count as their majority (:func:`majority_of_votes`).
 
@@ -1381,6 +1431,31 @@ def _keep_first_votes(frame, duplicated, first_mask, repeated_group, total, p_su
     for column in [c for c in out.columns if c not in COLUMNS]:
         canonical[column] = out[column].to_numpy()
     return canonical
+
+
+def _majority_codes(rows: dict) -> dict:
+    """:func:`majority_of_votes` on integer columns (:func:`peercore.aggregates.verdict_codes`): each comparison's
+    repeated votes become one row (the first) with their majority winner; the rows' order is kept."""
+    n = len(rows["vote"])
+    maybe = np.isin(rows["question"], np.unique(rows["question"][rows["vote"] != 0]))
+    group = np.arange(n, dtype=np.int64)
+    if maybe.any():
+        at = np.flatnonzero(maybe)
+        frame = pd.DataFrame({c: rows[c][at] for c in ("question", "model_a", "model_b", "judge", "criterion", "turn",
+                                                        "round")})
+        group[at] = n + _row_groups(frame, list(frame.columns))
+    group = pd.factorize(group)[0].astype(np.int64)
+    sizes = np.bincount(group)
+    if not (sizes > 1).any():
+        return rows
+    score = np.array([1, -1, 0], dtype=np.int64)[rows["winner"]]  # model_a, model_b, tie
+    total = np.bincount(group, score, minlength=len(sizes))
+    first = ~pd.Series(group).duplicated(keep="first").to_numpy()
+    out = {k: v[first] for k, v in rows.items()}
+    votes = total[group[first]]
+    out["winner"] = np.where(sizes[group[first]] > 1, np.where(votes > 0, 0, np.where(votes < 0, 1, 2)),
+                             out["winner"])
+    return out
 
 
 def _row_groups(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:

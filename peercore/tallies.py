@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["swap_consistency"]
+__all__ = ["swap_consistency", "swap_consistency_from_codes"]
 
 
 def _codes(values: pd.Series) -> np.ndarray:
@@ -67,6 +67,38 @@ def swap_consistency(judgments: pd.DataFrame) -> pd.DataFrame:
     winner_codes, winners = pd.factorize(frame["winner"])
     position = {"model_a": 0, "tie": 1, "model_b": 2}  # +1, 0, -1
     vote = np.array([position[w] for w in winners], dtype=np.int64)[winner_codes]
+    return _swap_table(key, forward, vote, judge_codes.astype(np.int64), [str(j) for j in judges])
+
+
+def swap_consistency_from_codes(question: np.ndarray, code_a: np.ndarray, code_b: np.ndarray, judge: np.ndarray,
+                                judges, turn: np.ndarray, criterion: np.ndarray, winner: np.ndarray) -> pd.DataFrame:
+    """:func:`swap_consistency` from integer columns (the store's codes): the same table, no names per row.
+
+    Parameters
+    ----------
+    question : one integer per question (any numbering).
+    code_a, code_b : the contestants, numbered in the order of their names.
+    judge : index into ``judges`` (names) of each verdict's judge.
+    turn, criterion : integers (one value for "not given").
+    winner : 0 ``model_a``, 1 ``model_b``, 2 ``tie`` (the store's codes).
+    """
+    from peercore.study import _row_groups
+
+    forward = code_a < code_b
+    key = _row_groups(pd.DataFrame({
+        "question": question, "low": np.minimum(code_a, code_b), "high": np.maximum(code_a, code_b),
+        "judge": judge, "turn": turn, "criterion": criterion}), ["question", "low", "high", "judge", "turn", "criterion"])
+    vote = np.array([0, 2, 1], dtype=np.int64)[winner]  # model_a -> +1 (0), model_b -> -1 (2), tie -> 0 (1)
+    used = np.unique(judge)
+    remap = np.full(len(judges), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return _swap_table(key, forward, vote, remap[judge], [str(judges[k]) for k in used])
+
+
+def _swap_table(key, forward, vote, judge_codes, judges) -> pd.DataFrame:
+    """The swap-consistency table from each verdict's key, order (forward), vote code and judge."""
+    from peercore import bias
+
     n_keys = int(key.max(initial=-1)) + 1
     fwd = np.bincount(key[forward] * 3 + vote[forward], minlength=3 * n_keys).reshape(n_keys, 3)
     bwd = np.bincount(key[~forward] * 3 + vote[~forward], minlength=3 * n_keys).reshape(n_keys, 3)

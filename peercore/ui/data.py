@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -476,6 +477,9 @@ def show_flags(db: str, study_: str, rev: int, judges_) -> None:
 @st.cache_data(show_spinner=False, max_entries=32)
 def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     """Position bias, swap consistency, self-enhancement, thresholds for the Bias page."""
+    quick = _bias_tables_from_counts(db, study_, rev, selection)
+    if quick is not None:
+        return quick
     chosen = selected(db, study_, rev, selection)
     judges_ = set(map(str, pd.unique(chosen["judge"])))  # not set(column): a million Arrow scalars take a second
     alias = {j: m for j, m in aliases(db, study_, rev).items() if j in judges_}
@@ -499,6 +503,37 @@ def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     texts = reports.answers_for(chosen, answers(db, study_, rev))
     usable = reports.with_answers(chosen, texts)
     out["length"] = bias.length_bias(usable, texts) if len(usable) else None
+    table = health(db, study_, rev)
+    out["health"] = table[table.index.isin(judges_)]
+    return out
+
+
+def _bias_tables_from_counts(db: str, study_: str, rev: int, selection: Selection) -> dict | None:
+    """:func:`bias_tables` from the store's counts and integer codes (no verdict table), or None.
+
+    When no chosen judge is a contestant (no self-enhancement), gave probabilities (no
+    threshold, no ``mean_p_a``) and the study has no answers (no length bias), the page's
+    tables are position bias and swap consistency (:meth:`Study.position_and_swap`) and
+    the judges' health: the same values the verdicts give.
+    """
+    from peercore.judgments import empty_judgments
+
+    handle = study(db, study_)
+    if has_answers(db, study_, rev):
+        return None
+    tallied = handle._memo(("tallied", selection), lambda: handle._tallied_battles(selection))
+    if tallied is None:
+        return None
+    judges_ = {tallied[0].judges[k] for k in np.unique(tallied[0].judge)}
+    if any(j in judges_ for j in aliases(db, study_, rev)):
+        return None
+    computed = handle.position_and_swap(selection)
+    if computed is None:
+        return None
+    out = dict(position=computed[0], swap=computed[1], aliases={}, self_matrix=None, self_summary=None)
+    out["tau"] = bias.debias_thresholds(empty_judgments())
+    out["debiased"] = None
+    out["length"] = None
     table = health(db, study_, rev)
     out["health"] = table[table.index.isin(judges_)]
     return out

@@ -256,3 +256,65 @@ def test_efficiency_judges_from_counts_equal_the_pandas_counts(tmp_path):
         assert labels[judge].startswith(f"{judge} ({usable[judge]} questions")
         assert ("with probabilities" in labels[judge]) == bool(with_p[judge])
     assert set(labels) == set(usable.index) | {data.POOLED}
+
+
+def _swap_study(path, *, seed: int = 0) -> Store:
+    """Three LLM judges (none a contestant), pairs in both orders, ties, unparsed replies, repeated votes that
+    disagree, no probabilities, no answers: what the Bias page computes from the store's counts."""
+    store = Store(path)
+    rng = np.random.default_rng(seed)
+    store.create_study("s")
+    rows = []
+    for q in range(60):
+        for _ in range(6):
+            a, b = rng.choice(5, 2, replace=False)
+            rows.append({"question_id": f"q{q:02d}", "model_a": f"m{a}", "model_b": f"m{b}",
+                         "judge": str(rng.choice(["gpt", "claude", "llama"])),
+                         "winner": str(rng.choice(["model_a", "model_b", "tie"], p=[0.5, 0.3, 0.2]))})
+    frame = pd.DataFrame(rows).drop_duplicates(["question_id", "model_a", "model_b", "judge"]).reset_index(drop=True)
+    bad = rng.random(len(frame)) < 0.1
+    frame["valid"] = np.where(bad, 0, 1)
+    frame.loc[bad, "winner"] = None
+    frame["raw"] = np.where(bad, "no verdict", None)
+    store.add_judgments("s", frame)
+    repeats = frame[frame["valid"] == 1].head(30)
+    store.add_judgments("s", repeats.assign(vote=1, winner=np.where(np.arange(30) % 2, "model_b", "tie")))
+    store.add_judgments("s", repeats.head(10).assign(vote=2, winner="model_b"))
+    return store
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bias_tables_from_counts_equal_the_tables_of_the_verdicts(tmp_path, monkeypatch, seed):
+    from peercore import tallies
+    from peercore.ui import data
+
+    path = tmp_path / "swap.sqlite"
+    store = _swap_study(path, seed=seed)
+    rev = store.revision("s")
+    for selection in (Selection(judges=("gpt", "claude", "llama")), Selection(judges=("gpt",)),
+                      Selection(judges=("claude", "llama"), repeated_votes="each")):
+        counted = data._bias_tables_from_counts(str(path), "s", rev, selection)
+        assert counted is not None
+        chosen = Study(store, "s").judgments(selection)
+        pd.testing.assert_frame_equal(counted["position"], bias.position_bias(chosen))
+        pd.testing.assert_frame_equal(counted["swap"], bias.swap_consistency(chosen))
+        pd.testing.assert_frame_equal(counted["swap"], tallies.swap_consistency(chosen))
+        assert counted["swap"]["n_pairs"].sum() > 0
+        with monkeypatch.context() as patch:
+            patch.setattr(data, "_bias_tables_from_counts", lambda *a, **k: None)
+            data.bias_tables.clear()
+            direct = data.bias_tables(str(path), "s", rev, selection)
+        for key in ("position", "swap", "health"):
+            pd.testing.assert_frame_equal(counted[key], direct[key])
+        for key in ("self_matrix", "self_summary", "debiased", "length"):
+            assert counted[key] is None and direct[key] is None
+        assert counted["aliases"] == direct["aliases"] == {} and len(counted["tau"]) == len(direct["tau"]) == 0
+
+
+def test_bias_tables_read_the_verdicts_when_a_judge_is_a_contestant_or_gave_probabilities(study, tmp_path):
+    from peercore.ui import data
+
+    assert data._bias_tables_from_counts(str(study.path), "s", study.revision("s"), Selection()) is None
+    path = tmp_path / "p.sqlite"
+    store = _llm_only_study(path)  # probabilities on some verdicts
+    assert data._bias_tables_from_counts(str(path), "s", store.revision("s"), Selection(judges=("gpt",))) is None
