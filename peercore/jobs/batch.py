@@ -521,7 +521,7 @@ class _Driver:
                 continue
             seen.add(custom_id)
             if outcome == "succeeded":
-                completion = self.job_backend(row).redact_completion(provider.completion(body))
+                completion = provider.backend.redact_completion(provider.completion(body))  # a reply may echo the key
                 request = _request(line["request"])
                 if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
                     calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
@@ -547,9 +547,6 @@ class _Driver:
         self.store.update_batch(token, status="fetched", n_succeeded=len(stored) - len(failed), n_failed=len(failed))
         row["status"] = "fetched"
         self.say(f"batch {token}: {len(stored) - len(failed)} results stored, {len(failed)} without a result")
-
-    def job_backend(self, row: dict) -> Backend:
-        return self._provider(row).backend
 
     def _count(self, backend: Backend, completion: Completion) -> None:
         self.tally.results += 1
