@@ -26,7 +26,8 @@ How a run goes (:func:`run_batch_sync`):
    the token in the metadata (or the input file), Anthropic (no metadata) by a batch
    created after the intent with the same number of requests that no other batch of the run holds;
    the custom_ids of its results (``<token>-<n>``) are checked when they are read.
-5. **Poll** ``retrieve`` every ``poll_s`` seconds until the batch ends (status saved).
+5. **Poll**: every batch of a step is submitted first, then ``retrieve`` reads each one
+   every ``poll_s`` seconds until all have ended (status saved), so they run side by side.
 6. **Fetch**: the output (and error) file, or Anthropic's results, in chunks of
    :data:`RESULT_CHUNK` lines; each chunk's paid responses go to the call cache together
    with the lines' outcomes, in one transaction. A resumed fetch reads the results again
@@ -79,7 +80,7 @@ MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
 # id is saved), "creating" (the intent saved, the create not sent), "created" (after the
 # create, before the batch id is saved), "polled"
 # (after a poll saw the batch still running), "fetching" (after the first chunk of
-# results was stored).
+# results was stored); "STAGE:N" kills the N-th time the stage is reached (a later round).
 ENV_KILL = "PEERBOARD_TEST_BATCH_KILL"
 # How far before the recorded intent a batch found on resume may have been created (clock skew).
 _INTENT_SLACK_S = 300.0
@@ -112,8 +113,15 @@ def check_batchable(job: "Job") -> None:
                          "model or an OpenAI-compatible server answers live: run without --batch)")
 
 
+_REACHED: dict[str, int] = {}
+
+
 def _checkpoint(stage: str) -> None:
-    if os.environ.get(ENV_KILL) == stage:
+    wanted, _, nth = (os.environ.get(ENV_KILL) or "").partition(":")
+    if wanted != stage:
+        return
+    _REACHED[stage] = _REACHED.get(stage, 0) + 1
+    if _REACHED[stage] == int(nth or 1):
         print(f"peercore: test hook: killing this process at batch stage {stage!r}", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -379,9 +387,12 @@ class _Driver:
     async def run(self, items: Sequence[str]) -> None:
         wanted = set(items)
         while True:
-            for row in self.store.batches(self.run_id):
-                if row["status"] != "fetched":
-                    await self._advance(row)
+            rows = [row for row in self.store.batches(self.run_id) if row["status"] != "fetched"]
+            for row in rows:  # every batch goes out before any is waited for: they run side by side
+                await self._submit(row)
+            await self._wait([row for row in rows if row["status"] == "submitted"])
+            for row in rows:
+                await self._fetch(self._provider(row), row)
             waiting = self.failed_now | {key for key, line in self.store.batched_calls(self.run_id).items()
                                          if line["status"] == "pending"}
             pending = [item for item in self.store.pending_items(self.run_id) if item in wanted]
@@ -410,7 +421,8 @@ class _Driver:
                                                for n, (key, _, request, item) in enumerate(chunk)])
                 self.say(f"batch {token}: {len(chunk)} requests to {name} planned")
 
-    async def _advance(self, row: dict) -> None:
+    async def _submit(self, row: dict) -> None:
+        """Take a batch from planned to submitted (its id saved), whatever step was interrupted."""
         provider = self._provider(row)
         token = row["token"]
         lines = None
@@ -452,10 +464,6 @@ class _Driver:
             self.store.update_batch(token, status="submitted", batch_id=batch_id)
             row.update(status="submitted", batch_id=batch_id)
             self.say(f"batch {token}: created {batch_id} ({row['n_requests']} requests)")
-        if row["status"] == "submitted":
-            await self._poll(provider, row)
-        if row["status"] == "ended":
-            await self._fetch(provider, row)
 
     async def _once(self, make, find, *, attempts: int = 6):
         """``make()`` (an upload or a create) without making it twice.
@@ -481,21 +489,27 @@ class _Driver:
     def _lines(self, provider: _Provider, token: str) -> list[dict]:
         return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.batch_requests(token)]
 
-    async def _poll(self, provider: _Provider, row: dict) -> None:
-        while True:
-            status, ended, files = await provider.retrieve(row["batch_id"])
-            if ended:
-                self.store.update_batch(row["token"], status="ended", provider_status=status, **files)
-                row.update(status="ended", provider_status=status, **files)
-                self.say(f"batch {row['token']}: {status}")
-                return
-            if status != row.get("provider_status"):
-                self.store.update_batch(row["token"], provider_status=status)
-                row["provider_status"] = status
-            _checkpoint("polled")
-            await asyncio.sleep(self.poll_s)
+    async def _wait(self, rows: list[dict]) -> None:
+        """Read the submitted batches every ``poll_s`` seconds until each has ended (status saved)."""
+        while rows:
+            for row in list(rows):
+                status, ended, files = await self._provider(row).retrieve(row["batch_id"])
+                if ended:
+                    self.store.update_batch(row["token"], status="ended", provider_status=status, **files)
+                    row.update(status="ended", provider_status=status, **files)
+                    self.say(f"batch {row['token']}: {status}")
+                    rows.remove(row)
+                elif status != row.get("provider_status"):
+                    self.store.update_batch(row["token"], provider_status=status)
+                    row["provider_status"] = status
+            if rows:
+                _checkpoint("polled")
+                await asyncio.sleep(self.poll_s)
 
     async def _fetch(self, provider: _Provider, row: dict) -> None:
+        """Store an ended batch's results (chunks of :data:`RESULT_CHUNK` lines, one transaction each)."""
+        if row["status"] != "ended":
+            return
         token = row["token"]
         lines = {r["custom_id"]: r for r in self.store.batch_requests(token)}
         seen: set[str] = set()

@@ -73,6 +73,7 @@ def _sorted(frame):
     return frame.sort_values(["question_id", "model_a", "model_b"]).reset_index(drop=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, provider, keys, monkeypatch):
     db, store = _study(tmp_path, "batch")
@@ -128,6 +129,7 @@ KILLS = [("openai", "uploaded"), ("openai", "created"), ("openai", "polled"), ("
          ("anthropic", "creating"), ("anthropic", "created"), ("anthropic", "polled"), ("anthropic", "fetching")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider, stage", KILLS)
 def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monkeypatch):
     # fetching is killed after the first chunk of results is stored: the batch needs more than one chunk
@@ -229,6 +231,7 @@ def _by_model(body: dict, api: str) -> str:
     return default_reply(body, api, first=digest[0] % 2 == 0)
 
 
+@pytest.mark.slow
 def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(tmp_path, keys, monkeypatch):
     from peercore.jobs.discussion import DebateJob
 
@@ -260,6 +263,37 @@ def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(
     assert created == rounds * len(AGENTS)  # one batch per round for each agent's model
     assert store.run_accounting(run["id"])["calls_paid"] == live.calls
     assert run["cost_usd"] == pytest.approx(live_store.runs("b").iloc[0]["cost_usd"] / 2, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_debate_killed_between_rounds_resumes_without_a_second_batch(tmp_path, keys, monkeypatch):
+    from peercore.jobs.discussion import DebateJob
+
+    db, store = _study(tmp_path, "debate-kill")
+    job = lambda: DebateJob("b", [parse_judge_spec(a) for a in AGENTS], max_rounds=3)  # noqa: E731
+    with FakeLLMServer(reply=_by_model) as server:
+        command = [sys.executable, "-m", "peercore", "debate", "--study", "b", "--db", str(db), "--max-rounds", "3",
+                   "--batch", "--poll-seconds", "0.05", "--no-progress"]
+        for agent in AGENTS:
+            command += ["--agent", agent]
+        # killed after creating the 5th batch (round 1, the second agent's model), before saving its id
+        killed = subprocess.run(command, env=_env(server, **{ENV_KILL: "created:5"}), capture_output=True, text=True,
+                                timeout=60)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        run_id = job().run_id()
+        # round 0 done; in round 1 the first batch submitted, the second being created
+        assert [b["status"] for b in store.batches(run_id)] == ["fetched"] * 3 + ["submitted", "creating", "planned"]
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        resumed = run_batch_sync(job(), store, run_id=run_id, poll_s=0.05)
+        created, answered = server.batches_created(), _answered(server)
+        live_db, live_store = _study(tmp_path, "debate-kill-live")
+        live = run_job_sync(job(), live_store)
+    assert resumed.status == "finished" and live.status == "finished"
+    assert created == 9 and len(store.batches(run_id)) == 9  # 3 rounds x 3 models, none twice
+    assert len(answered) == live.calls and max(answered.values()) == 1  # 0 repeated, 0 lost
+    key = ["question_id", "model_a", "model_b", "judge", "round"]
+    assert store.run_judgments(run_id).sort_values(key).reset_index(drop=True).equals(
+        live_store.run_judgments(live.run_id).sort_values(key).reset_index(drop=True))
 
 
 # -------------------------------------------------------------------- transient errors
