@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 from peercore.agreement import _KEY, _canonical, _key_text
 from peercore.judgments import COLUMNS, _as_text
@@ -714,6 +713,9 @@ def _wilson(count: np.ndarray, nobs: np.ndarray, level: float) -> tuple[np.ndarr
     low, high = np.full(count.shape, np.nan), np.full(count.shape, np.nan)
     seen = nobs > 0
     if seen.any():
+        from statsmodels.stats.proportion import proportion_confint  # imported when first needed
+
+
         low[seen], high[seen] = proportion_confint(count[seen], nobs[seen], alpha=1.0 - level, method="wilson")
     return low, high
 

@@ -167,3 +167,55 @@ def test_every_page_opens_on_200k_arena_judgments_within_a_generous_bound(db_fil
             _rerun_until_done(at)
             assert any("40 question(s) of the 20,000 with three or more candidates" in c.value for c in at.caption)
     assert max(seconds.values()) < BOUND_S, seconds
+
+
+# ----------------------------------------------------------------------- leaderboard
+
+
+@pytest.fixture
+def bootstrap_on_hold(monkeypatch):
+    """Every study counts as large (the bootstrap runs in the background) and the bootstrap waits until released."""
+    import importlib
+
+    from peercore.ui import data
+
+    bradley_terry = importlib.import_module("peercore.ranking.bradley_terry")  # the package exports a function of that name
+
+    release = threading.Event()
+    original = bradley_terry._bootstrap
+
+    def held(*args, **kwargs):
+        release.wait(60)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(bradley_terry, "_bootstrap", held)
+    monkeypatch.setattr(data, "RANKING_QUICK_ROWS", 0)
+    yield release
+    release.set()
+
+
+def test_leaderboard_shows_the_point_estimate_and_progress_while_the_bootstrap_runs(synthetic, bootstrap_on_hold):
+    from peercore.study import Selection, Study
+
+    at = open_page(app_test(), "leaderboard")
+    assert problems(at) == []
+    assert at.get("progress"), "no progress bar while the bootstrap runs"
+    assert any("Partial result" in c.value for c in at.caption)
+    assert any("(running)" in c.value for c in at.caption)
+    partial = _table(at, "model", "95% interval", "battles")
+    assert (partial["95% interval"] == "").all()  # intervals follow; scores and battles are there
+
+    bootstrap_on_hold.set()
+    _rerun_until_done(at)
+    assert problems(at) == []
+    whole = _table(at, "model", "95% interval", "battles")
+    assert (whole["95% interval"] != "").all()
+    judges = tuple(at.multiselect(key="lb_judges").value)
+    direct = Study(Store(synthetic["db"]), "synthetic").leaderboard(Selection(judges=judges), method="bt",
+                                                                     bootstrap=100, seed=0).table
+    assert whole["model"].tolist() == direct["model"].tolist()  # what the CLI ranks, intervals and all
+    assert whole["rank"].tolist() == direct["rank"].tolist()
+    assert whole["battles"].tolist() == direct["battles"].tolist()
+    by_model = lambda t: t.set_index("model")  # noqa: E731 - the point estimate was already the final score
+    score = [c for c in whole.columns if c.startswith("Bradley")][0]
+    pd.testing.assert_series_equal(by_model(partial)[score].sort_index(), by_model(whole)[score].sort_index())
