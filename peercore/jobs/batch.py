@@ -67,7 +67,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from peercore.runner import Job, ProgressEvent
     from peercore.store import Store
 
-__all__ = ["BATCH_BACKENDS", "BatchError", "RESULT_CHUNK", "check_batchable", "run_batch", "run_batch_sync"]
+__all__ = ["BATCH_BACKENDS", "BatchError", "RESULT_CHUNK", "batches_in_flight", "check_batchable", "run_batch",
+           "run_batch_sync"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,15 @@ def check_batchable(job: "Job") -> None:
 
 
 _REACHED: dict[str, int] = {}
+
+
+def batches_in_flight(store: "Store", run_id: str) -> int:
+    """How many of a run's batches were planned or sent and not yet read back (0 for a live run).
+
+    A live run of such a run would pay again for calls its batches are answering; the
+    CLI refuses it and says to resume with ``--batch``.
+    """
+    return sum(row["status"] != "fetched" for row in store.batches(run_id))
 
 
 def _checkpoint(stage: str) -> None:
@@ -502,6 +512,7 @@ class _Driver:
                 elif status != row.get("provider_status"):
                     self.store.update_batch(row["token"], provider_status=status)
                     row["provider_status"] = status
+                    self.say(f"batch {row['token']}: {status}")
             if rows:
                 _checkpoint("polled")
                 await asyncio.sleep(self.poll_s)

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 
 from peercore.cli import fail, int_at_least
 
@@ -224,6 +225,12 @@ def _runs(args) -> int:
         print(f"{row['run']}  {row['kind']:<10} {row['status']:<11} {row['done']:,}/{row['items']:,} items  "
               f"${row['cost_usd']:,.4f}  {row['updated_at'][:19]}")
         print(f"    {accounting_line(row['accounting'])}")
+        batches = store.batches(row["run"])
+        if batches:
+            states = ", ".join(f"{n} {s}" for s, n in sorted(Counter(b["status"] for b in batches).items()))
+            print(f"    batches: {len(batches)} ({states}), {sum(b['n_requests'] for b in batches):,} requests, "
+                  f"{sum(b['n_succeeded'] for b in batches):,} answered, {sum(b['n_failed'] for b in batches):,} "
+                  "without a result")
         if row["error"]:
             print(f"    error: {row['error']}")
     return 0
@@ -280,6 +287,13 @@ def _run(job, args) -> int:
         from peercore.jobs.batch import check_batchable
 
         check_batchable(job)  # a local model or a compatible server: refused (exit 2) before anything
+    else:
+        from peercore.jobs.batch import batches_in_flight
+
+        flying = batches_in_flight(store, args.run_id or job.run_id())
+        if flying:  # their calls are paid already: a live run would pay for them again
+            return fail(f"run {args.run_id or job.run_id()} has {flying} batch(es) submitted and not yet read; "
+                        "run the same command with --batch to resume them")
     if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
         print(f"note: --strategy {job.strategy} shows each pair in one order only, so these verdicts cannot "
               "measure position bias (use the default, all, or symmetric for that)", file=sys.stderr)

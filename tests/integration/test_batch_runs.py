@@ -150,6 +150,15 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
             stored = store.run_accounting(run_id)["calls_paid"]
             assert 0 < stored < n  # part of the results were stored before the kill
 
+        if (provider, stage) == ("openai", "polled"):  # a live run would pay again for the calls in flight: refused
+            live = subprocess.run([sys.executable, "-m", "peercore", "review", "--study", "b", "--db", str(db),
+                                   "--reviewer", SPECS[provider], "--no-progress"], env=_env(server),
+                                  capture_output=True, text=True, timeout=60)
+            assert live.returncode == 2 and "1 batch(es) submitted and not yet read" in live.stderr
+            assert "--batch to resume" in live.stderr
+            runs = subprocess.run([sys.executable, "-m", "peercore", "runs", "--study", "b", "--db", str(db)],
+                                  env=_env(server), capture_output=True, text=True, timeout=60)
+            assert f"batches: 1 (1 submitted), {n:,} requests, 0 answered" in runs.stdout
         # resume without the hook: once by the same command with --run-id, the other stages in
         # this process (a second subprocess per stage costs seconds of imports, the anthropic SDK's most)
         if (provider, stage) == ("openai", "uploaded"):
