@@ -1,9 +1,10 @@
 """Adjudication throughput: decisions per second with 1 and 5 concurrent annotator processes on SQLite.
 
 Each annotator is its own process doing what ``peercore adjudicate`` and the Adjudication
-page do (:mod:`peercore.assignment`): take the next debate (one ``BEGIN IMMEDIATE``
-transaction: expire old leases, find the first offerable debate, write the lease), then
-store the decision (a second one: check the overlap, write the decision, end the lease).
+page do (:mod:`peercore.assignment`): take the next debate (a read finds the first
+offerable debates, then one ``BEGIN IMMEDIATE`` transaction expires old leases, re-checks
+a candidate and writes the lease), then store the decision (a second transaction: check
+the overlap, write the decision, end the lease).
 No think time: this is the store's ceiling, not a person's pace.
 
 Rows:
@@ -17,9 +18,10 @@ Rows:
   many decided debates (the claim walks the study's unresolved debates in id order).
 
 Every process says it is ready (imported, connected), then all start at one common
-instant, so process start-up and imports are not counted; throughput = all decisions / (last process done - start). Medians of
-``--repeats`` runs, each on a fresh database. Per-call latencies (claim, decide) are the
-median and 95th percentile over every call of the middle run, lock waits included.
+instant, so process start-up and imports are not counted; throughput = all decisions /
+(last process done - start). Medians of ``--repeats`` runs, each on a fresh database.
+Per-call latencies (claim, decide) are the median and 95th percentile over every call of
+the middle run, lock waits included.
 
 Run: ``.venv/bin/python benchmarks/adjudication.py [--debates 2000] [--repeats 3]``; writes
 ``benchmarks/results/adjudication.md``.
@@ -206,8 +208,8 @@ def main() -> int:
     text = f"""# Adjudication benchmark
 
 Machine: {machine()}. SQLite in WAL mode, `synchronous = NORMAL`; each annotator is its own
-process; every write is one `BEGIN IMMEDIATE` transaction (the claim: expire, find, lease;
-the decision: check the overlap, store, end the lease). {args.debates:,} unresolved debates per run, no
+process; a claim is a read (find offerable debates) and one `BEGIN IMMEDIATE` transaction (expire,
+re-check, lease); a decision is one transaction (check the overlap, store, end the lease). {args.debates:,} unresolved debates per run, no
 think time; medians of {args.repeats} runs, each on a fresh database; latencies from the median run,
 lock waits included. Load average before / after: {', '.join(f'{x:.2f}' for x in load_before)} /
 {', '.join(f'{x:.2f}' for x in load_after)}.
