@@ -789,6 +789,10 @@ class _RunState:
             run_id = self.requested_run_id or job.run_id()
             config = {"job": json.loads(json.dumps(job.config(), default=str))}
             _refuse_other_job(store, run_id, job.kind, scrub_secrets(config["job"]))  # the stored run stays as it was
+            flying = sum(b["status"] != "fetched" for b in store.batches(run_id)) if runner.offline is None else 0
+            if flying:  # a live attempt would pay again for the calls those batches are answering
+                raise RunnerError(f"run {run_id!r} has {flying} batch(es) submitted and not yet read; resume them "
+                                  "with --batch (the same command, or peercore.jobs.batch.run_batch); nothing was spent")
 
             def start() -> None:  # one transaction: the run, its items, its status and the judges' registration
                 with store.transaction():

@@ -32,7 +32,8 @@ How a run goes (:func:`run_batch_sync`):
    :data:`RESULT_CHUNK` lines; each chunk's paid responses go to the call cache together
    with the lines' outcomes, in one transaction. A resumed fetch reads the results again
    (free) and keeps what is stored.
-7. **Judge** every item from the cache with the runner. A line without a result
+7. **Judge** every item from the cache with the runner (a live run of a run whose batches
+   are in flight is refused: it would pay twice). A line without a result
    (errored, expired, cancelled, missing) fails its item with the reason; running the
    same command again resubmits those calls in a new batch. Lines answered are never
    sent again.
@@ -67,8 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from peercore.runner import Job, ProgressEvent
     from peercore.store import Store
 
-__all__ = ["BATCH_BACKENDS", "BatchError", "RESULT_CHUNK", "batches_in_flight", "check_batchable", "run_batch",
-           "run_batch_sync"]
+__all__ = ["BATCH_BACKENDS", "BatchError", "RESULT_CHUNK", "check_batchable", "run_batch", "run_batch_sync"]
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +115,6 @@ def check_batchable(job: "Job") -> None:
 
 
 _REACHED: dict[str, int] = {}
-
-
-def batches_in_flight(store: "Store", run_id: str) -> int:
-    """How many of a run's batches were planned or sent and not yet read back (0 for a live run).
-
-    A live run of such a run would pay again for calls its batches are answering; the
-    CLI refuses it and says to resume with ``--batch``.
-    """
-    return sum(row["status"] != "fetched" for row in store.batches(run_id))
 
 
 def _checkpoint(stage: str) -> None:

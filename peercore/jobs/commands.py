@@ -287,13 +287,7 @@ def _run(job, args) -> int:
         from peercore.jobs.batch import check_batchable
 
         check_batchable(job)  # a local model or a compatible server: refused (exit 2) before anything
-    else:
-        from peercore.jobs.batch import batches_in_flight
 
-        flying = batches_in_flight(store, args.run_id or job.run_id())
-        if flying:  # their calls are paid already: a live run would pay for them again
-            return fail(f"run {args.run_id or job.run_id()} has {flying} batch(es) submitted and not yet read; "
-                        "run the same command with --batch to resume them")
     if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
         print(f"note: --strategy {job.strategy} shows each pair in one order only, so these verdicts cannot "
               "measure position bias (use the default, all, or symmetric for that)", file=sys.stderr)

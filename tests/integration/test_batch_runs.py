@@ -155,7 +155,7 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
                                    "--reviewer", SPECS[provider], "--no-progress"], env=_env(server),
                                   capture_output=True, text=True, timeout=60)
             assert live.returncode == 2 and "1 batch(es) submitted and not yet read" in live.stderr
-            assert "--batch to resume" in live.stderr
+            assert "resume them with --batch" in live.stderr
             runs = subprocess.run([sys.executable, "-m", "peercore", "runs", "--study", "b", "--db", str(db)],
                                   env=_env(server), capture_output=True, text=True, timeout=60)
             assert f"batches: 1 (1 submitted), {n:,} requests, 0 answered" in runs.stdout
