@@ -6,7 +6,7 @@ estimate of calls, tokens and dollars; spend nothing) and shows a progress bar o
 stderr. Running the same command again resumes the same run: finished items are not
 redone and calls already paid are read from the cache.
 
-``--batch`` (review, debate) sends the calls through the OpenAI or Anthropic batch API at
+``--batch`` (review, discuss, debate) sends the calls through the OpenAI or Anthropic batch API at
 the batch price and waits for the batches (:mod:`peercore.jobs.batch`); interrupted, the
 same command resumes them.
 
@@ -78,6 +78,7 @@ def add_commands(subparsers) -> None:
     discuss.add_argument("--review-template", default="prd_review_discussion", metavar="NAME",
                          help="template of the initial reviews (default prd_review_discussion, PRD Table 8: 1 or 2; "
                               "prd_review is the Vicuna80 prompt with a tie)")
+    _batch_options(discuss)
     discuss.set_defaults(handler=_discuss)
 
     debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
@@ -129,7 +130,7 @@ def _batch_options(parser) -> None:
     parser.add_argument("--batch", action="store_true",
                         help="send the calls through the provider's batch API (OpenAI Batch, Anthropic Message "
                              "Batches; openai: and anthropic: judges only) at the batch price; a debate sends one "
-                             "batch per round. Interrupted: run the same command (or --run-id) to resume the batches")
+                             "batch per round, a discussion one per turn. Interrupted: run the same command (or --run-id) to resume the batches")
     parser.add_argument("--poll-seconds", type=_positive_float, default=30.0, metavar="S",
                         help="with --batch: seconds between two reads of a running batch (default 30)")
 

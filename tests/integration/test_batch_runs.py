@@ -305,6 +305,35 @@ def test_debate_killed_between_rounds_resumes_without_a_second_batch(tmp_path, k
         live_store.run_judgments(live.run_id).sort_values(key).reset_index(drop=True))
 
 
+@pytest.mark.slow
+def test_cli_discussion_batch_sends_one_batch_per_turn_and_stores_the_live_discussions(tmp_path, keys, monkeypatch):
+    from peercore.jobs.discussion import DiscussionJob
+
+    job = lambda: DiscussionJob("b", [parse_judge_spec(a) for a in AGENTS[:2]], turns=2)  # noqa: E731
+    db, store = _study(tmp_path, "discuss")
+    live_db, live_store = _study(tmp_path, "discuss-live")
+    with FakeLLMServer(reply=_by_model) as server:
+        command = [sys.executable, "-m", "peercore", "discuss", "--study", "b", "--db", str(db), "--turns", "2",
+                   "--batch", "--poll-seconds", "0.05", "--no-progress", "--json"]
+        for agent in AGENTS[:2]:
+            command += ["--reviewer", agent]
+        done = subprocess.run(command, env=_env(server), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        batch = json.loads(done.stdout)
+        created, live_calls = server.batches_created(), server.endpoint_counts["POST /v1/chat/completions"]
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        live = run_job_sync(job(), live_store)
+    assert batch["status"] == live.status == "finished" and live_calls == 0
+    assert batch["calls"] == live.calls and batch["cost_usd"] == pytest.approx(live.cost_usd / 2, rel=1e-9)
+    # one batch per model and step: the initial reviews, then each of the 2 turns (with both
+    # orders each reviewer leads half the discussions, so both models speak in every turn)
+    assert created == 3 * 2
+    # a discussion's reviewers give several verdicts on one key; their vote numbers follow the commit order
+    rows = lambda frame: frame.drop(columns="vote").astype(str).sort_values(list(frame.columns.drop("vote")))  # noqa: E731
+    assert rows(store.run_judgments(batch["run_id"])).reset_index(drop=True).equals(
+        rows(live_store.run_judgments(live.run_id)).reset_index(drop=True))
+
+
 # -------------------------------------------------------------------- transient errors
 
 
