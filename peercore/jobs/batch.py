@@ -291,7 +291,8 @@ class _AnthropicBatches(_Provider):
         return batch.processing_status, batch.processing_status == "ended", {}
 
     async def results(self, row: dict):
-        decoder = await self.call("reading batch results", lambda: self.client.messages.batches.results(row["batch_id"]))
+        decoder = await self.call("reading batch results",
+                                  lambda: self.client.messages.batches.results(row["batch_id"]))
         async for entry in decoder:
             result = entry.result
             if result.type == "succeeded":

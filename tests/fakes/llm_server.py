@@ -807,7 +807,8 @@ class _Batches:
             now = time.time()
             batch = {"id": self._id("batch_"), "created": now, "lines": lines, "mode": self._mode(),
                      "object": {"id": None, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
-                                "input_file_id": file["id"], "completion_window": request.get("completion_window", "24h"),
+                                "input_file_id": file["id"],
+                                "completion_window": request.get("completion_window", "24h"),
                                 "status": "in_progress", "output_file_id": None, "error_file_id": None,
                                 "created_at": int(now), "in_progress_at": int(now), "expires_at": int(now) + 86400,
                                 "finalizing_at": None, "completed_at": None, "failed_at": None, "expired_at": None,
@@ -928,7 +929,8 @@ class _Batches:
             if outcome == "succeeded":
                 result = {"type": "succeeded", "message": reply}
             elif outcome == "errored":
-                result = {"type": "errored", "error": _error_body("anthropic", 400, "invalid request (fake batch error)")}
+                error = _error_body("anthropic", 400, "invalid request (fake batch error)")
+                result = {"type": "errored", "error": error}
             else:
                 result = {"type": "expired"}
             rows.append({"custom_id": line["custom_id"], "result": result})

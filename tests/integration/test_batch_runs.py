@@ -87,7 +87,8 @@ def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, prov
     assert counts[created] == 1
     assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0  # nothing live
     if provider == "openai":  # a fresh run looks for nothing: upload, create, poll, download
-        assert set(counts) == {"POST /v1/files", "POST /v1/batches", "GET /v1/batches/{id}", "GET /v1/files/{id}/content"}
+        assert set(counts) == {"POST /v1/files", "POST /v1/batches", "GET /v1/batches/{id}",
+                               "GET /v1/files/{id}/content"}
     run = store.runs("b").iloc[0]
     assert (run["status"], run["n_done"], run["n_items"]) == ("finished", 18, 18)
     batch, reference = store.run_judgments(run["id"]), live_store.run_judgments(live.run_id)
@@ -328,8 +329,10 @@ def test_cli_discussion_batch_sends_one_batch_per_turn_and_stores_the_live_discu
     # one batch per model and step: the initial reviews, then each of the 2 turns (with both
     # orders each reviewer leads half the discussions, so both models speak in every turn)
     assert created == 3 * 2
-    # a discussion's reviewers give several verdicts on one key; their vote numbers follow the commit order
-    rows = lambda frame: frame.drop(columns="vote").astype(str).sort_values(list(frame.columns.drop("vote")))  # noqa: E731
+
+    def rows(frame):  # a discussion's reviewers give several verdicts on one key, numbered in commit order
+        return frame.drop(columns="vote").astype(str).sort_values(list(frame.columns.drop("vote")))
+
     assert rows(store.run_judgments(batch["run_id"])).reset_index(drop=True).equals(
         rows(live_store.run_judgments(live.run_id)).reset_index(drop=True))
 

@@ -51,7 +51,8 @@ def _without_ids(reply: dict) -> dict:
 
 
 def test_openai_batch_answers_each_line_as_the_live_endpoint_does():
-    bodies = [{"model": "gpt-4o-mini", "messages": m, "temperature": 0.0, "max_completion_tokens": 64} for m in MESSAGES]
+    bodies = [{"model": "gpt-4o-mini", "messages": m, "temperature": 0.0, "max_completion_tokens": 64}
+              for m in MESSAGES]
     bodies[0].update(logprobs=True, top_logprobs=5)
     with FakeLLMServer(batch_delay_s=0.3) as server:
         client = _openai(server)
@@ -157,8 +158,8 @@ def test_batch_replies_read_as_the_live_backend_reads_them(monkeypatch):
 
         live_oa, live_an = asyncio.run(both())
         body_oa = server._answer("openai", _OpenAIBatches(oa).line("c", request)["body"])
-        message = anthropic.types.Message.model_validate(server._answer("anthropic",
-                                                                        _AnthropicBatches(an).line("c", request)["params"]))
+        params = _AnthropicBatches(an).line("c", request)["params"]
+        message = anthropic.types.Message.model_validate(server._answer("anthropic", params))
     batch_oa, batch_an = _OpenAIBatches(oa).completion(body_oa), _AnthropicBatches(an).completion(message)
     for live, batch in ((live_oa, batch_oa), (live_an, batch_an)):
         assert (batch.text, batch.prompt_tokens, batch.completion_tokens, batch.top_logprobs, batch.finish_reason) == (
