@@ -55,9 +55,10 @@ def _study(tmp_path, name: str, *, questions: int = 3, models: int = 3):
     return db, store
 
 
-def _answered(server: FakeLLMServer) -> Counter:
-    """How often the server answered each distinct request line in a batch."""
-    return Counter(json.dumps(e["body"], sort_keys=True) for e in server.batch_log if e["outcome"] == "succeeded")
+def _answered(server: FakeLLMServer, batches=None) -> Counter:
+    """How often the server answered each distinct request line in a batch (of ``batches`` ids, default all)."""
+    return Counter(json.dumps(e["body"], sort_keys=True) for e in server.batch_log
+                   if e["outcome"] == "succeeded" and (batches is None or e["batch"] in batches))
 
 
 def _live_run(tmp_path, server, monkeypatch, provider: str, *, questions: int = 3, models: int = 3):
@@ -169,16 +170,25 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
         else:
             monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
             monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+            if (provider, stage) == ("anthropic", "created"):
+                # someone else's batch of the same size, made after ours: the resume must not take it
+                import anthropic
+
+                other = anthropic.Anthropic(api_key="sk-ant-someone-else", base_url=server.anthropic_base_url)
+                other.messages.batches.create(requests=[
+                    {"custom_id": f"x{i}", "params": {"model": "claude-3-5-haiku", "max_tokens": 8,
+                                                     "messages": [{"role": "user", "content": f"other {i}"}]}}
+                    for i in range(n)])
             lines = []
             result = run_batch_sync(ReviewJob("b", [parse_judge_spec(SPECS[provider])]), store, run_id=run_id,
                                     poll_s=0.05, on_status=lines.append)
             assert result.status == "finished" and result.run_id == run_id
             said = "\n".join(lines)
         counts = server.endpoint_counts
-        answered = _answered(server)
+        answered = _answered(server, {b["batch_id"] for b in store.batches(run_id)})
 
     created = "POST /v1/batches" if provider == "openai" else "POST /v1/messages/batches"
-    assert counts[created] == 1  # no batch created twice
+    assert counts[created] == 1 + ((provider, stage) == ("anthropic", "created"))  # ours once (+ the other's)
     if provider == "openai":
         assert counts["POST /v1/files"] == 1  # the uploaded file was found again, not uploaded twice
     assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0
