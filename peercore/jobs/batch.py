@@ -45,6 +45,7 @@ any point resumes without a batch created twice and without a result lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -529,29 +530,31 @@ class _Driver:
                     first = False
                     _checkpoint("fetching")
 
-        async for custom_id, body, outcome, error in provider.results(row):
-            line = lines.get(custom_id)
-            if line is None:
-                raise BatchError(f"batch {row['batch_id']} returned custom_id {custom_id!r}, which batch {token} never "
-                                 "sent: it is not this run's batch")
-            if custom_id in seen:
-                continue
-            seen.add(custom_id)
-            if outcome == "succeeded":
-                completion = provider.backend.redact_completion(provider.completion(body))  # a reply may echo the key
-                request = _request(line["request"])
-                if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
-                    calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
-                                  "model": provider.backend.model, "request": _shallow(request),
-                                  "response": _shallow(completion), "prompt_tokens": completion.prompt_tokens,
-                                  "completion_tokens": completion.completion_tokens, "latency_s": None,
-                                  "run_id": self.run_id, "item_key": line["item_key"]})
-                    self._count(provider.backend, completion)
-                results.append({"custom_id": custom_id, "status": "succeeded", "error": None})
-            else:
-                results.append({"custom_id": custom_id, "status": outcome, "error": (error or outcome)[:2000]})
-            if len(results) >= RESULT_CHUNK:
-                flush()
+        async with contextlib.aclosing(provider.results(row)) as stream:  # closed even when a line is refused
+            async for custom_id, body, outcome, error in stream:
+                line = lines.get(custom_id)
+                if line is None:
+                    raise BatchError(f"batch {row['batch_id']} returned custom_id {custom_id!r}, which batch {token} "
+                                     "never sent: it is not this run's batch")
+                if custom_id in seen:
+                    continue
+                seen.add(custom_id)
+                if outcome == "succeeded":
+                    # a reply may echo the key: scrubbed as the runner scrubs live replies
+                    completion = provider.backend.redact_completion(provider.completion(body))
+                    request = _request(line["request"])
+                    if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
+                        calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
+                                      "model": provider.backend.model, "request": _shallow(request),
+                                      "response": _shallow(completion), "prompt_tokens": completion.prompt_tokens,
+                                      "completion_tokens": completion.completion_tokens, "latency_s": None,
+                                      "run_id": self.run_id, "item_key": line["item_key"]})
+                        self._count(provider.backend, completion)
+                    results.append({"custom_id": custom_id, "status": "succeeded", "error": None})
+                else:
+                    results.append({"custom_id": custom_id, "status": outcome, "error": (error or outcome)[:2000]})
+                if len(results) >= RESULT_CHUNK:
+                    flush()
         missing = [c for c in lines if c not in seen]
         results.extend({"custom_id": c, "status": "expired",
                         "error": f"no result for this request in batch {row['batch_id']} ({row['provider_status']})"}
