@@ -167,4 +167,8 @@ def test_the_command_line_takes_renews_and_decides(tmp_path):
     assert json.loads(cli("--annotator", "cat", "--next").stdout)["debate_id"] == 2
     bad = cli("--annotator", "cat", "--decide", "two", "tie")
     assert bad.returncode == 2 and "DEBATE_ID must be an integer, got 'two'" in bad.stderr
+    elsewhere = cli("--annotator", "cat", "--decide", "99", "tie")
+    assert elsewhere.returncode == 2 and "study 'team' has no debate #99" in elsewhere.stderr
+    wrong = cli("--annotator", "cat", "--decide", "2", "first")
+    assert wrong.returncode == 2 and "verdict must be one of" in wrong.stderr and "'first'" in wrong.stderr
     assert stored(path) == [(1, "ann", "both_bad")]
