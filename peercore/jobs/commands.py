@@ -215,7 +215,7 @@ def _runs(args) -> int:
         accounting = store.run_accounting(run.id)
         rows.append({"run": run.id, "kind": run.kind, "status": run.status, "items": int(run.n_items),
                      "done": int(run.n_done), "cost_usd": float(run.cost_usd), "error": run.error,
-                     "updated_at": run.updated_at, "accounting": accounting})
+                     "updated_at": run.updated_at, "accounting": accounting, "batches": store.batches(run.id)})
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -226,7 +226,7 @@ def _runs(args) -> int:
         print(f"{row['run']}  {row['kind']:<10} {row['status']:<11} {row['done']:,}/{row['items']:,} items  "
               f"${row['cost_usd']:,.4f}  {row['updated_at'][:19]}")
         print(f"    {accounting_line(row['accounting'])}")
-        batches = store.batches(row["run"])
+        batches = row["batches"]
         if batches:
             states = ", ".join(f"{n} {s}" for s, n in sorted(Counter(b["status"] for b in batches).items()))
             print(f"    batches: {len(batches)} ({states}), {sum(b['n_requests'] for b in batches):,} requests, "

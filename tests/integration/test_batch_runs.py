@@ -161,6 +161,10 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monk
             runs = subprocess.run([sys.executable, "-m", "peercore", "runs", "--study", "b", "--db", str(db)],
                                   env=_env(server), capture_output=True, text=True, timeout=60)
             assert f"batches: 1 (1 submitted), {n:,} requests, 0 answered" in runs.stdout
+            listed = subprocess.run([sys.executable, "-m", "peercore", "runs", "--study", "b", "--db", str(db), "--json"],
+                                    env=_env(server), capture_output=True, text=True, timeout=60)
+            [batch_row] = json.loads(listed.stdout)[0]["batches"]
+            assert batch_row["batch_id"].startswith("batch_") and batch_row["status"] == "submitted"
         # resume without the hook: once by the same command with --run-id, the other stages in
         # this process (a second subprocess per stage costs seconds of imports, the anthropic SDK's most)
         if (provider, stage) == ("openai", "uploaded"):
