@@ -11,9 +11,10 @@ through the same path.
 How a run goes (:func:`run_batch_sync`):
 
 1. **Collect.** Each pending item is run against the cache: the calls it needs that are
-   not there are collected (a debate's later rounds are only known once the earlier
-   rounds are in the cache, so collecting repeats: one batch per round).
-2. **Plan** (one transaction): one batch per judge (a batch holds one model) of at most
+   not there are collected (a debate's later rounds and a discussion's later turns are
+   only known once the earlier ones are in the cache, so collecting repeats: one step
+   per round).
+2. **Plan** (one transaction): one batch per judge and step (a batch holds one model) of at most
    ``max_requests`` lines, recorded in the store (``batches``, ``batch_requests``,
    migration 7) under a deterministic token *before* anything is sent: the custom_id
    of each line, the call's cache key and the item that pays for it.
@@ -23,20 +24,22 @@ How a run goes (:func:`run_batch_sync`):
 4. **Create**: the intent is recorded (status ``creating`` and the time), then the batch
    is created (OpenAI: with ``metadata.peercore_token``). A run killed between the
    create and saving the id finds its batch on resume before creating one: OpenAI by
-   the token in the metadata (or the input file), Anthropic (no metadata) by a batch
-   created after the intent with the same number of requests that no other batch of the run holds;
-   the custom_ids of its results (``<token>-<n>``) are checked when they are read.
+   the token in the metadata (or the input file), Anthropic (no metadata) by the first
+   batch created after the intent with the same number of requests that no other batch
+   of the run holds; the custom_ids of its results (``<token>-<n>``) are checked when
+   they are read. A create (or upload) whose reply is lost is looked for the same way
+   before it is sent again.
 5. **Poll**: every batch of a step is submitted first, then ``retrieve`` reads each one
    every ``poll_s`` seconds until all have ended (status saved), so they run side by side.
 6. **Fetch**: the output (and error) file, or Anthropic's results, in chunks of
    :data:`RESULT_CHUNK` lines; each chunk's paid responses go to the call cache together
    with the lines' outcomes, in one transaction. A resumed fetch reads the results again
    (free) and keeps what is stored.
-7. **Judge** every item from the cache with the runner (a live run of a run whose batches
-   are in flight is refused: it would pay twice). A line without a result
+7. **Judge** every item from the cache with the runner. A line without a result
    (errored, expired, cancelled, missing) fails its item with the reason; running the
    same command again resubmits those calls in a new batch. Lines answered are never
-   sent again.
+   sent again, and a live attempt of a run whose batches are in flight is refused (it
+   would pay twice).
 
 Every step that could be lost is written down before it is taken, so ``kill -9`` at
 any point resumes without a batch created twice and without a result lost.
