@@ -6,6 +6,7 @@ It goes through the application layer the CLI (``peercore adjudicate``) and the
 Adjudication page use (:mod:`peercore.assignment`), and writes one line per event,
 flushed at once, so a test that kills it knows what it had done:
 
+    ready                                   (imported, store open)
     claim <debate_id> <unix time> <lease expiry, ISO>
     decided <debate_id> <decision>          (after the decision is committed)
     refused <debate_id>                     (the overlap was full; nothing stored)
@@ -40,6 +41,7 @@ def main() -> int:
     store = Store(args.db, create=False)
     overlap = store.study_settings(args.study)["overlap"]
     decided = 0
+    print("ready", flush=True)
     while True:
         item = assignment.next_item(store, args.study, args.annotator, lease=args.lease)
         if item is None:

@@ -39,8 +39,8 @@ def make_queue(path: Path, *, debates: int, overlap: int) -> None:
     store.close()
 
 
-def start(path: Path, annotator: str, log: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+def start(path: Path, annotator: str, log: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
     return subprocess.Popen([sys.executable, str(WORKER), str(path), "team", annotator, "--lease", str(LEASE),
                              "--seed", str(abs(hash(annotator)) % 1000), *extra],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
@@ -116,6 +116,37 @@ def test_five_annotators_one_killed_every_decision_stored_once(tmp_path):
     assert [(debate, name) for debate, name, _ in rows if debate == held] == [(held, successors[0][0])]
     leases = Store(path).leases("team")
     assert leases.empty or not leases["live"].any(), leases  # eve's lease is gone, nobody holds anything
+
+
+@pytest.mark.slow
+def test_an_annotator_killed_inside_its_claim_transaction_leaves_nothing_behind(tmp_path):
+    """SIGKILL while the claim's write transaction holds SQLite's write lock (paused just before
+    COMMIT by the store's test hook): the lock goes with the process, the others carry on, and
+    neither the lease nor anything else of the killed annotator is in the file."""
+    path = tmp_path / "locked.sqlite"
+    make_queue(path, debates=300, overlap=1)
+    logs = {name: tmp_path / f"{name}.log" for name in ("ann", "ben", "zed")}
+    victim = start(path, "zed", logs["zed"], env={"PEERBOARD_TEST_PAUSE_BEFORE_COMMIT": "60"})
+    wait_for(logs["zed"], "peercore:", timeout=60)  # "peercore: test hook: pausing 60 s before COMMIT"
+    others = {name: start(path, name, logs[name]) for name in ("ann", "ben")}
+    for name in others:
+        wait_for(logs[name], "ready", timeout=60)
+    time.sleep(0.5)  # the others now wait for the write lock zed holds
+    killed_at = time.time()
+    victim.send_signal(signal.SIGKILL)
+    assert victim.wait(timeout=10) == -signal.SIGKILL
+    finish(others, timeout=120)
+    rows = stored(path)
+    reported = [(int(e[1]), name, e[2]) for name in ("ann", "ben") for e in events(logs[name]) if e[0] == "decided"]
+    print(f"\n300 debates, zed killed inside its claim transaction: {len(rows)} decisions stored, "
+          f"{len(reported)} reported, zed's: {sum(name == 'zed' for _, name, _ in rows)}")
+    assert sorted(rows) == sorted(reported) and len(rows) == 300
+    assert Counter(debate for debate, _, _ in rows) == Counter(range(1, 301))
+    assert not any(e[0] == "claim" for e in events(logs["zed"]))  # zed never got a debate
+    first = min(float(e[2]) for name in ("ann", "ben") for e in events(logs[name]) if e[0] == "claim")
+    assert first >= killed_at  # nobody got a debate while zed held the lock
+    leases = Store(path).leases("team")
+    assert "zed" not in set(leases["annotator"]) and Store(path).integrity_problems() == []
 
 
 @pytest.mark.slow
