@@ -10,6 +10,7 @@ state.ensure_frame()
 st.title("Bias")
 study = data.current_study()
 db, _, rev = data.key(study)
+data.prefetch_bias_codes(db, study, rev)  # a large study's verdict codes, read while the page does the rest
 all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.BIAS_JUDGES)
 chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES, format_func=reports.judge_label)
 if not chosen:

@@ -1435,26 +1435,28 @@ def _keep_first_votes(frame, duplicated, first_mask, repeated_group, total, p_su
 
 def _majority_codes(rows: dict) -> dict:
     """:func:`majority_of_votes` on integer columns (:func:`peercore.aggregates.verdict_codes`): each comparison's
-    repeated votes become one row (the first) with their majority winner; the rows' order is kept."""
-    n = len(rows["vote"])
+    repeated votes become one row (the first) with their majority winner.
+
+    Only questions where some vote is non-zero (the store numbers each repeat) can hold
+    a repeated comparison: the other rows are kept as they are, and come first (the
+    order of the rows is not kept; swap consistency does not depend on it).
+    """
     maybe = np.isin(rows["question"], np.unique(rows["question"][rows["vote"] != 0]))
-    group = np.arange(n, dtype=np.int64)
-    if maybe.any():
-        at = np.flatnonzero(maybe)
-        frame = pd.DataFrame({c: rows[c][at] for c in ("question", "model_a", "model_b", "judge", "criterion", "turn",
-                                                        "round")})
-        group[at] = n + _row_groups(frame, list(frame.columns))
-    group = pd.factorize(group)[0].astype(np.int64)
-    sizes = np.bincount(group)
-    if not (sizes > 1).any():
+    if not maybe.any():
         return rows
-    score = np.array([1, -1, 0], dtype=np.int64)[rows["winner"]]  # model_a, model_b, tie
+    at = np.flatnonzero(maybe)
+    frame = pd.DataFrame({c: rows[c][at] for c in ("question", "model_a", "model_b", "judge", "criterion", "turn",
+                                                    "round")})
+    group = pd.factorize(_row_groups(frame, list(frame.columns)))[0].astype(np.int64)
+    sizes = np.bincount(group)
+    score = np.array([1, -1, 0], dtype=np.int64)[rows["winner"][at]]  # model_a, model_b, tie
     total = np.bincount(group, score, minlength=len(sizes))
-    first = ~pd.Series(group).duplicated(keep="first").to_numpy()
-    out = {k: v[first] for k, v in rows.items()}
-    votes = total[group[first]]
-    out["winner"] = np.where(sizes[group[first]] > 1, np.where(votes > 0, 0, np.where(votes < 0, 1, 2)),
-                             out["winner"])
+    first = at[~pd.Series(group).duplicated(keep="first").to_numpy()]
+    first_group = group[np.searchsorted(at, first)]
+    votes = total[first_group]
+    winner = np.where(sizes[first_group] > 1, np.where(votes > 0, 0, np.where(votes < 0, 1, 2)), rows["winner"][first])
+    out = {k: np.concatenate([v[~maybe], v[first]]) for k, v in rows.items()}
+    out["winner"] = np.concatenate([rows["winner"][~maybe], winner])
     return out
 
 

@@ -85,9 +85,16 @@ def swap_consistency_from_codes(question: np.ndarray, code_a: np.ndarray, code_b
     from peercore.study import _row_groups
 
     forward = code_a < code_b
-    key = _row_groups(pd.DataFrame({
-        "question": question, "low": np.minimum(code_a, code_b), "high": np.maximum(code_a, code_b),
-        "judge": judge, "turn": turn, "criterion": criterion}), ["question", "low", "high", "judge", "turn", "criterion"])
+    columns = {"question": question, "low": np.minimum(code_a, code_b), "high": np.maximum(code_a, code_b),
+               "judge": judge, "turn": turn, "criterion": criterion}
+    sizes = [int(v.max(initial=0)) + 1 for v in columns.values()]
+    if all(int(v.min(initial=0)) >= 0 for v in columns.values()) and np.prod(np.array(sizes, dtype=float)) < 2.0 ** 62:
+        packed = np.zeros(len(question), dtype=np.int64)  # one integer per key: a single factorize
+        for values, size in zip(columns.values(), sizes):
+            packed = packed * size + values
+        key = pd.factorize(packed)[0].astype(np.int64)
+    else:
+        key = _row_groups(pd.DataFrame(columns), list(columns))
     vote = np.array([0, 2, 1], dtype=np.int64)[winner]  # model_a -> +1 (0), model_b -> -1 (2), tie -> 0 (1)
     used = np.unique(judge)
     remap = np.full(len(judges), -1, dtype=np.int64)

@@ -508,6 +508,31 @@ def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
     return out
 
 
+PREFETCH_ROWS = 50_000  # from this many verdicts the Bias page reads their codes in a thread as it starts
+
+
+def prefetch_bias_codes(db: str, study_: str, rev: int) -> None:
+    """Start reading the verdicts' integer codes (:func:`peercore.aggregates.verdict_codes`) in a background thread.
+
+    The Bias page calls this first: on a large study its first run then overlaps that
+    scan (half a second at a million verdicts) with the pair tally and the rest of the
+    page, which waits for it where it needs it (:meth:`Study.position_and_swap`; one
+    computation per study revision). Skipped when the page will not use the codes
+    (answers' texts or probabilities stored) or the study is small.
+    """
+    from peercore import aggregates
+
+    handle = study(db, study_)
+    if handle._fresh("verdict_codes") is not None:
+        return
+    _, low, high = aggregates._range(handle.store, study_)
+    if high - low + 1 < PREFETCH_ROWS or "p_a" in aggregates.filled_columns(handle.store, study_) \
+            or aggregates.answer_models(handle.store, study_):
+        return
+    threading.Thread(target=handle._memo, args=("verdict_codes", lambda: aggregates.verdict_codes(handle.store, study_)),
+                     name="peerboard-prefetch", daemon=True).start()
+
+
 def _bias_tables_from_counts(db: str, study_: str, rev: int, selection: Selection) -> dict | None:
     """:func:`bias_tables` from the store's counts and integer codes (no verdict table), or None.
 
