@@ -1,20 +1,22 @@
-"""A 10,000-comparison review through the OpenAI Batch API vs the same review live, against the fake server.
+"""A 10,000-comparison review through the providers' batch APIs vs the same review live, against the fake server.
 
 Setup: the fake OpenAI server (``tests/fakes/llm_server.py``) runs in its own process on
 127.0.0.1 with a fixed latency per live request (200 ms by default, as
 ``benchmarks/runner.py``) and a batch processing delay (``--batch-delay``, default 0:
 a real provider takes minutes to 24 hours, which no benchmark can stand for). One judge
-(``openai:gpt-4o-mini``) reviews 500 questions x 5 contestants x 4 others = 10,000
-ordered pairs, once live (``peercore.runner`` at concurrency 32, each call its own
-request) and once with ``--batch`` (:mod:`peercore.jobs.batch`: one uploaded JSONL, one
-batch, polls every ``--poll`` seconds, the output file read back, every item judged from
-the call cache), each on a fresh database.
+(``openai:gpt-4o-mini``, then ``anthropic:claude-3-5-haiku``) reviews 500 questions x 5
+contestants x 4 others = 10,000 ordered pairs, once live (``peercore.runner`` at
+concurrency 32, each call its own request) and once with ``--batch``
+(:mod:`peercore.jobs.batch`: OpenAI: one uploaded JSONL, one batch, the output file read
+back; Anthropic: one message batch, its results read back; polls every ``--poll``
+seconds; every item judged from the call cache), each on a fresh database.
 
 Reported per run: wall time, client CPU, HTTP requests the server received (by
 endpoint), calls paid, stored verdicts, dollars (bundled prices; batch at half), and
 whether the two runs stored the same verdicts.
 
-Run: ``.venv/bin/python benchmarks/batch.py [--comparisons 10000] [--latency 0.2] [--concurrency 32]``.
+Run: ``.venv/bin/python benchmarks/batch.py [--comparisons 10000] [--latency 0.2] [--concurrency 32]
+[--provider openai --provider anthropic]``.
 Results are printed as a Markdown table and written to ``benchmarks/results/batch.md``.
 """
 
@@ -39,7 +41,7 @@ import pandas as pd  # noqa: E402
 
 from peercore.jobs.batch import run_batch_sync  # noqa: E402
 from peercore.jobs.review import ReviewJob  # noqa: E402
-from peercore.reviewers import OpenAIBackend  # noqa: E402
+from peercore.reviewers import AnthropicBackend, OpenAIBackend  # noqa: E402
 from peercore.runner import run_job_sync  # noqa: E402
 from peercore.store import Store  # noqa: E402
 
@@ -70,35 +72,16 @@ def make_study(store: Store, n_questions: int, n_models: int) -> str:
     return "bench"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--comparisons", type=int, default=10_000, help="a multiple of 20 (5 contestants, 20 pairs)")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds per live request at the server")
-    parser.add_argument("--batch-delay", type=float, default=0.0, help="seconds the server takes to process a batch")
-    parser.add_argument("--poll", type=float, default=1.0, help="seconds between two reads of a running batch")
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/batch.md")
-    args = parser.parse_args()
-    n_questions = max(1, args.comparisons // 20)
-    n = n_questions * 20
-    os.environ.setdefault("OPENAI_API_KEY", "benchmark-key")
-    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency,
-                                                                   delay=args.batch_delay)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    port = int(server.stdout.readline())
-    base_url = f"http://127.0.0.1:{port}/v1"
-
-    def counts() -> dict:
-        server.stdin.write("\n")
-        server.stdin.flush()
-        return json.loads(server.stdout.readline())
-
+def measure(provider: str, args, n_questions: int, n: int, url: str, counts) -> tuple[str, bool]:
+    """One provider's live and batch runs: a Markdown section, and whether both stored the same verdicts."""
     rows, verdicts = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("live", "batch"):
             store = Store(Path(tmp) / f"{mode}.sqlite")
             study = make_study(store, n_questions, 5)
-            job = ReviewJob(study, [OpenAIBackend("gpt-4o-mini", base_url=base_url, timeout=60.0)])
+            backend = (OpenAIBackend("gpt-4o-mini", base_url=url + "/v1", timeout=60.0) if provider == "openai"
+                       else AnthropicBackend("claude-3-5-haiku", base_url=url, timeout=60.0))
+            job = ReviewJob(study, [backend])
             counts()  # zero
             start, cpu = time.perf_counter(), time.process_time()
             if mode == "live":
@@ -115,9 +98,6 @@ def main() -> int:
                           "paid": accounting["calls_paid"], "verdicts": len(stored),
                           "cost": float(store.run(result.run_id)["cost_usd"])}
             store.close()
-    server.stdin.close()
-    server.wait(30)
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     same = verdicts["live"].equals(verdicts["batch"])
     live, batch = rows["live"], rows["batch"]
 
@@ -134,21 +114,59 @@ def main() -> int:
          f"{batch['requests'] / live['requests']:.5f}", f"{batch['paid'] / live['paid']:.3f}",
          f"{batch['verdicts'] / live['verdicts']:.3f}", f"{batch['cost'] / live['cost']:.3f}"],
     ])
+    title = {"openai": "OpenAI Batch API (openai:gpt-4o-mini)",
+             "anthropic": "Anthropic Message Batches (anthropic:claude-3-5-haiku)"}[provider]
+    return "\n".join([f"## {title}", "", table, "",
+                      f"Requests by endpoint. Live: {endpoints(live['by_endpoint'])}. "
+                      f"Batch: {endpoints(batch['by_endpoint'])}. Same verdicts: {same}.", ""]), same
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comparisons", type=int, default=10_000, help="a multiple of 20 (5 contestants, 20 pairs)")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per live request at the server")
+    parser.add_argument("--batch-delay", type=float, default=0.0, help="seconds the server takes to process a batch")
+    parser.add_argument("--poll", type=float, default=1.0, help="seconds between two reads of a running batch")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--provider", action="append", choices=("openai", "anthropic"), default=None,
+                        help="repeatable (default both)")
+    parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/batch.md")
+    args = parser.parse_args()
+    n_questions = max(1, args.comparisons // 20)
+    n = n_questions * 20
+    os.environ.setdefault("OPENAI_API_KEY", "benchmark-key")
+    os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-key")
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency,
+                                                                   delay=args.batch_delay)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    base_url = f"http://127.0.0.1:{port}/v1"
+
+    def counts() -> dict:
+        server.stdin.write("\n")
+        server.stdin.flush()
+        return json.loads(server.stdout.readline())
+
+    sections, same_all = [], True
+    for provider in args.provider or ["openai", "anthropic"]:
+        section, same = measure(provider, args, n_questions, n, base_url.removesuffix("/v1"), counts)
+        sections.append(section)
+        same_all &= same
+    server.stdin.close()
+    server.wait(30)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     text = "\n".join([
         "# Batch benchmark",
         "",
-        f"Machine: {machine()}. Fake OpenAI server in its own process: {args.latency * 1000:.0f} ms per live "
+        f"Machine: {machine()}. Fake server in its own process: {args.latency * 1000:.0f} ms per live "
         f"request, a batch processed in {args.batch_delay:g} s (real providers take minutes to 24 h: the batch wall "
-        f"time here is the client's own work plus polls every {args.poll:g} s). One judge, openai:gpt-4o-mini, "
-        f"{n:,} ordered pairs ({n_questions} questions x 5 contestants x 4 others); each run on a fresh database.",
+        f"time here is the client's own work plus polls every {args.poll:g} s). One judge, {n:,} ordered pairs "
+        f"({n_questions} questions x 5 contestants x 4 others); each run on a fresh database.",
         "",
-        table,
-        "",
-        f"Requests by endpoint. Live: {endpoints(live['by_endpoint'])}. Batch: {endpoints(batch['by_endpoint'])}.",
-        "",
-        f"Same verdicts stored by both runs (winner, rationale, validity of every comparison): {same}. Cost with the "
-        "bundled list prices; the batch run is priced at the `[batch_rate]` of `peercore/jobs/prices.toml` (0.5). "
-        f"Load average while running: {load}.",
+        "\n".join(sections),
+        "'Same verdicts' compares the winner, rationale and validity of every comparison the two runs stored. "
+        "Cost with the bundled list prices; the batch run is priced at the `[batch_rate]` of "
+        f"`peercore/jobs/prices.toml` (0.5). Load average while running: {load}.",
         "",
         "Reproduce: `.venv/bin/python benchmarks/batch.py`.",
         "",
@@ -156,7 +174,7 @@ def main() -> int:
     print(text)
     if not args.no_write:
         (HERE / "results" / "batch.md").write_text(text, encoding="utf-8")
-    return 0 if same else 1
+    return 0 if same_all else 1
 
 
 if __name__ == "__main__":
