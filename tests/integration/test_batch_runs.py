@@ -21,6 +21,7 @@ import pytest
 
 from fakes.llm_server import FakeLLMServer, default_reply
 from integration.helpers import make_review_study
+from peercore.cli import main
 from peercore.jobs.batch import ENV_KILL, RESULT_CHUNK, run_batch_sync
 from peercore.jobs.review import ReviewJob
 from peercore.jobs.specs import parse_judge_spec
@@ -102,27 +103,27 @@ def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, prov
     assert live_cost > 0 and run["cost_usd"] == pytest.approx(live_cost / 2, rel=1e-9)
 
 
-def test_batch_refused_for_a_local_model_with_exit_2(tmp_path):
+def test_batch_refused_for_a_local_model_with_exit_2(tmp_path, capsys):
     db, store = _study(tmp_path, "local")
-    with FakeLLMServer() as server:
-        done = _cli(db, "local:smollm2-135m", _env(server))
-        assert server.endpoint_counts == Counter()
-    assert done.returncode == 2
-    assert "--batch is for the OpenAI and Anthropic batch APIs" in done.stderr and "local:smollm2-135m" in done.stderr
+    code = main(["review", "--study", "b", "--db", str(db), "--reviewer", "local:smollm2-135m", "--batch"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--batch is for the OpenAI and Anthropic batch APIs" in err and "local:smollm2-135m" in err
     assert store.runs("b").empty  # nothing stored
 
 
-def test_dry_run_prices_at_the_batch_rate(tmp_path):
+def test_dry_run_prices_at_the_batch_rate(tmp_path, keys, capsys):
     db, _ = _study(tmp_path, "dry")
+    command = ["review", "--study", "b", "--db", str(db), "--reviewer", SPECS["openai"], "--dry-run", "--json"]
     with FakeLLMServer() as server:
-        live = subprocess.run([sys.executable, "-m", "peercore", "review", "--study", "b", "--db", str(db),
-                               "--reviewer", SPECS["openai"], "--dry-run", "--json"], env=_env(server),
-                              capture_output=True, text=True, timeout=60)
-        batch = _cli(db, SPECS["openai"], _env(server), "--dry-run", "--json")
+        assert main(command) == 0
+        live = json.loads(capsys.readouterr().out)
+        assert main([*command, "--batch"]) == 0
+        batch = json.loads(capsys.readouterr().out)
         assert server.requests_total == 0 and not server.endpoint_counts
-    live_est, batch_est = json.loads(live.stdout), json.loads(batch.stdout)
-    assert batch_est["tier"] == "batch"
-    assert batch_est["cost_usd_high"] == pytest.approx(live_est["cost_usd_high"] / 2)
+    assert (live["tier"], batch["tier"]) == ("live", "batch")
+    assert batch["cost_usd_high"] == pytest.approx(live["cost_usd_high"] / 2)
+    assert batch["cost_usd_low"] == pytest.approx(live["cost_usd_low"] / 2)
 
 
 # ----------------------------------------------------------------------------- kill -9
