@@ -351,7 +351,8 @@ def _error_body(api: str, status: int, message: str) -> dict:
 
 class FakeLLMServer:
     """Real HTTP server on 127.0.0.1 (ephemeral port) in a background thread, speaking
-    OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages).
+    OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages),
+    and both providers' batch APIs (files, batches, message batches).
 
     Parameters
     ----------
@@ -365,6 +366,11 @@ class FakeLLMServer:
     timeout_hang_s : how long a ``"timeout"`` fault hangs before answering; clients must
         use a shorter timeout.
     seed : seeds the fault RNG and the temperature > 0 verdict sampling.
+    batch_delay_s : seconds a batch stays in progress after its creation (see "Batch
+        endpoints" in the module docstring).
+    batch_mode : how batches are answered when no mode is queued with
+        :meth:`inject_batch`: ``"ok"``, ``"partial"`` or ``"expired"``.
+    batch_error_every : in a ``"partial"`` batch, every n-th line fails.
 
     Examples
     --------
