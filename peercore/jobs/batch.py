@@ -81,6 +81,9 @@ BATCH_BACKENDS = ("openai", "anthropic")
 RESULT_CHUNK = 100
 # Most lines per batch (OpenAI allows 50,000 per file, Anthropic 100,000 per batch).
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
+# Most bytes of request lines per batch (OpenAI: a 200 MB input file; Anthropic: 256 MB per
+# batch), with a margin for the JSON the SDK adds around each line.
+MAX_BYTES = {"openai": 180_000_000, "anthropic": 230_000_000}
 # Test hook: SIGKILL this process at a stage: "uploaded" (after the upload, before its
 # id is saved), "creating" (the intent saved, the create not sent), "created" (after the
 # create, before the batch id is saved), "polled"
@@ -408,15 +411,14 @@ class _Driver:
             self._plan(needed)
 
     def _plan(self, needed: dict) -> None:
+        """Record the batches for ``needed`` calls: one per judge, cut at the provider's size limits."""
         groups: dict = {}
         for key, (backend, request, item) in needed.items():
             groups.setdefault((backend.name, backend.base_url), []).append((key, backend, request, item))
         ordinal = len(self.store.batches(self.run_id))
         for (name, base_url), calls in groups.items():
             backend = calls[0][1]
-            size = self.max_requests or MAX_REQUESTS[backend.backend]
-            for start in range(0, len(calls), size):
-                chunk = calls[start:start + size]
+            for chunk in _chunks(calls, self.max_requests or MAX_REQUESTS[backend.backend], MAX_BYTES[backend.backend]):
                 blob = json.dumps([self.run_id, name, base_url or "", ordinal, [c[0] for c in chunk]])
                 token = "pc" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:22]
                 ordinal += 1
@@ -577,6 +579,22 @@ class _Driver:
         self.tally.completion_tokens += completion.completion_tokens
         cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens, completion.completion_tokens)
         self.tally.cost_usd = None if (cost is None or self.tally.cost_usd is None) else self.tally.cost_usd + cost
+
+
+def _chunks(calls: list, max_requests: int, max_bytes: int) -> list[list]:
+    """``calls`` cut into batches of at most ``max_requests`` lines and about ``max_bytes`` bytes."""
+    out, chunk, size = [], [], 0
+    for call in calls:
+        request = call[2]
+        weight = sum(len(str(m.get("content", ""))) for m in request.messages) * 2 + 512  # UTF-8 + JSON, generous
+        if chunk and (len(chunk) >= max_requests or size + weight > max_bytes):
+            out.append(chunk)
+            chunk, size = [], 0
+        chunk.append(call)
+        size += weight
+    if chunk:
+        out.append(chunk)
+    return out
 
 
 def _request(data: dict) -> ChatRequest:

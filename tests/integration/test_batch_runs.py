@@ -387,3 +387,15 @@ def test_a_refused_key_stops_the_batch_run_with_the_variable_named(tmp_path, key
     assert "OPENAI_API_KEY" in refused.stderr and KEYS["OPENAI_API_KEY"] not in refused.stderr
     assert again.returncode == 0, again.stderr
     assert (batches, files) == (1, 1) and len(store.judgments("b")) == 18
+
+
+def test_a_large_run_is_cut_into_batches_within_the_limits(tmp_path, keys, monkeypatch):
+    db, store = _study(tmp_path, "split")
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        result = run_batch_sync(ReviewJob("b", [parse_judge_spec(SPECS["anthropic"])]), store, poll_s=0.05,
+                                max_requests=7)
+        answered, created = _answered(server), server.batches_created()
+    assert result.status == "finished" and result.done == 18 and result.calls == 18
+    assert created == 3 and [b["n_requests"] for b in store.batches(result.run_id)] == [7, 7, 4]
+    assert len(answered) == 18 and max(answered.values()) == 1

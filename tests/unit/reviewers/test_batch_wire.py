@@ -189,3 +189,14 @@ def test_fake_server_refuses_unknown_batch_modes():
     server = FakeLLMServer()
     with pytest.raises(ValueError, match="unknown"):
         server.inject_batch("ok", "boom")
+
+
+def test_batches_are_cut_by_lines_and_by_bytes():
+    from peercore.jobs.batch import _chunks
+
+    calls = [(f"k{i}", None, ChatRequest(messages=({"role": "user", "content": "x" * 1000},)), f"item{i}")
+             for i in range(10)]
+    assert [len(c) for c in _chunks(calls, 4, 10**9)] == [4, 4, 2]
+    assert [len(c) for c in _chunks(calls, 100, 2600 * 3)] == [3, 3, 3, 1]  # each line weighs 2 x 1000 + 512
+    assert [len(c) for c in _chunks(calls[:1], 100, 10)] == [1]  # a line larger than the limit goes alone
+    assert [c[0] for chunk in _chunks(calls, 3, 10**9) for c in chunk] == [f"k{i}" for i in range(10)]
