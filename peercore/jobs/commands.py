@@ -6,9 +6,9 @@ estimate of calls, tokens and dollars; spend nothing) and shows a progress bar o
 stderr. Running the same command again resumes the same run: finished items are not
 redone and calls already paid are read from the cache.
 
-``--batch`` (review, discuss, debate) sends the calls through the OpenAI or Anthropic batch API at
-the batch price and waits for the batches (:mod:`peercore.jobs.batch`); interrupted, the
-same command resumes them.
+``--batch`` (review, discuss, debate) sends the calls through the OpenAI or Anthropic
+batch API at the batch price and waits for the batches (:mod:`peercore.jobs.batch`);
+interrupted, the same command resumes them.
 
 Exit status: 0 when every item is done, 1 when items failed (run it again to retry
 them) or the run was cancelled, 2 on bad input or missing credentials (one line).
@@ -130,7 +130,8 @@ def _batch_options(parser) -> None:
     parser.add_argument("--batch", action="store_true",
                         help="send the calls through the provider's batch API (OpenAI Batch, Anthropic Message "
                              "Batches; openai: and anthropic: judges only) at the batch price; a debate sends one "
-                             "batch per round, a discussion one per turn. Interrupted: run the same command (or --run-id) to resume the batches")
+                             "batch per round, a discussion one per turn. Interrupted: run the same command (or "
+                             "--run-id) to resume the batches")
     parser.add_argument("--poll-seconds", type=_positive_float, default=30.0, metavar="S",
                         help="with --batch: seconds between two reads of a running batch (default 30)")
 
@@ -288,7 +289,6 @@ def _run(job, args) -> int:
         from peercore.jobs.batch import check_batchable
 
         check_batchable(job)  # a local model or a compatible server: refused (exit 2) before anything
-
     if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
         print(f"note: --strategy {job.strategy} shows each pair in one order only, so these verdicts cannot "
               "measure position bias (use the default, all, or symmetric for that)", file=sys.stderr)
