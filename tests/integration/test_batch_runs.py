@@ -229,6 +229,8 @@ def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_th
         assert first.accounting["unaccounted"] == 0  # every paid result is a stored verdict
         reasons = dict(first.failed_items)
         assert len(reasons) == missing and all("no result for this call" in text for text in reasons.values())
+        said = "invalid request (fake batch error)" if mode == "partial" else "expired"
+        assert all(said in text for text in reasons.values())  # the provider's own reason, per line
         assert len(store.run_judgments(first.run_id)) == n - missing
 
         server.batch_mode = "ok"
