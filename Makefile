@@ -48,6 +48,8 @@ bench: setup
 	$(BIN)/python benchmarks/io.py
 	$(BIN)/python benchmarks/io_bombs.py
 	$(BIN)/python benchmarks/runner.py
+	$(BIN)/python benchmarks/batch.py
+	$(BIN)/python benchmarks/adjudication.py
 	$(BIN)/python benchmarks/app.py
 
 clean:
