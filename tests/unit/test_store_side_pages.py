@@ -318,3 +318,12 @@ def test_bias_tables_read_the_verdicts_when_a_judge_is_a_contestant_or_gave_prob
     path = tmp_path / "p.sqlite"
     store = _llm_only_study(path)  # probabilities on some verdicts
     assert data._bias_tables_from_counts(str(path), "s", store.revision("s"), Selection(judges=("gpt",))) is None
+
+
+def test_the_tally_is_a_covering_index_scan_of_migration_8(study):
+    connection = study.connect()
+    assert connection.execute("SELECT 1 FROM schema_migrations WHERE version = 8").fetchone() is not None
+    plan = " ".join(str(row[-1]) for row in connection.execute(
+        "EXPLAIN QUERY PLAN SELECT judge, model_a, model_b, valid, winner, COUNT(*), COUNT(p_a) FROM verdicts "
+        "WHERE study_id = ? GROUP BY judge, model_a, model_b, valid, winner", (study.study_id("s"),)))
+    assert "COVERING INDEX verdicts_tally" in plan and "TEMP B-TREE" not in plan, plan
