@@ -138,8 +138,8 @@ def bootstrap_progress() -> None:
         return
     if job.done:
         st.rerun()
-    st.progress(job.fraction, text=f"Bootstrap intervals: {job.fraction:.0%} of {bootstrap} rounds done "
-                                   "(in the background).")
+    done = f"{job.fraction:.0%} of {bootstrap} rounds done" if code == "bt" else f"{bootstrap} rounds running"
+    st.progress(job.fraction, text=f"Bootstrap intervals: {done} (in the background).")
     st.caption("Partial result: scores and battles on every verdict; the 95% intervals and the ranks they set "
                "appear when the bootstrap is done (the ranks below are those of the scores alone).")
 
