@@ -219,3 +219,21 @@ def test_leaderboard_shows_the_point_estimate_and_progress_while_the_bootstrap_r
     by_model = lambda t: t.set_index("model")  # noqa: E731 - the point estimate was already the final score
     score = [c for c in whole.columns if c.startswith("Bradley")][0]
     pd.testing.assert_series_equal(by_model(partial)[score].sort_index(), by_model(whole)[score].sort_index())
+
+
+def test_leaderboard_win_rate_bootstrap_in_the_background_ends_with_the_cli_table(synthetic, monkeypatch):
+    from peercore.study import Selection, Study
+    from peercore.ui import data
+
+    monkeypatch.setattr(data, "RANKING_QUICK_ROWS", 0)  # every study counts as large
+    at = open_page(app_test(), "leaderboard")
+    at.selectbox(key="lb_method").set_value("Win rate").run()
+    _rerun_until_done(at)
+    assert problems(at) == []
+    shown = _table(at, "model", "95% interval", "battles")
+    judges = tuple(at.multiselect(key="lb_judges").value)
+    direct = Study(Store(synthetic["db"]), "synthetic").leaderboard(Selection(judges=judges), method="winrate",
+                                                                     bootstrap=100, seed=0).table
+    assert shown["model"].tolist() == direct["model"].tolist()
+    assert shown["rank"].tolist() == direct["rank"].tolist()
+    assert (shown["95% interval"] != "").all()
