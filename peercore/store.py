@@ -100,6 +100,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from peercore import db as _db
 from peercore.errors import JudgeConflict, JudgmentError, PeercoreError, VerdictConflict
 from peercore.judges import base_name, canonical_identity, describe_differences, variant_name
 from peercore.judges import differences as judge_differences
@@ -187,7 +188,8 @@ def _file_path(value: str | os.PathLike[str], *, what: str) -> Path:
     if _URL.match(text):
         scheme = text.split("://", 1)[0]
         raise StoreError(f"{what} is a database URL ({scheme}://...); this version of PeerBoard stores studies in a "
-                         f"SQLite file only, so set {what} to a file path (e.g. ~/peerboard.sqlite)")
+                         f"SQLite file only (the PostgreSQL store is being built), so set {what} to a file path "
+                         "(e.g. ~/peerboard.sqlite)")
     return Path(text).expanduser()
 
 
@@ -655,7 +657,9 @@ class Store:
     Parameters
     ----------
     path : the SQLite file (created if missing), or None for :func:`default_db_path`.
-        ``":memory:"`` is refused: every thread needs to see the same database.
+        ``":memory:"`` is refused: every thread needs to see the same database. A
+        ``postgresql://`` URL opens PostgreSQL through :mod:`peercore.db` (its schema from
+        :mod:`peercore.pg_schema`); ``$PEERBOARD_DB`` does not take URLs yet.
     create : when False, a missing file is an error instead of a new empty database
         (for commands that only read).
 
@@ -673,6 +677,16 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        self.url = path if _db.is_postgres_url(path) else None
+        if self.url is not None:  # PostgreSQL (peercore.db): explicit URLs only, never from $PEERBOARD_DB yet
+            self.path = _db.redact_url(self.url)
+            self._local = threading.local()
+            try:
+                self._migrate()
+            except _db.postgres_error() as exc:
+                self.close()
+                raise StoreError(f"{self.path}: {str(exc).strip()}") from exc
+            return
         path = default_db_path() if path is None else _file_path(path, what="the database")
         if str(path) == ":memory:":
             raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
@@ -696,6 +710,9 @@ class Store:
     def connect(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use)."""
         connection = getattr(self._local, "connection", None)
+        if connection is None and self.url is not None:
+            connection = self._local.connection = _db.connect_postgres(self.url)
+            self._local.depth = 0
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             connection.row_factory = sqlite3.Row
@@ -776,6 +793,11 @@ class Store:
                 f"{self.path} has schema version {max(applied)}, newer than this peercore "
                 f"({SCHEMA_VERSION}); upgrade peercore"
             )
+        if self.url is not None:  # PostgreSQL: the baseline, then later versions' PostgreSQL forms
+            from peercore import pg_schema
+
+            pg_schema.upgrade(self, applied, _MIGRATIONS, now=_now())
+            return
         for version, name, sql in _MIGRATIONS:
             if version in applied:
                 continue
@@ -808,7 +830,7 @@ class Store:
 
     def migrations(self) -> pd.DataFrame:
         """The applied migrations: version, name, applied_at."""
-        return pd.read_sql_query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version", self.connect())
+        return _db.read_sql_query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version", self.connect())
 
     # ---------------------------------------------------------------------- studies
 
@@ -849,7 +871,7 @@ class Store:
 
     def studies(self) -> pd.DataFrame:
         """One row per study: name, description, created_at, revision, source (dict)."""
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT name, description, created_at, revision, source FROM studies ORDER BY name", self.connect()
         )
         frame["source"] = frame["source"].map(json.loads)
@@ -946,7 +968,7 @@ class Store:
 
     def imports(self, study: str) -> pd.DataFrame:
         """Every import into the study: id, source, format, sha256, counts (dict), created_at."""
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT id, source, format, sha256, counts, created_at FROM imports WHERE study_id = ? ORDER BY id",
             self.connect(), params=(self.study_id(study),),
         )
@@ -992,7 +1014,7 @@ class Store:
 
     def questions(self, study: str, *, with_metadata: bool = False) -> pd.DataFrame:
         """``question_id, text, category, reference`` (+ ``metadata`` dicts when asked), in insertion order."""
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT question_id, text, category, reference, metadata FROM questions WHERE study_id = ? ORDER BY rowid",
             self.connect(), params=(self.study_id(study),),
         ).astype({"question_id": "str", "text": "str", "category": "str"})
@@ -1003,7 +1025,7 @@ class Store:
 
     def answers(self, study: str) -> pd.DataFrame:
         """``question_id, model, turn, answer``."""
-        return pd.read_sql_query(
+        return _db.read_sql_query(
             "SELECT question_id, model, turn, text AS answer FROM answers WHERE study_id = ? ORDER BY rowid",
             self.connect(), params=(self.study_id(study),),
         ).astype({"question_id": "str", "model": "str", "answer": "str"})
@@ -1153,7 +1175,7 @@ class Store:
         variant suffix), ``settings`` (dict: a run judge's configuration).
         """
         sid = self.study_id(study)
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "WITH counted AS (SELECT l.text AS name, c.n, c.bad FROM (SELECT judge, SUM(valid) AS n, "
             "                 SUM(1 - valid) AS bad FROM verdicts WHERE study_id = ?1 GROUP BY judge) c "
             "                 JOIN labels l ON l.study_id = ?1 AND l.id = c.judge), "
@@ -1335,7 +1357,7 @@ class Store:
         return out
 
     def runs(self, study: str) -> pd.DataFrame:
-        return pd.read_sql_query(
+        return _db.read_sql_query(
             "SELECT id, kind, status, n_items, n_done, prompt_tokens, completion_tokens, cost_usd, error, "
             "created_at, updated_at FROM runs WHERE study_id = ? ORDER BY created_at DESC",
             self.connect(), params=(self.study_id(study),),
@@ -1520,7 +1542,7 @@ class Store:
         reply held no verdict), ``p_a, criterion, round, rationale, valid, raw, vote``;
         names decoded. Empty (same columns) for a run that stored no verdict.
         """
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT question_id, model_a, model_b, judge, winner, p_a, NULLIF(criterion, '') AS criterion, "
             "round, rationale, valid, raw, vote FROM judgments WHERE run_id = ? ORDER BY id",
             self.connect(), params=(run_id,))
@@ -1605,7 +1627,7 @@ class Store:
         if kind is not None:
             sql += " AND kind = ?"
             params.append(kind)
-        frame = pd.read_sql_query(sql + " ORDER BY id", self.connect(), params=params)
+        frame = _db.read_sql_query(sql + " ORDER BY id", self.connect(), params=params)
         frame["metadata"] = frame["metadata"].map(json.loads)
         return frame
 
@@ -1618,7 +1640,7 @@ class Store:
         frames = []
         for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
             chunk = ids[start:start + 900]
-            frames.append(pd.read_sql_query(
+            frames.append(_db.read_sql_query(
                 f"SELECT {', '.join(columns)} FROM debate_turns "
                 f"WHERE debate_id IN ({','.join('?' * len(chunk))}) ORDER BY debate_id, round, position",
                 self.connect(), params=chunk,
@@ -1658,7 +1680,7 @@ class Store:
             if overlap:
                 where += f" AND {count} < ?"
                 params.append(overlap)
-        return pd.read_sql_query(
+        return _db.read_sql_query(
             "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds, "
             f"{count} AS decisions, {leased} AS leased "
             f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
@@ -1745,7 +1767,7 @@ class Store:
         """The study's leases: debate_id, annotator, expires_at, created_at, live (False once expired)."""
         from peercore.assignment import stamp
 
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
             "JOIN debates d ON d.id = l.debate_id WHERE d.study_id = ? ORDER BY l.debate_id, l.annotator",
             self.connect(), params=(self.study_id(study),))
@@ -1847,7 +1869,7 @@ class Store:
         """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note,
         created_at, both_bad (bool; its verdict is ``tie``), decision (``verdict``, or ``both_bad``), blind
         (True / False / None when not recorded)."""
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT a.debate_id, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, a.annotator, a.verdict, "
             "a.note, a.created_at, a.both_bad, a.blind FROM adjudications a JOIN debates d ON d.id = a.debate_id "
             "WHERE d.study_id = ? ORDER BY a.id",
@@ -1978,7 +2000,7 @@ class Store:
         if attribute is not None:
             where += " AND attribute = ?"
             params.append(attribute)
-        frame = pd.read_sql_query(f"SELECT question_id, model, attribute, value FROM human_scores WHERE {where} "
+        frame = _db.read_sql_query(f"SELECT question_id, model, attribute, value FROM human_scores WHERE {where} "
                                   "ORDER BY rowid", self.connect(), params=params)
         return frame.astype({"question_id": "str", "model": "str", "attribute": "str", "value": float})
 
@@ -2088,7 +2110,7 @@ class Store:
             names = list(judges)
             where += f" AND judge IN ({','.join('?' * len(names))})"
             params += names
-        frame = pd.read_sql_query(
+        frame = _db.read_sql_query(
             "SELECT question_id, model, judge, attribute, vote, score, expected, COALESCE(expected, score) AS value, "
             f"distribution, valid, rationale, raw, run_id FROM judge_scores WHERE {where} ORDER BY id",
             self.connect(), params=params)
@@ -2098,7 +2120,7 @@ class Store:
 
     def score_judges(self, study: str) -> pd.DataFrame:
         """One row per (judge, attribute) with scores: ``judge, attribute, n_scores, n_invalid``."""
-        return pd.read_sql_query(
+        return _db.read_sql_query(
             "SELECT judge, attribute, SUM(valid) AS n_scores, SUM(1 - valid) AS n_invalid FROM judge_scores "
             "WHERE study_id = ? GROUP BY judge, attribute ORDER BY judge, attribute", self.connect(),
             params=(self.study_id(study),))

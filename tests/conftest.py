@@ -28,3 +28,69 @@ def small_judgments() -> pd.DataFrame:
         ("b", "c", "model_a", "j2"),
         ("a", "c", "model_a", "j2"),
     ])
+
+
+# ------------------------------------------------------------- PostgreSQL (issue 13)
+# One throwaway cluster per test session (tests/pg_cluster.py), started the first time a
+# test asks for the "postgresql" backend; each such test gets a fresh schema of its own.
+# Without PostgreSQL's server programs those tests are skipped, unless PEERBOARD_REQUIRE_PG=1
+# (make test, CI), which makes them fail instead.
+
+ENV_REQUIRE_PG = "PEERBOARD_REQUIRE_PG"
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """The session's PostgreSQL cluster (``.url``), or a skip with the reason."""
+    import os
+
+    from pg_cluster import ClusterUnavailable, PostgresCluster
+
+    required = os.environ.get(ENV_REQUIRE_PG) == "1"
+    try:
+        import psycopg  # noqa: F401
+
+        cluster = PostgresCluster().start()
+    except (ClusterUnavailable, ImportError) as exc:
+        if required:
+            pytest.fail(f"{ENV_REQUIRE_PG}=1 but PostgreSQL is not available: {exc}")
+        pytest.skip(f"PostgreSQL is not available ({exc}); `make test` installs it (scripts/system-deps.sh postgres)")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_schemas = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def pg_url(pg_cluster, monkeypatch):
+    """A URL of a fresh, empty schema in the session's cluster; its connections are closed afterwards."""
+    import psycopg
+
+    from peercore import db
+
+    schema = f"t{next(_schemas)}"
+    with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    opened = []
+    connect = db.connect_postgres
+
+    def tracked(url):
+        connection = connect(url)
+        opened.append(connection)
+        return connection
+
+    monkeypatch.setattr(db, "connect_postgres", tracked)
+    yield f"{pg_cluster.url}?options=-csearch_path%3D{schema}"
+    for connection in opened:
+        connection.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """A new database on each backend: a SQLite file path, or a PostgreSQL URL (:func:`pg_url`)."""
+    if request.param == "sqlite":
+        return tmp_path / "pb.sqlite"
+    return request.getfixturevalue("pg_url")

@@ -14,8 +14,8 @@ T0 = 1_800_000_000.0  # a fixed clock (2027-01-15); every call below passes now=
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "pb.sqlite")
+def store(db):  # both backends (tests/conftest.py)
+    s = Store(db)
     s.create_study("s")
     s.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
                           "status": "unresolved", "criterion": "help" if k % 2 else "harm",
@@ -139,6 +139,7 @@ def test_lease_seconds_from_the_environment(monkeypatch):
 
 
 def test_a_version_5_file_gets_the_lease_table(tmp_path):
+    # SQLite-only: upgrades a SQLite file of version 5 (PostgreSQL databases start at the baseline, version 8).
     path = tmp_path / "v5.sqlite"
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
@@ -165,13 +166,13 @@ def test_a_version_5_file_gets_the_lease_table(tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_the_claim_offers_the_first_debate_the_rule_allows(tmp_path, seed):
+def test_the_claim_offers_the_first_debate_the_rule_allows(db, seed):
     """Random states (decisions, skips, live and expired leases, overlap 0-2): the debate the
     SQL hands out is the lowest one :func:`peercore.assignment.offerable` allows."""
     import random
 
     rng = random.Random(seed)
-    store = Store(tmp_path / "r.sqlite")
+    store = Store(db)
     store.create_study("s")
     debates = range(1, 6)
     store.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",

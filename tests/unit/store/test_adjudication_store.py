@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import psycopg
+
 import pytest
 
 from peercore.store import SCHEMA_VERSION, Store, _MIGRATIONS, _now, _statements
@@ -57,8 +59,8 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "pb.sqlite")
+def store(db):  # both backends (tests/conftest.py)
+    s = Store(db)
     s.create_study("s")
     s.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
                           "status": "unresolved", "criterion": "help" if k % 2 else "harm",
@@ -82,19 +84,19 @@ def test_both_bad_is_stored_as_a_flagged_tie_and_the_gold_counts_a_tie(store):
     # Changing one's mind replaces the flag too; the CHECK keeps both_bad on ties only.
     store.adjudicate(1, "ann", "model_b")
     assert store.adjudications("s").set_index("debate_id").loc[1, ["verdict", "both_bad"]].tolist() == ["model_b", False]
-    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+    with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError), match="(?i)check"):
         store.connect().execute("UPDATE adjudications SET both_bad = 1 WHERE debate_id = 1")
     with pytest.raises(ValueError, match="both_bad"):
         store.adjudicate(1, "ann", "neither")
 
 
-def test_skips_belong_to_the_annotator_and_survive_a_new_connection(store, tmp_path):
+def test_skips_belong_to_the_annotator_and_survive_a_new_connection(store, db):
     revision = store.revision("s")
     assert store.skip_debate(2, "ann") and not store.skip_debate(2, "ann")  # once
     store.skip_debate(3, "ann")
     store.skip_debate(3, "ben")
     assert store.revision("s") == revision  # a skip is no data
-    other = Store(tmp_path / "pb.sqlite")  # another process / browser session
+    other = Store(db)  # another process / browser session
     assert other.skipped_debates("s", "ann") == [2, 3] and other.skipped_debates("s", "ben") == [3]
     assert other.skipped_debates("s", "carl") == []
     assert other.clear_skips("s", "ann", debate_id=2) == 1

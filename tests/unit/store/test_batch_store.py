@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import psycopg
+
 import pytest
 
 from peercore.store import Store, StoreError
@@ -15,8 +17,8 @@ def _requests(n: int, token: str = "tok") -> list[dict]:
             for i in range(n)]
 
 
-def test_a_batch_is_recorded_once_with_its_lines(tmp_path):
-    store = Store(tmp_path / "b.sqlite")
+def test_a_batch_is_recorded_once_with_its_lines(db):  # both backends (tests/conftest.py)
+    store = Store(db)
     assert store.add_batch("tok", run_id="run-1", provider="openai", judge="openai:gpt-4o", base_url=None,
                            requests=_requests(3))
     # planning the same token again (a resume) adds nothing
@@ -31,8 +33,8 @@ def test_a_batch_is_recorded_once_with_its_lines(tmp_path):
     assert store.batches("run-2") == []
 
 
-def test_batch_updates_and_results(tmp_path):
-    store = Store(tmp_path / "b.sqlite")
+def test_batch_updates_and_results(db):  # both backends (tests/conftest.py)
+    store = Store(db)
     store.add_batch("tok", run_id="run-1", provider="anthropic", judge="anthropic:claude", base_url=None,
                     requests=_requests(2))
     store.update_batch("tok", status="creating", intent_at="2026-01-01T00:00:00.000+00:00")
@@ -41,7 +43,7 @@ def test_batch_updates_and_results(tmp_path):
         store.update_batch("tok", run_id="other")
     with pytest.raises(StoreError, match="no batch 'nope'"):
         store.update_batch("nope", status="ended")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)):
         store.update_batch("tok", status="lost")  # not a status
     call = {"cache_key": "key0", "backend": "anthropic", "model": "claude", "request": {"messages": []},
             "response": {"text": "Verdict: Answer 1"}, "prompt_tokens": 5, "completion_tokens": 3, "run_id": "run-1",
@@ -55,8 +57,8 @@ def test_batch_updates_and_results(tmp_path):
     assert store.batches("run-1")[0]["batch_id"] == "msgbatch_1"
 
 
-def test_results_and_their_calls_land_together(tmp_path):
-    store = Store(tmp_path / "b.sqlite")
+def test_results_and_their_calls_land_together(db):  # both backends (tests/conftest.py)
+    store = Store(db)
     store.add_batch("tok", run_id="run-1", provider="openai", judge="openai:gpt-4o", base_url=None,
                     requests=_requests(1))
     good = {"cache_key": "key0", "backend": "openai", "model": "gpt-4o", "request": {}, "response": {}}

@@ -16,8 +16,8 @@ REVIEW = {"role": "review", "backend": "openai", "model": "gpt-4o", "method": "v
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path / "identity.sqlite")
+def store(db):  # both backends (tests/conftest.py)
+    store = Store(db)
     store.create_study("s")
     return store
 
@@ -109,8 +109,10 @@ def test_undo_with_a_token_removes_only_that_decision(store):
 
 
 def test_a_database_url_is_not_a_file(tmp_path, monkeypatch):
-    with pytest.raises(StoreError, match=r"is a database URL \(postgresql://\.\.\.\)"):
-        Store("postgresql://user:pw@host/db")
+    # Store("postgresql://...") opens PostgreSQL (test_postgres_store); other URLs are refused, and
+    # $PEERBOARD_DB (the CLI's and the dashboard's database) stays a file until the whole product runs there.
+    with pytest.raises(StoreError, match=r"is a database URL \(mysql://\.\.\.\)"):
+        Store("mysql://user:pw@host/db")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PEERBOARD_DB", "postgres://user:pw@host/db")
     with pytest.raises(StoreError, match=r"\$PEERBOARD_DB is a database URL"):
@@ -119,6 +121,7 @@ def test_a_database_url_is_not_a_file(tmp_path, monkeypatch):
 
 
 def test_version_2_judges_registered_by_runs_become_run_judges(tmp_path):
+    # SQLite-only: upgrades a SQLite file of version 2 (PostgreSQL databases start at the baseline).
     import peercore.store as module
 
     path = tmp_path / "v2.sqlite"

@@ -1,4 +1,8 @@
-"""The SQLite store: settings, natural keys, atomic writes, round trips, provenance."""
+"""The store: settings, natural keys, atomic writes, round trips, provenance.
+
+Tests taking ``store`` run on both backends (SQLite and PostgreSQL, the ``db`` fixture in
+tests/conftest.py); tests taking ``sqlite_store`` are SQLite-only, each saying why.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,14 @@ from peercore.store import _MIGRATIONS, SCHEMA_VERSION, Store, StoreError, Write
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(db):
+    store = Store(db)
+    store.create_study("s")
+    return store
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
     store = Store(tmp_path / "pb.sqlite")
     store.create_study("s")
     return store
@@ -40,7 +51,9 @@ def rich() -> pd.DataFrame:
 # ------------------------------------------------------------------------ settings
 
 
-def test_wal_foreign_keys_and_schema_version(store):
+def test_wal_foreign_keys_and_schema_version(sqlite_store):
+    # SQLite-only: WAL and foreign_keys are SQLite PRAGMAs (the version check runs on both in test_postgres_store).
+    store = sqlite_store
     connection = store.connect()
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -260,7 +273,9 @@ def test_unknown_study_lists_the_studies(store):
         store.judgments("x")
 
 
-def test_secrets_never_reach_the_database(store):
+def test_secrets_never_reach_the_database(sqlite_store):
+    # SQLite-only: reads the whole file with iterdump (test_postgres_store dumps PostgreSQL's tables).
+    store = sqlite_store
     store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
     text = "\n".join(sqlite3.connect(store.path).iterdump())
     assert "sk-123" not in text and '"model": "m"' in text

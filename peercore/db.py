@@ -1,0 +1,425 @@
+"""The thin dialect layer: the store's SQLite SQL, run on SQLite or on PostgreSQL (psycopg 3).
+
+The store (:mod:`peercore.store`) is written in SQLite's SQL and talks to a
+``sqlite3.Connection``. On PostgreSQL it gets a :class:`PgConnection` instead: the same
+few methods the store uses (``execute``, ``executemany``, ``cursor``, ``total_changes``,
+cursors with ``fetchone`` / ``fetchall`` / iteration / ``rowcount`` / ``lastrowid``, rows
+readable by position and by name), with each statement translated once (cached):
+
+=================================  ===================================================
+SQLite                             PostgreSQL
+=================================  ===================================================
+``?`` and ``?N`` placeholders      ``%s`` (``?N`` reorders the parameters); ``%`` -> ``%%``
+``INSERT OR IGNORE INTO ...``      ``INSERT INTO ... ON CONFLICT DO NOTHING``
+``a IS b`` / ``a IS NOT b``        ``IS NOT DISTINCT FROM`` / ``IS DISTINCT FROM``
+``BEGIN IMMEDIATE``                ``BEGIN`` + ``pg_advisory_xact_lock``: one writer at a
+                                   time per database, the isolation SQLite gives
+``cursor.lastrowid``               ``RETURNING id`` on tables with an identity ``id``
+``executemany`` of an INSERT       ``COPY`` (through a staging table when the INSERT
+                                   ignores conflicts or has literal columns)
+``REAL`` in ``CREATE`` (temp       ``DOUBLE PRECISION`` (SQLite's REAL is 8 bytes)
+tables)
+``PRAGMA busy_timeout = N``        ``SET lock_timeout``; other PRAGMAs answer no rows
+``ORDER BY rowid``                 a ``rowid`` identity column in the PostgreSQL schema
+                                   (:mod:`peercore.pg_schema`), hidden from ``dict(row)``
+=================================  ===================================================
+
+Only text outside string literals and quoted names is rewritten. The SQLite path does not
+go through this module at all (the store keeps its ``sqlite3.Connection``), so SQLite's
+behaviour and speed are unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import pandas as pd
+
+__all__ = ["is_postgres_url", "redact_url", "connect_postgres", "PgConnection", "read_sql_query", "translate",
+           "postgres_error"]
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+# The key of the one advisory lock a write transaction takes (BEGIN IMMEDIATE's equivalent).
+WRITE_LOCK_KEY = 0x5045_4552  # "PEER"
+# Tables whose ``id`` is an identity column: an INSERT into them returns it (lastrowid).
+_IDENTITY_TABLES = frozenset({"studies", "imports", "debates", "adjudications", "verdicts", "judge_scores"})
+
+
+def is_postgres_url(value: object) -> bool:
+    """Whether ``value`` is a ``postgresql://`` (or ``postgres://``) URL."""
+    if not isinstance(value, str):
+        return False
+    return value.split("://", 1)[0].lower() in _POSTGRES_SCHEMES and "://" in value
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (for messages and ``Store.path``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+# ------------------------------------------------------------------- translation
+
+
+@dataclass(frozen=True)
+class Translated:
+    """One statement in PostgreSQL's form."""
+
+    sql: str
+    order: tuple[int, ...] | None  # parameter indices for ?N placeholders; None: as given
+    kind: str                      # "sql", "begin", "pragma", "noop"
+    dml: bool                      # INSERT / UPDATE / DELETE (counted in total_changes)
+    returning_id: bool             # RETURNING id was appended (lastrowid)
+    insert: tuple | None = None    # (ignore, table, columns, values) of INSERT ... VALUES (...)
+
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*")
+_PLACEHOLDER = re.compile(r"\?(\d*)")
+_INSERT_VALUES = re.compile(r"^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+(\w+)\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*;?\s*$",
+                            re.IGNORECASE | re.DOTALL)
+
+
+@functools.lru_cache(maxsize=1024)
+def translate(sql: str) -> Translated:
+    """``sql`` (SQLite) in PostgreSQL's form; see the module's table."""
+    literals: list[str] = []
+
+    def mask(match: re.Match) -> str:
+        text = match.group(0)
+        if text.startswith("--"):
+            return " "
+        literals.append(text)
+        return f"\x00{len(literals) - 1}\x00"
+
+    masked = _LITERAL.sub(mask, sql)
+    head = masked.lstrip().upper()
+    if re.match(r"BEGIN\s+IMMEDIATE\b", head):
+        return Translated("BEGIN", None, "begin", False, False)
+    if head.startswith("PRAGMA"):
+        found = re.match(r"PRAGMA\s+busy_timeout\s*=\s*(\d+)", masked.strip(), re.IGNORECASE)
+        if found:
+            return Translated(f"SET lock_timeout = {int(found.group(1))}", None, "pragma", False, False)
+        return Translated("", None, "noop", False, False)
+    ignore = re.match(r"\s*INSERT\s+OR\s+IGNORE\s+INTO\b", masked, re.IGNORECASE) is not None
+    if ignore:
+        masked = re.sub(r"INSERT\s+OR\s+IGNORE\s+INTO\b", "INSERT INTO", masked, count=1, flags=re.IGNORECASE)
+        masked = masked.rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+    if head.startswith("CREATE"):
+        masked = re.sub(r"\bREAL\b", "DOUBLE PRECISION", masked, flags=re.IGNORECASE)
+        masked = re.sub(r"\bINTEGER\s+PRIMARY\s+KEY\b", "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", masked,
+                        flags=re.IGNORECASE)
+    masked = re.sub(r"\bIS\s+NOT\s+(?!NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", "IS DISTINCT FROM ", masked,
+                    flags=re.IGNORECASE)
+    masked = re.sub(r"\bIS\s+(?!NOT\b|NULL\b|DISTINCT\b|TRUE\b|FALSE\b)", "IS NOT DISTINCT FROM ", masked,
+                    flags=re.IGNORECASE)
+    masked = _alias_subqueries(masked)
+    # "x IN ()" (an empty list, as SQLite allows) is false; "IN (NULL)" is never true either.
+    masked = re.sub(r"\bIN\s*\(\s*\)", "IN (NULL)", masked, flags=re.IGNORECASE)
+    kind_word = head.split(None, 1)[0] if head else ""
+    dml = kind_word in ("INSERT", "UPDATE", "DELETE")
+    table = re.match(r"\s*INSERT\s+INTO\s+(\w+)", masked, re.IGNORECASE)
+    returning = bool(table and table.group(1).lower() in _IDENTITY_TABLES and "RETURNING" not in masked.upper())
+    if returning:
+        masked = masked.rstrip().rstrip(";") + " RETURNING id"
+    masked = masked.replace("%", "%%")
+    numbered: list[int] = []
+    sequential = False
+
+    def placeholder(match: re.Match) -> str:
+        nonlocal sequential
+        if match.group(1):
+            numbered.append(int(match.group(1)) - 1)
+        else:
+            sequential = True
+        return "%s"
+
+    masked = _PLACEHOLDER.sub(placeholder, masked)
+    if numbered and sequential:
+        raise ValueError(f"statement mixes ? and ?N placeholders: {sql!r}")
+    text = re.sub("\x00(\\d+)\x00", lambda m: literals[int(m.group(1))].replace("%", "%%"), masked)
+    insert = None
+    found = _INSERT_VALUES.match(sql)
+    if found and "SELECT" not in found.group(4).upper():
+        values = [v.strip() for v in _split_values(found.group(4))]
+        columns = [c.strip() for c in found.group(3).split(",")]
+        if len(values) == len(columns):
+            insert = (bool(found.group(1)), found.group(2), tuple(columns), tuple(values))
+    return Translated(text, tuple(numbered) if numbered else None, "sql", dml, returning, insert)
+
+
+_CLAUSE_WORDS = frozenset({"WHERE", "GROUP", "ORDER", "JOIN", "LEFT", "INNER", "CROSS", "UNION", "LIMIT", "ON",
+                           "HAVING", "EXCEPT", "INTERSECT", "WINDOW", "OFFSET", "RETURNING"})
+
+
+def _alias_subqueries(sql: str) -> str:
+    """Give every ``FROM (SELECT ...)`` without an alias one (PostgreSQL before 16 requires it)."""
+    out, k, n = [], 0, 0
+    for match in re.finditer(r"\bFROM\s*\(\s*SELECT\b", sql, re.IGNORECASE):
+        start = sql.index("(", match.start())
+        if start < k:
+            continue
+        depth = 0
+        for end in range(start, len(sql)):
+            depth += {"(": 1, ")": -1}.get(sql[end], 0)
+            if depth == 0:
+                break
+        rest = sql[end + 1:].lstrip()
+        word = re.match(r"\w+", rest)
+        if word is None or word.group(0).upper() in _CLAUSE_WORDS:
+            out.append(sql[k:end + 1] + f" AS _sub{n}")
+            n += 1
+            k = end + 1
+    out.append(sql[k:])
+    return "".join(out)
+
+
+def _split_values(text: str) -> list[str]:
+    """Split a VALUES list on commas outside quotes and parentheses."""
+    out, depth, quote, start = [], 0, False, 0
+    for k, ch in enumerate(text):
+        if ch == "'":
+            quote = not quote
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+        elif not quote and depth == 0 and ch == ",":
+            out.append(text[start:k])
+            start = k + 1
+    out.append(text[start:])
+    return out
+
+
+def _params(translated: Translated, params: Sequence | None) -> list:
+    params = [] if params is None else list(params)
+    if translated.order is None:
+        return params
+    return [params[k] for k in translated.order]
+
+
+# -------------------------------------------------------------------- connections
+
+
+class Row(tuple):
+    """A row readable by position and by column name, like ``sqlite3.Row``; ``dict(row)`` works.
+
+    A ``rowid`` column (PostgreSQL's stand-in for SQLite's hidden rowid) is left out of
+    ``keys()``, so ``SELECT *`` gives the same dict on both engines.
+    """
+
+    __slots__ = ()
+    _names: tuple[str, ...] = ()
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return [n for n in self._names if n != "rowid"]
+
+
+@functools.lru_cache(maxsize=256)
+def _row_class(names: tuple[str, ...]) -> type:
+    return type("Row", (Row,), {"__slots__": (), "_names": names, "_index": {n: k for k, n in enumerate(names)}})
+
+
+def _row_factory(cursor):
+    names = tuple(c.name for c in cursor.description or ())
+    cls = _row_class(names)
+    return lambda values: tuple.__new__(cls, values)
+
+
+class PgCursor:
+    """What the store uses of a ``sqlite3.Cursor``, over a psycopg cursor."""
+
+    def __init__(self, connection: "PgConnection") -> None:
+        self._connection = connection
+        self._cursor = connection.raw.cursor()
+        self.row_factory = "row"   # None: plain tuples (as ``cursor.row_factory = None`` in sqlite3)
+        self.lastrowid: int | None = None
+        self._rowcount = -1
+        self._empty = False
+
+    def _prepare(self) -> None:
+        from psycopg.rows import tuple_row
+
+        self._cursor.row_factory = tuple_row if self.row_factory is None else _row_factory
+
+    def execute(self, sql: str, params: Sequence | None = None) -> "PgCursor":
+        translated = translate(sql)
+        self.lastrowid, self._empty = None, False
+        if translated.kind == "noop":
+            self._empty, self._rowcount = True, -1
+            return self
+        self._prepare()
+        if translated.kind == "begin":
+            self._cursor.execute("BEGIN")
+            self._cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+            self._empty, self._rowcount = True, -1
+            return self
+        self._cursor.execute(translated.sql, _params(translated, params))
+        self._rowcount = self._cursor.rowcount
+        if translated.returning_id:
+            found = self._cursor.fetchone()
+            self.lastrowid = None if found is None else int(found[0])
+            self._empty = True
+        if translated.dml and self._rowcount > 0:
+            self._connection.total_changes += self._rowcount
+        return self
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> "PgCursor":
+        translated = translate(sql)
+        if translated.insert is not None:
+            added = self._connection._copy_insert(translated, rows)
+        else:
+            self._prepare()
+            rows = [_params(translated, r) for r in rows]
+            if not rows:
+                added = 0
+            else:
+                self._cursor.executemany(translated.sql.replace(" RETURNING id", ""), rows)
+                added = max(self._cursor.rowcount, 0)
+        self._rowcount = added
+        if translated.dml:
+            self._connection.total_changes += added
+        self._empty = True
+        return self
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def description(self):
+        return self._cursor.description
+
+    def fetchone(self):
+        return None if self._empty else self._cursor.fetchone()
+
+    def fetchall(self) -> list:
+        return [] if self._empty else self._cursor.fetchall()
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+class PgConnection:
+    """A psycopg 3 connection dressed as the ``sqlite3.Connection`` the store uses.
+
+    Autocommit: a statement outside :meth:`peercore.store.Store.transaction` is its own
+    transaction (as in sqlite3 with ``isolation_level=None``); ``BEGIN IMMEDIATE`` opens a
+    transaction holding the database's write lock (see the module's table).
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.total_changes = 0
+
+    def cursor(self) -> PgCursor:
+        return PgCursor(self)
+
+    def execute(self, sql: str, params: Sequence | None = None) -> PgCursor:
+        return PgCursor(self).execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> PgCursor:
+        return PgCursor(self).executemany(sql, rows)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _copy_insert(self, translated: Translated, rows: Iterable[Sequence]) -> int:
+        """An executemany of ``INSERT [OR IGNORE] INTO t (cols) VALUES (...)`` as COPY; rows added."""
+        ignore, table, columns, values = translated.insert
+        bound = [c for c, v in zip(columns, values) if v.startswith("?")]
+        constant = [(c, v) for c, v in zip(columns, values) if not v.startswith("?")]
+        if any(v not in ("?",) for c, v in zip(columns, values) if v.startswith("?")):
+            raise ValueError(f"numbered placeholders in a bulk insert are not supported: {translated.sql!r}")
+        cursor = self.raw.cursor()
+        if not ignore and not constant:
+            n = 0
+            with cursor.copy(f"COPY {table} ({', '.join(bound)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+                    n += 1
+            return n
+        cursor.execute("DROP TABLE IF EXISTS _pb_stage")
+        cursor.execute(f"CREATE TEMP TABLE _pb_stage AS SELECT 0::bigint AS _n, {', '.join(bound)} FROM {table} "
+                       "WITH NO DATA")
+        n = 0
+        with cursor.copy(f"COPY _pb_stage (_n, {', '.join(bound)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((n, *row))
+                n += 1
+        added = 0
+        if n:
+            literal_sql = ", ".join(v.replace("%", "%%") for _, v in constant)
+            select = ", ".join([literal_sql] if constant else []) + (", " if constant else "") + ", ".join(bound)
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join([c for c, _ in constant] + bound)}) "
+                f"SELECT {select} FROM _pb_stage ORDER BY _n" + (" ON CONFLICT DO NOTHING" if ignore else ""))
+            added = max(cursor.rowcount, 0)
+        cursor.execute("DROP TABLE _pb_stage")
+        return added
+
+
+def connect_postgres(url: str) -> PgConnection:
+    """Open ``url`` with psycopg 3 (autocommit; numpy numbers adapted as Python numbers)."""
+    import numpy as np
+    import psycopg
+
+    integer, floating = _numpy_dumpers()
+    raw = psycopg.connect(url, autocommit=True)
+    for kind in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):
+        raw.adapters.register_dumper(kind, integer)
+    for kind in (np.float32, np.float64):
+        raw.adapters.register_dumper(kind, floating)
+    return PgConnection(raw)
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_dumpers():
+    from psycopg.types.numeric import FloatDumper, IntDumper
+
+    class NumpyIntDumper(IntDumper):
+        def dump(self, obj):
+            return super().dump(int(obj))
+
+    class NumpyFloatDumper(FloatDumper):
+        def dump(self, obj):
+            return super().dump(float(obj))
+
+    return NumpyIntDumper, NumpyFloatDumper
+
+
+def postgres_error() -> type[Exception]:
+    """psycopg's base exception class (imported only when PostgreSQL is used)."""
+    import psycopg
+
+    return psycopg.Error
+
+
+def read_sql_query(sql: str, connection, params: Sequence | None = None) -> pd.DataFrame:
+    """``pandas.read_sql_query`` on either engine (pandas itself only knows sqlite3 among raw drivers)."""
+    if not isinstance(connection, PgConnection):
+        return pd.read_sql_query(sql, connection, params=params)
+    cursor = connection.cursor()
+    cursor.row_factory = None
+    cursor.execute(sql, params)
+    names = [c.name for c in cursor.description]
+    return pd.DataFrame.from_records(cursor.fetchall(), columns=names, coerce_float=True)
