@@ -34,6 +34,7 @@ def make_v4(path) -> None:
 
 
 def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
+    # SQLite-only: upgrades a SQLite file of version 4 (PostgreSQL databases start at the baseline, version 8).
     path = tmp_path / "v4.sqlite"
     make_v4(path)
     store = Store(path)

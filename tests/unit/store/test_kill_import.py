@@ -73,6 +73,7 @@ def start_import(log: Path, db: Path, **env) -> subprocess.Popen:
 
 
 def test_kill_inside_the_write_transaction(big_log, db):
+    # SQLite-only: kills `peercore import`, whose database comes from --db / $PEERBOARD_DB (files only for now).
     before = state(db)
     process = start_import(big_log, db, PEERBOARD_TEST_PAUSE_BEFORE_COMMIT="120")
     try:
@@ -90,6 +91,7 @@ def test_kill_inside_the_write_transaction(big_log, db):
 
 
 def test_kill_while_the_commit_is_being_written(big_log, db):
+    # SQLite-only: the same, and it compares the file's bytes after a WAL checkpoint.
     """No hook: kill as soon as the write-ahead log starts growing. All or nothing."""
     before = state(db)
     wal = Path(str(db) + "-wal")

@@ -45,6 +45,7 @@ def make_v1(path) -> None:
 
 
 def test_version_1_file_is_upgraded_in_place_with_its_data(tmp_path):
+    # SQLite-only: upgrades a version-1 SQLite file; PostgreSQL databases start at the baseline (test_postgres_store).
     path = tmp_path / "v1.sqlite"
     make_v1(path)
     store = Store(path)
@@ -78,6 +79,7 @@ def test_version_1_file_is_upgraded_in_place_with_its_data(tmp_path):
 
 
 def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    # SQLite-only: a file's upgrade (PostgreSQL: test_a_migration_without_a_postgresql_form_is_refused_...).
     path = tmp_path / "v1.sqlite"
     make_v1(path)
     import peercore.store as module

@@ -62,6 +62,7 @@ def test_wal_foreign_keys_and_schema_version(sqlite_store):
 
 
 def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):
+    # SQLite-only: the default database is a file ($PEERBOARD_DB takes no URL yet).
     monkeypatch.setenv("PEERBOARD_DB", str(tmp_path / "env.sqlite"))
     assert default_db_path() == tmp_path / "env.sqlite"
     monkeypatch.delenv("PEERBOARD_DB")
@@ -70,6 +71,7 @@ def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):
 
 
 def test_memory_folder_missing_and_foreign_files_are_refused(tmp_path):
+    # SQLite-only: file paths (PostgreSQL's unreachable server: test_postgres_store).
     with pytest.raises(ValueError, match="':memory:' is not supported"):
         Store(":memory:")
     with pytest.raises(StoreError, match="is a folder"):
@@ -84,6 +86,7 @@ def test_memory_folder_missing_and_foreign_files_are_refused(tmp_path):
 
 
 def test_a_newer_schema_is_refused(tmp_path):
+    # SQLite-only: a file (PostgreSQL: test_a_newer_postgresql_schema_is_refused).
     path = tmp_path / "new.sqlite"
     Store(path).connect().execute("INSERT INTO schema_migrations VALUES (99, 'future', 'now')")
     with pytest.raises(StoreError, match="schema version 99, newer than this peercore"):

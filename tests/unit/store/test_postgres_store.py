@@ -1,0 +1,241 @@
+"""The store on PostgreSQL (issue 13): the dialect layer, one version history, the same results as SQLite.
+
+Tests taking ``db`` run on both backends; ``pg_url`` only on PostgreSQL (tests/conftest.py:
+one throwaway cluster per session, a fresh schema per test).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pandas as pd
+import psycopg
+import pytest
+
+from peercore import assignment, pg_schema
+from peercore.db import redact_url, translate
+from peercore.store import _MIGRATIONS, SCHEMA_VERSION, ScoreConflict, Store, StoreError
+
+T0 = 1_800_000_000.0
+
+
+def _pg(url: str) -> psycopg.Connection:
+    return psycopg.connect(url, autocommit=True)
+
+
+# ------------------------------------------------------------------ dialect layer
+
+
+def test_translate_rewrites_sql_outside_literals_only():
+    t = translate("SELECT '?', \"a?\" FROM x WHERE a = ? AND b LIKE 'human:%' AND c = ?")
+    assert t.sql == "SELECT '?', \"a?\" FROM x WHERE a = %s AND b LIKE 'human:%%' AND c = %s" and t.order is None
+    t = translate("SELECT * FROM v WHERE s = ?1 AND id IN (SELECT x FROM y WHERE s = ?1) AND z = ?2")
+    assert t.sql.count("%s") == 3 and t.order == (0, 0, 1)
+    assert translate("INSERT OR IGNORE INTO runs (id) VALUES (?)").sql == \
+        "INSERT INTO runs (id) VALUES (%s) ON CONFLICT DO NOTHING"
+    assert translate("SELECT 1 WHERE a IS b AND c IS NOT d AND e IS NULL AND f IS NOT NULL").sql == \
+        "SELECT 1 WHERE a IS NOT DISTINCT FROM b AND c IS DISTINCT FROM d AND e IS NULL AND f IS NOT NULL"
+    assert translate("SELECT COUNT(*) FROM (SELECT 1) WHERE 1 = 1").sql == \
+        "SELECT COUNT(*) FROM (SELECT 1) AS _sub0 WHERE 1 = 1"
+    assert translate("SELECT COUNT(*) FROM (SELECT 1) t").sql == "SELECT COUNT(*) FROM (SELECT 1) t"
+    assert translate("INSERT INTO studies (name) VALUES (?)").returning_id
+    assert translate("BEGIN IMMEDIATE").kind == "begin" and translate("PRAGMA foreign_keys = ON").kind == "noop"
+    assert translate("PRAGMA busy_timeout = 250").sql == "SET lock_timeout = 250"
+    assert translate("CREATE TEMP TABLE t (p REAL)").sql == "CREATE TEMP TABLE t (p DOUBLE PRECISION)"
+    assert translate("SELECT 1 FROM t WHERE judge IN ()").sql == "SELECT 1 FROM t WHERE judge IN (NULL)"
+    assert redact_url("postgresql://me:s3cret@db.example:5433/pb") == "postgresql://me:***@db.example:5433/pb"
+
+
+# ------------------------------------------------------------------------ schema
+
+
+def test_every_migration_after_the_baseline_has_a_postgresql_form():
+    # A migration added to peercore.store._MIGRATIONS needs its PostgreSQL SQL in peercore.pg_schema.MIGRATIONS.
+    assert pg_schema.BASELINE_VERSION <= SCHEMA_VERSION
+    later = [version for version, _, _ in _MIGRATIONS if version > pg_schema.BASELINE_VERSION]
+    assert [v for v in later if v not in pg_schema.MIGRATIONS] == []
+
+
+def _sqlite_schema(path) -> tuple[dict, set, set]:
+    connection = sqlite3.connect(path)
+    tables = {name: [r[1] for r in connection.execute(f"PRAGMA table_info({name})")] for (name,) in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    views = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
+    indexes = {r[0] for r in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    connection.close()
+    return tables, views, indexes
+
+
+def test_the_postgresql_schema_has_sqlites_tables_columns_views_and_indexes(tmp_path, pg_url):
+    Store(tmp_path / "pb.sqlite")
+    Store(pg_url)
+    tables, views, indexes = _sqlite_schema(tmp_path / "pb.sqlite")
+    with _pg(pg_url) as connection:
+        pg_tables: dict[str, list] = {}
+        for table, column in connection.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name IN (SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_type = 'BASE TABLE') ORDER BY table_name, ordinal_position"):
+            if column != "rowid":
+                pg_tables.setdefault(table, []).append(column)
+        pg_views = {r[0] for r in connection.execute(
+            "SELECT table_name FROM information_schema.views WHERE table_schema = current_schema()")}
+        pg_indexes = {r[0] for r in connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname NOT IN (SELECT conname FROM pg_constraint)")}  # not those of PRIMARY KEY / UNIQUE
+    assert pg_tables == tables
+    assert pg_views == views and pg_indexes == indexes
+
+
+def test_a_new_database_records_every_version_once(pg_url):
+    store = Store(pg_url)
+    migrations = store.migrations()
+    assert migrations["version"].tolist() == list(range(1, SCHEMA_VERSION + 1)) == [v for v, _, _ in _MIGRATIONS]
+    assert migrations["name"].tolist() == [name for _, name, _ in _MIGRATIONS]
+    store.close()
+    again = Store(pg_url)  # another process opening it: nothing to do
+    pd.testing.assert_frame_equal(again.migrations(), migrations)
+    assert again.schema_version() == SCHEMA_VERSION and again.integrity_problems() == []
+
+
+def test_a_newer_postgresql_schema_is_refused(pg_url):
+    Store(pg_url).connect().execute("INSERT INTO schema_migrations VALUES (99, 'future', 'now')")
+    with pytest.raises(StoreError, match="schema version 99, newer than this peercore"):
+        Store(pg_url)
+
+
+def test_a_migration_without_a_postgresql_form_is_refused_and_changes_nothing(pg_url, monkeypatch):
+    import peercore.store as module
+
+    Store(pg_url)
+    monkeypatch.setattr(module, "_MIGRATIONS", [*_MIGRATIONS, (SCHEMA_VERSION + 1, "sqlite only", "SELECT 1;")])
+    monkeypatch.setattr(module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(StoreError, match=rf"\[{SCHEMA_VERSION + 1}\] have no PostgreSQL form"):
+        Store(pg_url)
+    with _pg(pg_url) as connection:
+        assert connection.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_an_unreachable_server_is_a_store_error_without_the_password():
+    with pytest.raises(StoreError, match=r"postgresql://me:\*\*\*@127\.0\.0\.1:1/pb") as caught:
+        Store("postgresql://me:s3cret@127.0.0.1:1/pb")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_secrets_never_reach_postgresql(pg_url):
+    store = Store(pg_url)
+    store.create_study("s", source={"token": "tk-9"})
+    store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
+    store.create_run("s", "review", {"api_key": "sk-456", "max_tokens": 5}, items=["a"])
+    store.store_call("k", backend="openai", model="m", request={"api_key": "sk-789", "messages": []}, response={})
+    with _pg(pg_url) as connection:
+        tables = [r[0] for r in connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE'")]
+        text = "\n".join(str(r[0]) for t in tables for r in connection.execute(f"SELECT row_to_json(x)::text FROM {t} x"))
+    assert '"model\\": \\"m\\"' in text or '"model": "m"' in text
+    assert not any(secret in text for secret in ("sk-123", "sk-456", "sk-789", "tk-9"))
+
+
+# ------------------------------------------------------------------- both backends
+
+
+def test_human_and_judge_scores(db):
+    store = Store(db)
+    store.create_study("s")
+    human = pd.DataFrame({"question_id": ["c1", "c1", "c2"], "model": ["m", "n", "m"], "attribute": "coherence",
+                          "value": [2.5, 1.0, 3.0]})
+    assert store.add_human_scores("s", human).added == 3 and store.add_human_scores("s", human).skipped == 3
+    pd.testing.assert_frame_equal(store.human_scores("s"), human.astype({"attribute": "str", "question_id": "str",
+                                                                         "model": "str"}))
+    with pytest.raises(ScoreConflict, match="already stored"):
+        store.add_human_scores("s", human.assign(value=[2.0, 1.0, 3.0]))
+    scores = pd.DataFrame({"question_id": ["c1", "c2", "c3"], "model": "m", "judge": "j", "score": [4.0, None, 2.0],
+                           "expected": [3.9, None, None], "distribution": [{"4": 0.9, "3": 0.1}, None, None],
+                           "valid": [1, 0, 1], "raw": [None, "no idea", None]})
+    assert store.add_judge_scores("s", scores, run_id="r1").added == 3
+    out = store.judge_scores("s")
+    assert out["value"].tolist() == [3.9, 2.0] and out["distribution"].iloc[0] == {"3": 0.1, "4": 0.9}
+    assert len(store.judge_scores("s", include_invalid=True)) == 3
+    assert store.score_judges("s").to_dict("records") == [{"judge": "j", "attribute": "", "n_scores": 2,
+                                                           "n_invalid": 1}]
+    assert store.run_accounting("r1")["scores"] == 3 and store.summary("s")["judge_scores"] == 2
+
+
+def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
+    """20,000 verdicts with every optional column (COPY on PostgreSQL), a repeat (all skipped), a conflict."""
+    from peercore.errors import VerdictConflict
+    from peercore.judgments import judgments_from_frame
+
+    n = 20_000
+    frame = judgments_from_frame(pd.DataFrame({
+        "question_id": [f"q{k}" for k in range(n)], "model_a": [f"m{k % 7}" for k in range(n)],
+        "model_b": [f"m{(k % 7) + 1}" for k in range(n)], "judge": [f"j{k % 3}" for k in range(n)],
+        "winner": [("model_a", "model_b", "tie")[k % 3] for k in range(n)],
+        "p_a": [None if k % 5 == 0 else (k % 11) / 10 for k in range(n)],
+        "criterion": [None if k % 4 else "help" for k in range(n)], "turn": [k % 3 or None for k in range(n)],
+        "round": [None] * n, "rationale": [None if k % 2 else f"because {k} 'quoted' \\ ; %s ?" for k in range(n)]}))
+    store = Store(db)
+    store.create_study("s")
+    assert store.add_judgments("s", frame).added == n
+    assert store.add_judgments("s", frame).skipped == n
+    pd.testing.assert_frame_equal(store.judgments("s"), frame)
+    clash = frame.iloc[[5]].copy()
+    clash["winner"] = "model_b" if clash["winner"].iloc[0] != "model_b" else "model_a"
+    with pytest.raises(VerdictConflict, match="question_id 'q5'"):
+        store.add_judgments("s", clash)
+    assert store.summary("s")["judgments"] == n
+
+
+def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):
+    """Four threads (one connection each) claim and decide until nothing is left: each debate decided once."""
+    store = Store(db)
+    store.create_study("s")
+    store.update_study_settings("s", overlap=1)
+    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                              "status": "unresolved"}, []) for k in range(24)])
+    decided: dict[str, list[int]] = {}
+    errors: list[BaseException] = []
+
+    def annotate(who: str) -> None:
+        mine = decided.setdefault(who, [])
+        try:
+            while (item := assignment.next_item(store, "s", who, lease=60, now=T0)) is not None:
+                store.adjudicate(item.debate_id, who, "tie")
+                mine.append(item.debate_id)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=annotate, args=(f"ann{k}",)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    everything = sorted(d for ids in decided.values() for d in ids)
+    assert everything == sorted(store.debates("s")["id"].tolist())  # every debate once, none twice
+    assert len(store.adjudications("s")) == 24 and store.leases("s").empty
+
+
+def test_the_prd_import_gives_the_same_study_on_both_backends(tmp_path, pg_url, prd_folder):
+    from peercore.io.importer import import_path
+
+    stores = [Store(tmp_path / "prd.sqlite"), Store(pg_url)]
+    reports = [import_path(prd_folder, store=s, study="prd") for s in stores]
+    assert reports[0].counts == reports[1].counts and reports[0].notes == reports[1].notes
+    assert reports[0].counts["judgments"].added > 0
+    sqlite, postgres = stores
+    pd.testing.assert_frame_equal(sqlite.judgments("prd", include_invalid=True, with_vote=True),
+                                  postgres.judgments("prd", include_invalid=True, with_vote=True))
+    assert sqlite.summary("prd") == postgres.summary("prd")
+    assert len(sqlite.judgments("prd")) > 0
+    for method in ("questions", "answers", "debates", "judges"):
+        pd.testing.assert_frame_equal(getattr(sqlite, method)("prd"), getattr(postgres, method)("prd"),
+                                      check_dtype=False, obj=method)
+    ids = sqlite.debates("prd")["id"].tolist()
+    pd.testing.assert_frame_equal(sqlite.debate_turns(ids), postgres.debate_turns(postgres.debates("prd")["id"]),
+                                  check_dtype=False)
