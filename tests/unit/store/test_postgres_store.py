@@ -15,7 +15,7 @@ import pytest
 
 from peercore import assignment, pg_schema
 from peercore.db import redact_url, translate
-from peercore.store import _MIGRATIONS, SCHEMA_VERSION, ScoreConflict, Store, StoreError
+from peercore.store import _MIGRATIONS, SCHEMA_VERSION, ScoreConflict, Store, StoreError, WriteCounts
 
 T0 = 1_800_000_000.0
 
@@ -165,28 +165,34 @@ def test_human_and_judge_scores(db):
 
 
 def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
-    """20,000 verdicts with every optional column (COPY on PostgreSQL), a repeat (all skipped), a conflict."""
+    """20,000 verdicts with every optional column (COPY on PostgreSQL), a repeat (all skipped), an overlapping
+    write (only the new rows added, in order), a conflict (refused)."""
     from peercore.errors import VerdictConflict
     from peercore.judgments import judgments_from_frame
 
-    n = 20_000
-    frame = judgments_from_frame(pd.DataFrame({
-        "question_id": [f"q{k}" for k in range(n)], "model_a": [f"m{k % 7}" for k in range(n)],
-        "model_b": [f"m{(k % 7) + 1}" for k in range(n)], "judge": [f"j{k % 3}" for k in range(n)],
-        "winner": [("model_a", "model_b", "tie")[k % 3] for k in range(n)],
-        "p_a": [None if k % 5 == 0 else (k % 11) / 10 for k in range(n)],
-        "criterion": [None if k % 4 else "help" for k in range(n)], "turn": [k % 3 or None for k in range(n)],
-        "round": [None] * n, "rationale": [None if k % 2 else f"because {k} 'quoted' \\ ; %s ?" for k in range(n)]}))
+    n, more = 20_000, 4_000
+    k = range(n + more)
+    everything = judgments_from_frame(pd.DataFrame({
+        "question_id": [f"q{i}" for i in k], "model_a": [f"m{i % 7}" for i in k],
+        "model_b": [f"m{(i % 7) + 1}" for i in k], "judge": [f"j{i % 3}" for i in k],
+        "winner": [("model_a", "model_b", "tie")[i % 3] for i in k],
+        "p_a": [None if i % 5 == 0 else (i % 11) / 10 for i in k],
+        "criterion": [None if i % 4 else "help" for i in k], "turn": [i % 3 or None for i in k],
+        "round": [None] * len(k), "rationale": [None if i % 2 else f"because {i} 'quoted' \\ ; %s ?" for i in k]}))
+    frame = everything.iloc[:n].reset_index(drop=True)
     store = Store(db)
     store.create_study("s")
     assert store.add_judgments("s", frame).added == n
     assert store.add_judgments("s", frame).skipped == n
     pd.testing.assert_frame_equal(store.judgments("s"), frame)
+    assert store.add_judgments("s", everything.iloc[::-1]) == WriteCounts(more, n)  # new rows last-first
+    pd.testing.assert_frame_equal(store.judgments("s"), pd.concat([frame, everything.iloc[n:][::-1]],
+                                                                   ignore_index=True))
     clash = frame.iloc[[5]].copy()
     clash["winner"] = "model_b" if clash["winner"].iloc[0] != "model_b" else "model_a"
     with pytest.raises(VerdictConflict, match="question_id 'q5'"):
         store.add_judgments("s", clash)
-    assert store.summary("s")["judgments"] == n
+    assert store.summary("s")["judgments"] == n + more
 
 
 def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):
