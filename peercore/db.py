@@ -45,6 +45,9 @@ __all__ = ["is_postgres_url", "redact_url", "connect_postgres", "PgConnection", 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 # The key of the one advisory lock a write transaction takes (BEGIN IMMEDIATE's equivalent).
 WRITE_LOCK_KEY = 0x5045_4552  # "PEER"
+# How long a statement waits for a lock (the write lock, a row) before failing, as the
+# store's SQLite busy timeout (Store.busy_timeout changes it with PRAGMA busy_timeout).
+LOCK_TIMEOUT_MS = 30_000
 # Tables whose ``id`` is an identity column: an INSERT into them returns it (lastrowid).
 _IDENTITY_TABLES = frozenset({"studies", "imports", "debates", "adjudications", "verdicts", "judge_scores"})
 
@@ -267,7 +270,11 @@ class PgCursor:
         self._prepare()
         if translated.kind == "begin":
             self._cursor.execute("BEGIN")
-            self._cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+            try:
+                self._cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+            except BaseException:  # as a failed BEGIN IMMEDIATE: no transaction is left open
+                self._connection.raw.execute("ROLLBACK")
+                raise
             self._empty, self._rowcount = True, -1
             return self
         self._cursor.execute(translated.sql, _params(translated, params))
@@ -436,6 +443,7 @@ def connect_postgres(url: str) -> PgConnection:
 
     integer, floating = _numpy_dumpers()
     raw = psycopg.connect(url, autocommit=True)
+    raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
     for kind in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):
         raw.adapters.register_dumper(kind, integer)
     for kind in (np.float32, np.float64):

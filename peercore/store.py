@@ -1723,9 +1723,9 @@ class Store:
         # ahead) is a plain read, which WAL lets run beside any writer; the lease is then
         # taken in one short write transaction (BEGIN IMMEDIATE: SQLite's single writer)
         # that re-checks the chosen debate with the same predicate, so two claims never both
-        # get the last place on a debate. (PostgreSQL: the same re-check under
-        # SELECT ... FROM debates WHERE id = %s FOR UPDATE, or SKIP LOCKED to pass over
-        # debates another claim is taking.)
+        # get the last place on a debate. (PostgreSQL: BEGIN IMMEDIATE is BEGIN plus the
+        # database's one advisory write lock, peercore.db, so the same re-check holds there;
+        # row locks with SKIP LOCKED would let claims run side by side, a later refinement.)
         connection = self.connect()
         overlap = int(connection.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
         where, params = _offerable_sql(sid, annotator, overlap=overlap, at=at, scenario=scenario, criterion=criterion)

@@ -245,3 +245,24 @@ def test_the_prd_import_gives_the_same_study_on_both_backends(tmp_path, pg_url, 
     ids = sqlite.debates("prd")["id"].tolist()
     pd.testing.assert_frame_equal(sqlite.debate_turns(ids), postgres.debate_turns(postgres.debates("prd")["id"]),
                                   check_dtype=False)
+
+
+def test_a_writer_waits_for_another_at_most_its_busy_timeout(db):
+    """Two connections: while one holds the write transaction the other gives up after its timeout."""
+    import time
+
+    from peercore.judgments import judgments_from_frame
+
+    first, second = Store(db), Store(db)
+    first.create_study("s")
+    rows = judgments_from_frame(pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
+                                              "judge": ["j"], "winner": ["tie"]}))
+    with first.transaction():
+        first.add_judgments("s", rows)
+        started = time.monotonic()
+        with second.busy_timeout(200), pytest.raises((sqlite3.OperationalError, psycopg.errors.LockNotAvailable)):
+            second.add_judgments("s", rows)
+        assert time.monotonic() - started < 5
+    assert second.add_judgments("s", rows) == WriteCounts(0, 1)  # the first one's write landed; the lock is free
+    first.close()
+    second.close()
