@@ -47,8 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.stats
-from statsmodels.stats import inter_rater
 
 from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, WINNERS, concat, judgments_from_frame
 from peercore.ranking._battles import row_weights
@@ -426,6 +424,8 @@ def cohen_kappa(labels_1: Sequence[Hashable], labels_2: Sequence[Hashable]) -> f
     np.add.at(table, (codes[: len(first)], codes[len(first) :]), 1.0)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
+        from statsmodels.stats import inter_rater  # imported on use: pages that never compute kappa skip it
+
         return float(inter_rater.cohens_kappa(table, return_results=False))
 
 
@@ -455,6 +455,8 @@ def fleiss_kappa(ratings: np.ndarray | Sequence[Sequence[Hashable]]) -> float:
     if array.shape[1] < 2:
         raise ValueError(f"ratings needs at least 2 raters (columns), got {array.shape[1]}")
     codes, _ = pd.factorize(_labels(array.ravel(), "ratings"))
+    from statsmodels.stats import inter_rater
+
     counts, _ = inter_rater.aggregate_raters(codes.reshape(array.shape))
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -499,6 +501,8 @@ def rank_correlation(scores_1: pd.Series, scores_2: pd.Series, *, method: str = 
         raise ValueError(
             f"scores_1 and scores_2 share {len(both)} scored model(s) ({list(both.index)}); need at least 2"
         )
+    import scipy.stats  # imported on use (0.6 s): the Bias and Leaderboard pages' first run does not need it
+
     test = scipy.stats.spearmanr if method == "spearman" else scipy.stats.kendalltau
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
