@@ -13,6 +13,8 @@ import pandas as pd
 import psycopg
 import pytest
 
+from peerboard_testing import make_judgments
+
 from peercore import assignment, pg_schema
 from peercore.db import redact_url, translate
 from peercore.store import _MIGRATIONS, SCHEMA_VERSION, ScoreConflict, Store, StoreError, WriteCounts
@@ -266,3 +268,67 @@ def test_a_writer_waits_for_another_at_most_its_busy_timeout(db):
     assert second.add_judgments("s", rows) == WriteCounts(0, 1)  # the first one's write landed; the lock is free
     first.close()
     second.close()
+
+
+def _every_method(store) -> dict:
+    """Call every public Store method once; what each returns (times and ids left out)."""
+    out = {}
+    store.create_study("s", description="d", source={"from": "x"})
+    store.create_study("t")
+    out["studies"] = store.studies().drop(columns=["created_at"])
+    store.update_study_source("s", {"more": 1})
+    out["source"] = store.study_source("s")
+    store.add_questions("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["a", "b"]}))
+    store.add_answers("s", pd.DataFrame({"question_id": ["1", "2"], "model": ["m", "n"], "answer": ["x", "y"]}))
+    out["answers"] = store.answers("s")
+    out["qc"] = store.question_conflicts("s", pd.DataFrame({"question_id": ["1"], "text": ["z"]}))
+    name = store.resolve_judge("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 0}, register=True)
+    name2 = store.resolve_judge("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 1}, register=True)
+    out["names"] = (name, name2)
+    store.set_judge("s", "human:x", kind="human", model_alias="m")
+    out["aliases"] = store.judge_aliases("s"); out["registered"] = store.registered_judges("s"); out["runj"] = store.run_judges("s")
+    run = store.create_run("s", "review", {"api_key": "k", "x": 1}, items=["i1", "i2", "i3"], run_id="r1")
+    store.set_run_status(run, "running")
+    store.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"}, prompt_tokens=3, run_id=run, item_key="i1")
+    out["dup_call"] = store.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"})
+    out["cached"] = {k: v for k, v in store.cached_call("c1").items() if k != "created_at"}
+    store.finish_item(run, "i1", prompt_tokens=3, cost_usd=0.5, write=lambda tx: store.add_judgments("s", make_judgments([("m", "n", "model_a", name)]), run_id=run))
+    out["run"] = {k: v for k, v in store.run(run).items() if k not in ("created_at", "updated_at")}
+    out["runs"] = store.runs("s").drop(columns=["created_at", "updated_at"])
+    out["acct"] = store.run_accounting(run)
+    out["pending"] = store.pending_items(run)
+    out["run_judgments"] = store.run_judgments(run)
+    out["judges"] = store.judges("s")
+    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": "1", "model_a": "m", "model_b": "n", "status": "unresolved", "scenario": "sc" if k else ""}, [{"round": 0, "position": 0, "speaker": "x", "verdict": "tie"}]) for k in range(3)])
+    ids = store.debates("s")["id"].tolist()
+    out["claim"] = {k: v for k, v in store.claim_debate("s", "ann", lease_seconds=60, scenario="sc", now=1.8e9).items() if k not in ("expires_at", "debate_id")}
+    out["leases"] = store.leases("s", now=1.8e9)[["annotator", "live"]]
+    out["release"] = store.release_leases("s", "ann")
+    store.adjudicate(ids[0], "ann", "both_bad", token="t1", blind=True)
+    out["queue"] = store.adjudication_queue("s", annotator="ben", overlap=2).drop(columns=["id"])
+    out["undo"] = store.undo_adjudication(ids[0], "ann", token="t1")
+    store.skip_debate(ids[1], "ann")
+    out["skips"] = len(store.skipped_debates("s", "ann")); out["clear"] = store.clear_skips("s", "ann")
+    store.update_study_settings("s", rubric="r", overlap=1)
+    out["settings"] = store.study_settings("s")
+    store.add_human_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "attribute": ["a"], "value": [1.5]}))
+    out["hs"] = store.human_scores("s", attribute="a")
+    store.add_judge_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "judge": ["j"], "score": [3.0], "attribute": ["a"]}))
+    out["js"] = store.judge_scores("s", judges=["j"], attribute="a")
+    iid = store.record_import("s", source="f.csv", format="canonical", counts={"a": 1})
+    out["imports"] = store.imports("s").drop(columns=["created_at", "id"])
+    out["summary"] = store.summary("s"); out["rev"] = store.revision("s"); out["labels"] = store.labels("s")
+    out["turns"] = store.debate_turns([])
+    store.delete_study("t"); out["has_t"] = store.has_study("t")
+    out["integrity"] = store.integrity_problems()
+    return out
+
+
+def test_every_store_method_returns_the_same_on_both_backends(tmp_path, pg_url):
+    sqlite, postgres = _every_method(Store(tmp_path / "pb.sqlite")), _every_method(Store(pg_url))
+    assert list(sqlite) == list(postgres)
+    for what in sqlite:
+        if isinstance(sqlite[what], pd.DataFrame):
+            pd.testing.assert_frame_equal(sqlite[what], postgres[what], obj=what)
+        else:
+            assert sqlite[what] == postgres[what], what
