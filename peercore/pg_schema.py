@@ -335,25 +335,34 @@ CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 MIGRATIONS: dict[int, str] = {}
 
 
-def upgrade(store, applied: set[int], migrations: list[tuple[int, str, str]], *, now: str) -> None:
-    """Bring a PostgreSQL database to the newest version (inside write transactions).
+def upgrade(store, migrations: list[tuple[int, str, str]], *, now: str) -> None:
+    """Bring a PostgreSQL database to the newest version, in one write transaction.
 
     A database without any version gets :data:`BASELINE` and versions 1 to
     :data:`BASELINE_VERSION` recorded; later versions run their :data:`MIGRATIONS` form.
+    Everything runs under the database's write lock (:mod:`peercore.db`), so processes
+    opening a new database at the same time create it once.
 
     Raises
     ------
     peercore.store.StoreError
-        If a migration the database lacks has no PostgreSQL form (nothing is changed).
+        If the database has a newer version than ``migrations``, or a migration it lacks
+        has no PostgreSQL form (nothing is changed).
     """
     from peercore.store import StoreError
 
-    missing = [v for v, _, _ in migrations if v > BASELINE_VERSION and v not in applied and v not in MIGRATIONS]
-    if missing:
-        raise StoreError(f"schema migration(s) {missing} have no PostgreSQL form (peercore.pg_schema.MIGRATIONS); "
-                         "this PostgreSQL database was left unchanged")
+    newest = max(version for version, _, _ in migrations)
     with store.transaction() as tx:
-        applied = {row[0] for row in tx.execute("SELECT version FROM schema_migrations")}  # again, under the lock
+        tx.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                   "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+        applied = {row[0] for row in tx.execute("SELECT version FROM schema_migrations")}
+        if applied and max(applied) > newest:
+            raise StoreError(f"{store.path} has schema version {max(applied)}, newer than this peercore ({newest}); "
+                             "upgrade peercore")
+        missing = [v for v, _, _ in migrations if v > BASELINE_VERSION and v not in applied and v not in MIGRATIONS]
+        if missing:
+            raise StoreError(f"schema migration(s) {missing} have no PostgreSQL form (peercore.pg_schema.MIGRATIONS); "
+                             "this PostgreSQL database was left unchanged")
         if not applied:
             tx.raw.execute(BASELINE)
             for version, name, _ in migrations:

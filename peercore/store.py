@@ -782,6 +782,11 @@ class Store:
         self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _migrate(self) -> None:
+        if self.url is not None:  # PostgreSQL: the baseline, then later versions' PostgreSQL forms, under the lock
+            from peercore import pg_schema
+
+            pg_schema.upgrade(self, _MIGRATIONS, now=_now())
+            return
         connection = self.connect()
         connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -793,11 +798,6 @@ class Store:
                 f"{self.path} has schema version {max(applied)}, newer than this peercore "
                 f"({SCHEMA_VERSION}); upgrade peercore"
             )
-        if self.url is not None:  # PostgreSQL: the baseline, then later versions' PostgreSQL forms
-            from peercore import pg_schema
-
-            pg_schema.upgrade(self, applied, _MIGRATIONS, now=_now())
-            return
         for version, name, sql in _MIGRATIONS:
             if version in applied:
                 continue

@@ -332,3 +332,23 @@ def test_every_store_method_returns_the_same_on_both_backends(tmp_path, pg_url):
             pd.testing.assert_frame_equal(sqlite[what], postgres[what], obj=what)
         else:
             assert sqlite[what] == postgres[what], what
+
+
+def test_processes_opening_a_new_database_at_once_create_it_once(pg_url):
+    opened, errors = [], []
+
+    def open_store() -> None:
+        try:
+            store = Store(pg_url)
+            opened.append(store.schema_version())
+            store.close()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and opened == [SCHEMA_VERSION] * 4
+    assert Store(pg_url).migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
