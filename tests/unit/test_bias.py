@@ -372,3 +372,22 @@ def test_judge_bias_model_mirroring_flips_position_only():
     for bias in ("self", "length"):
         assert np.allclose(swapped.xs(bias, level="bias")["coefficient"],
                            before.xs(bias, level="bias")["coefficient"], atol=1e-6)
+
+
+def test_the_wilson_interval_equals_statsmodels():
+    """The written-out Wilson interval (Wilson 1927) equals statsmodels' ``proportion_confint``
+    (``method="wilson"``) at several levels, including 0 and n successes; NaN for no trials."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from peercore.bias import _wilson
+
+    rng = np.random.default_rng(7)
+    nobs = rng.integers(1, 5000, 200).astype(float)
+    count = np.floor(rng.random(200) * (nobs + 1))
+    count[:3], nobs[:3] = [0, 5, 7], [4, 5, 7]
+    for level in (0.8, 0.95, 0.99):
+        low, high = _wilson(count, nobs, level)
+        theirs = proportion_confint(count, nobs, alpha=1 - level, method="wilson")
+        assert np.allclose(low, theirs[0], atol=1e-12, rtol=0) and np.allclose(high, theirs[1], atol=1e-12, rtol=0)
+    low, high = _wilson(np.array([0.0, 3.0]), np.array([0.0, 10.0]), 0.95)
+    assert np.isnan(low[0]) and np.isnan(high[0]) and 0 < low[1] < 0.3 < high[1] < 1
