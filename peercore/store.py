@@ -18,6 +18,10 @@ One database file holds many studies. Properties:
   (variant) name, and imports never write under a run judge's name.
 - **Provenance**: every import is recorded in ``imports`` (file, format, checksum, counts,
   time) and merged into the study's ``source``.
+- **PostgreSQL** too: ``Store("postgresql://...")`` runs the same code through a thin
+  dialect layer (:mod:`peercore.db`: psycopg 3, COPY for bulk writes) on the schema of
+  :mod:`peercore.pg_schema` (same versions; later migrations carry both forms).
+  ``$PEERBOARD_DB`` (the CLI's and the dashboard's database) takes files only, for now.
 - **No secrets**: nothing here stores API keys; run configurations are scrubbed of
   keys named like secrets before they are written (:func:`scrub_secrets`).
 
@@ -682,6 +686,11 @@ class Store:
             self.path = _db.redact_url(self.url)
             self._local = threading.local()
             try:
+                if not create and self.connect().execute(
+                        "SELECT to_regclass('schema_migrations') IS NULL").fetchone()[0]:
+                    self.close()
+                    raise StoreError(f"no PeerBoard database at {self.path}; import a study first "
+                                     "(peercore import PATH --db ...)")
                 self._migrate()
             except _db.postgres_error() as exc:
                 self.close()

@@ -352,3 +352,12 @@ def test_processes_opening_a_new_database_at_once_create_it_once(pg_url):
         thread.join()
     assert errors == [] and opened == [SCHEMA_VERSION] * 4
     assert Store(pg_url).migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_a_reader_does_not_create_a_postgresql_database(pg_url):
+    with pytest.raises(StoreError, match=r"no PeerBoard database at postgresql://"):
+        Store(pg_url, create=False)
+    with _pg(pg_url) as connection:
+        assert connection.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None
+    Store(pg_url)
+    assert Store(pg_url, create=False).schema_version() == SCHEMA_VERSION
