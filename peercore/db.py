@@ -152,8 +152,9 @@ def translate(sql: str) -> Translated:
     text = re.sub("\x00(\\d+)\x00", lambda m: literals[int(m.group(1))].replace("%", "%%"), masked)
     insert = None
     found = _INSERT_VALUES.match(sql)
-    if found and "SELECT" not in found.group(4).upper():
-        values = [v.strip() for v in _split_values(found.group(4))]
+    split = _split_values(found.group(4)) if found and "SELECT" not in found.group(4).upper() else None
+    if split is not None:  # a plain VALUES (...) and nothing after it (no ON CONFLICT ... DO UPDATE)
+        values = [v.strip() for v in split]
         columns = [c.strip() for c in found.group(3).split(",")] if found.group(3) else None
         if columns is None and all(v == "?" for v in values):  # every column, in order
             insert = (bool(found.group(1)), found.group(2), None, tuple(values))
@@ -188,8 +189,8 @@ def _alias_subqueries(sql: str) -> str:
     return "".join(out)
 
 
-def _split_values(text: str) -> list[str]:
-    """Split a VALUES list on commas outside quotes and parentheses."""
+def _split_values(text: str) -> list[str] | None:
+    """Split a VALUES list on commas outside quotes and parentheses; None if it is not one list."""
     out, depth, quote, start = [], 0, False, 0
     for k, ch in enumerate(text):
         if ch == "'":
@@ -198,6 +199,8 @@ def _split_values(text: str) -> list[str]:
             depth += 1
         elif not quote and ch == ")":
             depth -= 1
+            if depth < 0:  # "VALUES (...) ON CONFLICT (...) ...": more than the list
+                return None
         elif not quote and depth == 0 and ch == ",":
             out.append(text[start:k])
             start = k + 1

@@ -42,6 +42,11 @@ def test_translate_rewrites_sql_outside_literals_only():
         "SELECT COUNT(*) FROM (SELECT 1) AS _sub0 WHERE 1 = 1"
     assert translate("SELECT COUNT(*) FROM (SELECT 1) t").sql == "SELECT COUNT(*) FROM (SELECT 1) t"
     assert translate("INSERT INTO studies (name) VALUES (?)").returning_id
+    assert translate("INSERT INTO labels (study_id, id, text) VALUES (?, ?, ?)").insert == \
+        (False, "labels", ("study_id", "id", "text"), ("?", "?", "?"))  # executemany goes through COPY
+    upsert = ("INSERT INTO judges (study_id, name, kind) VALUES (?, ?, ?) ON CONFLICT (study_id, name) DO UPDATE SET "
+              "kind = COALESCE(excluded.kind, judges.kind)")
+    assert translate(upsert).insert is None  # an upsert is never turned into COPY
     assert translate("BEGIN IMMEDIATE").kind == "begin" and translate("PRAGMA foreign_keys = ON").kind == "noop"
     assert translate("PRAGMA busy_timeout = 250").sql == "SET lock_timeout = 250"
     assert translate("CREATE TEMP TABLE t (p REAL)").sql == "CREATE TEMP TABLE t (p DOUBLE PRECISION)"
