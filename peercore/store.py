@@ -230,6 +230,9 @@ def _is_secret_name(key: str) -> bool:
 
 # ------------------------------------------------------------------------- migrations
 # Each migration is (version, name, SQL). Never edit a released one: add a new one.
+# PostgreSQL databases start from peercore.pg_schema.BASELINE (version 8): every migration
+# after version 8 also needs its PostgreSQL form in peercore.pg_schema.MIGRATIONS under the
+# same version (tests/unit/store/test_postgres_store.py fails until it has one).
 
 _MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", """
