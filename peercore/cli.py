@@ -150,6 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "db", None) is not None:
+            # Store() opens postgresql:// URLs, but the whole product (Study's column reads,
+            # the runner's lock handling, the dashboard) does not run there yet: refuse a URL
+            # here as $PEERBOARD_DB is refused, without repeating it (issue 13).
+            from peercore.store import database_file_path
+
+            args.db = database_file_path(args.db, what="--db")
         return int(args.handler(args) or 0)
     except BrokenPipeError:
         # The reader went away (``peercore rank ... | head -1``): what was asked is done, the

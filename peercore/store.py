@@ -178,7 +178,7 @@ def default_db_path() -> Path:
         are supported, and a URL must not become a folder named ``postgresql:``.
     """
     if os.environ.get(ENV_DB):
-        return _file_path(os.environ[ENV_DB], what=f"${ENV_DB}")
+        return database_file_path(os.environ[ENV_DB], what=f"${ENV_DB}")
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "peerboard" / "peerboard.sqlite"
 
@@ -186,8 +186,9 @@ def default_db_path() -> Path:
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def _file_path(value: str | os.PathLike[str], *, what: str) -> Path:
-    """A database file path; a URL is refused (its credentials are not repeated)."""
+def database_file_path(value: str | os.PathLike[str], *, what: str) -> Path:
+    """A database file path given by a user (``--db``, ``$PEERBOARD_DB``); a URL is refused
+    without repeating it (its credentials), until the whole product runs on PostgreSQL."""
     text = os.fspath(value)
     if _URL.match(text):
         scheme = text.split("://", 1)[0]
@@ -699,7 +700,7 @@ class Store:
                 self.close()
                 raise StoreError(f"{self.path}: {str(exc).strip()}") from exc
             return
-        path = default_db_path() if path is None else _file_path(path, what="the database")
+        path = default_db_path() if path is None else database_file_path(path, what="the database")
         if str(path) == ":memory:":
             raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
         self.path = Path(path).expanduser()

@@ -145,6 +145,13 @@ def test_a_database_url_is_refused_not_taken_for_a_folder(tmp_path, monkeypatch,
     assert not (tmp_path / "postgresql:").exists()
     assert main(["rank", "--study", "s", "--db", "sqlite:///x.db"]) == 2
     assert "is a database URL (sqlite://...)" in capsys.readouterr().err
+    # Store() opens PostgreSQL (issue 13, first slice), but the product does not run there yet:
+    # --db refuses a postgresql:// URL as $PEERBOARD_DB does, before connecting, without the password.
+    monkeypatch.delenv("PEERBOARD_DB")
+    for argv in (["import", str(path), "--study", "s"], ["rank", "--study", "s"], ["runs", "--study", "s"]):
+        assert main([*argv, "--db", "postgresql://me:s3cret-password@127.0.0.1:1/peer"]) == 2
+        err = capsys.readouterr().err
+        assert "--db is a database URL (postgresql://...)" in err and "s3cret" not in err, err
 
 
 # ------------------------------------------------------------------------ issue 11 options
