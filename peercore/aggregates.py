@@ -15,11 +15,19 @@ and the Studies page need) is a ``GROUP BY`` that SQLite answers from the coveri
 migration 8 (0.15-0.3 s for a million verdicts, no temporary B-tree); the others scan the
 study's rowid range in insertion order (the index ``verdicts_by_study (study_id, id)``
 gives the range) and let numpy count what SQLite concatenated.
+
+On PostgreSQL (a store opened on a ``postgresql://`` URL, :mod:`peercore.db`) the same
+functions return the same frames: the column reads come as one ``COPY ... TO STDOUT`` in
+CSV parsed by pyarrow (:func:`peercore.db.read_arrow`, ordered by ``id``), SQLite's
+two-argument ``MIN`` / ``MAX`` become ``LEAST`` / ``GREATEST``, and a read whose row
+order SQLite takes from an index gets that order as an ``ORDER BY``.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+from peercore import db as _db
 
 __all__ = ["verdict_counts", "verdict_tally", "column_used", "repeated_votes", "verdict_codes", "questions_with_three_candidates", "contestants", "answer_models", "judges", "read_verdicts", "summary", "has_probabilities", "filled_columns", "question_judge_sizes"]
 
@@ -63,6 +71,14 @@ def column_used(store, study: str, column: str) -> bool:
     return row is not None
 
 
+def _repeated_order(store) -> str:
+    """SQLite's order of :func:`repeated_votes` (its unique index's, text in byte order) as PostgreSQL's ORDER BY."""
+    if not _db.is_postgres(store):
+        return ""
+    return (' ORDER BY v.question_id COLLATE "C", v.model_a, v.model_b, v.judge, v.criterion, v.turn, v.round, '
+            'v.vote')
+
+
 def verdict_codes(store, study: str) -> dict | None:
     """Every valid verdict as integer columns (no names, no texts): what swap consistency needs, in one scan.
 
@@ -81,6 +97,8 @@ def verdict_codes(store, study: str) -> dict | None:
     labels = _labels(store, sid)
     width = max(labels, default=0) + 1
     extra = [c for c in ("turn", "criterion", "round", "vote") if c in filled_columns(store, study)]
+    if _db.is_postgres(store):
+        return _pg_verdict_codes(store, sid, low, high, width, extra)
     parts = ["COUNT(*)", "group_concat(length(CAST(question_id AS BLOB)))", "group_concat(question_id, '')",
              "group_concat(((judge * ?1 + model_a) * ?1 + model_b) * 4 + winner)"] + [f"group_concat({c})" for c in extra]
     row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE id BETWEEN ?2 AND ?3 "
@@ -96,18 +114,44 @@ def verdict_codes(store, study: str) -> dict | None:
     if len(lengths) != count or len(packed) != count or offsets[-1] != len(data):
         return None
     questions = pa.LargeStringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    values = {}
+    for column in extra:
+        values[column] = np.fromstring(row[4 + extra.index(column)], dtype=np.int64, sep=",")
+        if len(values[column]) != count:
+            return None
+    return _codes(count, questions, packed, width, values)
+
+
+def _codes(count: int, questions, packed, width: int, values: dict) -> dict:
+    """:func:`verdict_codes`' dict from the questions (an Arrow string array), the packed codes and the extra columns."""
+    import numpy as np
+    import pyarrow as pa
+
     out = {"question": pd.factorize(pd.array(questions, dtype=pd.ArrowDtype(pa.large_string())))[0].astype(np.int64),
            "winner": packed % 4, "model_b": packed // 4 % width, "model_a": packed // 4 // width % width,
            "judge": packed // 4 // width // width}
-    for k, column in enumerate(("turn", "criterion", "round", "vote")):
-        if column in extra:
-            values = np.fromstring(row[4 + extra.index(column)], dtype=np.int64, sep=",")
-            if len(values) != count:
-                return None
-            out[column] = values
-        else:
-            out[column] = np.zeros(count, dtype=np.int64)
+    for column in ("turn", "criterion", "round", "vote"):
+        out[column] = values[column] if column in values else np.zeros(count, dtype=np.int64)
     return out
+
+
+def _pg_verdict_codes(store, sid: int, low: int, high: int, width: int, extra: list[str]) -> dict | None:
+    """:func:`verdict_codes` on PostgreSQL: the same columns read by ``COPY`` (:func:`peercore.db.read_arrow`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    width, sid, low, high = int(width), int(sid), int(low), int(high)
+    packed = f"((judge::bigint * {width} + model_a) * {width} + model_b) * 4 + winner"
+    table = _db.read_arrow(
+        store.connect(), f"SELECT question_id, {packed}{''.join(', ' + c for c in extra)} FROM verdicts "
+        f"WHERE id BETWEEN {low} AND {high} AND study_id = {sid} AND valid = 1 ORDER BY id",
+        [("question_id", pa.large_string()), ("packed", pa.int64())] + [(c, pa.int64()) for c in extra])
+    count = table.num_rows
+    if count == 0:
+        return None
+    values = {c: table.column(c).to_numpy().astype(np.int64, copy=False) for c in extra}
+    return _codes(count, table.column("question_id").combine_chunks(),
+                  table.column("packed").to_numpy().astype(np.int64, copy=False), width, values)
 
 
 def repeated_votes(store, study: str) -> pd.DataFrame:
@@ -134,7 +178,7 @@ def repeated_votes(store, study: str) -> pd.DataFrame:
         "(SELECT DISTINCT question_id, model_a, model_b, judge, criterion, turn, round FROM verdicts "
         " WHERE study_id = ?1 AND vote <> 0) r JOIN verdicts v ON v.study_id = ?1 AND v.question_id = r.question_id "
         "AND v.model_a = r.model_a AND v.model_b = r.model_b AND v.judge = r.judge AND v.criterion = r.criterion "
-        "AND v.turn = r.turn AND v.round = r.round WHERE v.valid = 1", (sid,)).fetchall()
+        "AND v.turn = r.turn AND v.round = r.round WHERE v.valid = 1" + _repeated_order(store), (sid,)).fetchall()
     if not rows:
         return empty
     labels = _labels(store, sid)
@@ -223,7 +267,7 @@ def repeated_votes(store, study: str) -> pd.DataFrame:
         "(SELECT DISTINCT question_id, model_a, model_b, judge, criterion, turn, round FROM verdicts "
         " WHERE study_id = ?1 AND vote <> 0) r JOIN verdicts v ON v.study_id = ?1 AND v.question_id = r.question_id "
         "AND v.model_a = r.model_a AND v.model_b = r.model_b AND v.judge = r.judge AND v.criterion = r.criterion "
-        "AND v.turn = r.turn AND v.round = r.round WHERE v.valid = 1", (sid,)).fetchall()
+        "AND v.turn = r.turn AND v.round = r.round WHERE v.valid = 1" + _repeated_order(store), (sid,)).fetchall()
     if not rows:
         return empty
     labels = _labels(store, sid)
@@ -250,10 +294,13 @@ def questions_with_three_candidates(store, study: str) -> pd.Series:
     """
     sid, low, high = _range(store, study)
     labels = _labels(store, sid)
-    rows = store.connect().execute(
-        "SELECT judge, COUNT(*) FROM (SELECT judge FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? "
-        "AND valid = 1 GROUP BY judge, question_id HAVING MIN(MIN(model_a, model_b)) <> MAX(MIN(model_a, model_b)) "
-        "OR MIN(MAX(model_a, model_b)) <> MAX(MAX(model_a, model_b))) GROUP BY judge", (low, high, sid)).fetchall()
+    sql = ("SELECT judge, COUNT(*) FROM (SELECT judge FROM verdicts WHERE id BETWEEN ? AND ? AND +study_id = ? "
+           "AND valid = 1 GROUP BY judge, question_id HAVING MIN(MIN(model_a, model_b)) <> MAX(MIN(model_a, model_b)) "
+           "OR MIN(MAX(model_a, model_b)) <> MAX(MAX(model_a, model_b))) GROUP BY judge")
+    if _db.is_postgres(store):  # SQLite's two-argument MIN / MAX
+        sql = sql.replace("MIN(model_a, model_b)", "LEAST(model_a, model_b)").replace(
+            "MAX(model_a, model_b)", "GREATEST(model_a, model_b)")
+    rows = store.connect().execute(sql, (low, high, sid)).fetchall()
     out = pd.Series({labels[r[0]]: int(r[1]) for r in rows}, dtype="int64")
     return out.sort_index()
 
@@ -504,7 +551,8 @@ def read_verdicts(store, study: str, *, include_invalid: bool = False, with_vote
     rowid range, numbers are parsed by numpy and texts become Arrow arrays straight
     from their bytes and lengths: a million verdicts read in about half the time. The
     rows come in the order of the scan, which is verified to be insertion order (else,
-    and for an empty study, this falls back to ``Store.judgments``).
+    and for an empty study, this falls back to ``Store.judgments``). On PostgreSQL the
+    columns come from one ``COPY`` ordered by ``id`` (:func:`peercore.db.read_arrow`).
     """
     import numpy as np
     import pyarrow as pa
@@ -517,40 +565,11 @@ def read_verdicts(store, study: str, *, include_invalid: bool = False, with_vote
     ints = ["id", "model_a", "model_b", "judge", "COALESCE(winner, -1)"]
     ints += [c for c in ("criterion", "turn", "round", "vote") if c in filled]
     texts = ["question_id"] + (["rationale"] if "rationale" in filled else []) + (["raw"] if include_invalid else [])
-    parts = ["COUNT(*)"] + [f"group_concat({c})" for c in ints] + ([f"group_concat(valid)"] if include_invalid else [])
-    parts += ["group_concat(quote(p_a))"] if "p_a" in filled else []
-    for column in texts:
-        parts += [f"group_concat(COALESCE(length(CAST({column} AS BLOB)), -1))", f"group_concat({column}, '')"]
-    where = "id BETWEEN ? AND ? AND +study_id = ?" + ("" if include_invalid else " AND valid = 1")
-    row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE {where}", (low, high, sid)).fetchone()
-    n = int(row[0])
-    if n == 0:
+    read = _pg_verdict_columns if _db.is_postgres(store) else _sqlite_verdict_columns
+    columns = read(store, (sid, low, high), ints, texts, include_invalid=include_invalid, p_a="p_a" in filled)
+    if columns is None:
         return fallback()
-    values = iter(row[1:])
-    number = {}
-    for column in ints:
-        number[column] = np.fromstring(next(values), dtype=np.int64, sep=",")
-    ids = number.pop("id")
-    if len(ids) != n or (n > 1 and not (np.diff(ids) > 0).all()):
-        return fallback()
-    valid = np.fromstring(next(values), dtype=np.int64, sep=",") if include_invalid else None
-    p_a = np.full(n, np.nan)
-    if "p_a" in filled:
-        p_a = np.fromstring(next(values).replace("NULL", "nan"), dtype=float, sep=",")
-        if len(p_a) != n:
-            return fallback()
-    text = {}
-    for column in texts:
-        lengths = np.fromstring(next(values), dtype=np.int64, sep=",")
-        data = (next(values) or "").encode("utf-8")
-        missing = lengths < 0
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.where(missing, 0, lengths), out=offsets[1:])
-        if len(lengths) != n or offsets[-1] != len(data):
-            return fallback()
-        mask = pa.array(~missing).buffers()[1] if missing.any() else None
-        text[column] = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), mask,
-                                                       int(missing.sum()))
+    n, number, valid, p_a, text = columns
     labels = store._labels(sid)
 
     def names(codes):
@@ -584,3 +603,86 @@ def read_verdicts(store, study: str, *, include_invalid: bool = False, with_vote
     if with_vote:
         out["vote"] = number["vote"] if "vote" in number else np.zeros(n, dtype=np.int64)
     return out
+
+
+def _sqlite_verdict_columns(store, span: tuple[int, int, int], ints: list[str], texts: list[str], *,
+                            include_invalid: bool, p_a: bool):
+    """:func:`read_verdicts`' columns from SQLite's ``group_concat`` of each; None: read with ``Store.judgments``.
+
+    Returns ``(n, numbers by column (id checked, then left out), valid or None, p_a, texts as Arrow arrays)``.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    sid, low, high = span
+    filled = {"p_a"} if p_a else set()  # from here on, read_verdicts' own SQLite read, unchanged
+    parts = ["COUNT(*)"] + [f"group_concat({c})" for c in ints] + ([f"group_concat(valid)"] if include_invalid else [])
+    parts += ["group_concat(quote(p_a))"] if "p_a" in filled else []
+    for column in texts:
+        parts += [f"group_concat(COALESCE(length(CAST({column} AS BLOB)), -1))", f"group_concat({column}, '')"]
+    where = "id BETWEEN ? AND ? AND +study_id = ?" + ("" if include_invalid else " AND valid = 1")
+    row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE {where}", (low, high, sid)).fetchone()
+    n = int(row[0])
+    if n == 0:
+        return None
+    values = iter(row[1:])
+    number = {}
+    for column in ints:
+        number[column] = np.fromstring(next(values), dtype=np.int64, sep=",")
+    ids = number.pop("id")
+    if len(ids) != n or (n > 1 and not (np.diff(ids) > 0).all()):
+        return None
+    valid = np.fromstring(next(values), dtype=np.int64, sep=",") if include_invalid else None
+    p_a = np.full(n, np.nan)
+    if "p_a" in filled:
+        p_a = np.fromstring(next(values).replace("NULL", "nan"), dtype=float, sep=",")
+        if len(p_a) != n:
+            return None
+    text = {}
+    for column in texts:
+        lengths = np.fromstring(next(values), dtype=np.int64, sep=",")
+        data = (next(values) or "").encode("utf-8")
+        missing = lengths < 0
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.where(missing, 0, lengths), out=offsets[1:])
+        if len(lengths) != n or offsets[-1] != len(data):
+            return None
+        mask = pa.array(~missing).buffers()[1] if missing.any() else None
+        text[column] = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), mask,
+                                                       int(missing.sum()))
+    return n, number, valid, p_a, text
+
+
+def _pg_verdict_columns(store, span: tuple[int, int, int], ints: list[str], texts: list[str], *,
+                        include_invalid: bool, p_a: bool):
+    """:func:`read_verdicts`' columns on PostgreSQL: one ``COPY`` of the study's rows in ``id`` order.
+
+    The same tuple as :func:`_sqlite_verdict_columns` (None for an empty study).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    sid, low, high = (int(v) for v in span)
+    names = [f"c{k}" for k in range(len(ints))]
+    columns = [(name, pa.int64()) for name in names]
+    select = list(ints)
+    if include_invalid:
+        select.append("valid")
+        columns.append(("valid", pa.int64()))
+    if p_a:
+        select.append("p_a")
+        columns.append(("p_a", pa.float64()))
+    select += texts
+    columns += [(column, pa.large_string()) for column in texts]
+    where = f"id BETWEEN {low} AND {high} AND study_id = {sid}" + ("" if include_invalid else " AND valid = 1")
+    table = _db.read_arrow(store.connect(), f"SELECT {', '.join(select)} FROM verdicts WHERE {where} ORDER BY id",
+                           columns)
+    n = table.num_rows
+    if n == 0:
+        return None
+    number = {column: table.column(name).to_numpy().astype(np.int64, copy=False) for column, name in zip(ints, names)}
+    number.pop("id")
+    valid = table.column("valid").to_numpy().astype(np.int64, copy=False) if include_invalid else None
+    p_values = table.column("p_a").to_numpy(zero_copy_only=False).astype(float, copy=False) if p_a else np.full(n, np.nan)
+    text = {column: table.column(column).combine_chunks() for column in texts}
+    return n, number, valid, p_values, text

@@ -63,7 +63,6 @@ import json
 import logging
 import math
 import random
-import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -73,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from peercore import db as _db
 from peercore.errors import PeercoreError
 from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, MissingCredentials, RetryableError
 from peercore.store import scrub_secrets
@@ -644,7 +644,7 @@ class Runner:
                          attempts=self.retry.max_attempts) from None
 
     async def _keep(self, write: Callable[[], Any], *, what: str) -> Any:
-        """Run a store write; while another process holds SQLite's write lock, wait and retry.
+        """Run a store write; while another process holds the store's write lock, wait and retry.
 
         The data to write (a paid response, a batch of results) stays in memory until it
         is written: a long lock delays the run, it never loses what was paid for. Each
@@ -656,7 +656,7 @@ class Runner:
             try:
                 with self.store.busy_timeout(250):
                     return write()
-            except sqlite3.OperationalError as exc:
+            except Exception as exc:  # SQLite's "locked" / "busy", PostgreSQL's lock timeout (peercore.db)
                 if not _is_locked(exc):
                     raise
                 state = getattr(self, "_state", None)
@@ -695,9 +695,9 @@ def _refuse_other_job(store: "Store", run_id: str, kind: str, config: dict) -> N
                       "spent. Run without --run-id to start (or resume) this job's own run")
 
 
-def _is_locked(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
+def _is_locked(exc: BaseException) -> bool:
+    """Another writer holds the lock, on either engine (:func:`peercore.db.is_lock_error`)."""
+    return _db.is_lock_error(exc)
 
 
 def _shallow(obj) -> dict:
@@ -950,12 +950,12 @@ class _RunState:
             return
         try:
             await self.runner._keep(lambda: self._commit(batch), what=f"the results of {len(batch)} item(s)")
-        except (sqlite3.IntegrityError, ValueError) as exc:
+        except (*_db.integrity_errors(), ValueError) as exc:
             log.info("a batch of %d items could not be stored together (%s); storing them one by one", len(batch), exc)
             for k, commit in enumerate(batch):
                 try:
                     await self.runner._keep(lambda c=commit: self._commit([c]), what="an item's results")
-                except (sqlite3.IntegrityError, ValueError) as item_exc:
+                except (*_db.integrity_errors(), ValueError) as item_exc:
                     reason = f"its result could not be stored: {item_exc}"[:2000]
                     failed = _Commit(commit.item, "failed", reason, commit.ctx)
                     await self.runner._keep(lambda c=failed: self._commit([c]), what="a failed item")

@@ -94,3 +94,20 @@ def db(request, tmp_path):
     if request.param == "sqlite":
         return tmp_path / "pb.sqlite"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def new_pg_url(pg_cluster):
+    """A function giving the URL of a new, empty schema in the session's cluster, for fixtures wider than one test.
+
+    Unlike :func:`pg_url` its connections are not tracked: close the stores opened on it.
+    """
+    import psycopg
+
+    def make() -> str:
+        schema = f"t{next(_schemas)}"
+        with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        return f"{pg_cluster.url}?options=-csearch_path%3D{schema}"
+
+    return make
