@@ -88,7 +88,7 @@ def test_a_write_lock_held_mid_run_on_postgresql_delays_the_run_and_loses_nothin
             time.sleep(2.0)
 
     thread = threading.Thread(target=hold_the_lock)
-    with FakeLLMServer(seed=5, latency_s=0.15) as server, caplog.at_level(logging.INFO, logger="peercore.runner"):
+    with FakeLLMServer(seed=5, latency_s=0.25) as server, caplog.at_level(logging.INFO, logger="peercore.runner"):
         thread.start()
         result = _review(store, server, concurrency=2)
         thread.join(30)
