@@ -1,4 +1,8 @@
-"""Several annotators at once on one SQLite file (issue 13): leases, overlap, decisions stored once.
+"""Several annotators at once on one store (issue 13): leases, overlap, decisions stored once.
+
+The five-annotator and overlap tests run on a SQLite file and on PostgreSQL (a schema in the
+suite's throwaway cluster, ``db`` fixture in tests/conftest.py); the kill-inside-the-claim
+test is about SQLite's file lock.
 
 Each annotator is its own process (``lease_worker.py``, through :mod:`peercore.assignment`,
 the layer under ``peercore adjudicate`` and the Adjudication page). One of them is killed
@@ -73,8 +77,8 @@ def stored(path: Path) -> list[tuple[int, str, str]]:
 
 
 @pytest.mark.slow
-def test_five_annotators_one_killed_every_decision_stored_once(tmp_path):
-    path = tmp_path / "team.sqlite"
+def test_five_annotators_one_killed_every_decision_stored_once(tmp_path, db):
+    path = db  # a SQLite file or a PostgreSQL URL
     n_debates, names = 1000, ["ann", "ben", "cat", "dan", "eve"]  # 5 annotators, ~200 decisions each
     make_queue(path, debates=n_debates, overlap=1)
     logs = {name: tmp_path / f"{name}.log" for name in names}
@@ -150,8 +154,8 @@ def test_an_annotator_killed_inside_its_claim_transaction_leaves_nothing_behind(
 
 
 @pytest.mark.slow
-def test_overlap_two_gets_exactly_two_distinct_annotators_per_debate(tmp_path):
-    path = tmp_path / "pairs.sqlite"
+def test_overlap_two_gets_exactly_two_distinct_annotators_per_debate(tmp_path, db):
+    path = db
     make_queue(path, debates=150, overlap=2)
     names = ["ann", "ben", "cat", "dan"]
     logs = {name: tmp_path / f"{name}.log" for name in names}
