@@ -1,0 +1,131 @@
+"""SQLite, the embedded default store: studies, answers, judgments, runs, cache, debates.
+
+One database file holds many studies. Properties:
+
+- **Schema migrations** are recorded in ``schema_migrations``; opening an older file
+  upgrades it in place, inside a transaction (a failed upgrade leaves the file as it was).
+- **WAL** journal, foreign keys on, a busy timeout; one connection per thread (SQLite
+  connections are never shared across threads).
+- **Atomic writes**: every public write is one transaction (all of it lands or none of
+  it does); callers can group several in :meth:`Store.transaction`. A process killed in
+  the middle of a write leaves the file as it was before that write (WAL rollback).
+- **Natural keys**: writing the same judgment, answer, question or adjudication twice
+  never makes two rows; writes report how many rows were added and how many skipped.
+  A *different* verdict under a stored verdict's key is refused (:class:`VerdictConflict`),
+  never dropped.
+- **Judge identities**: a run's judge is its whole configuration (:mod:`peercore.judges`,
+  :meth:`Store.resolve_judge`); another configuration of the same model gets its own
+  (variant) name, and imports never write under a run judge's name.
+- **Provenance**: every import is recorded in ``imports`` (file, format, checksum, counts,
+  time) and merged into the study's ``source``.
+- **PostgreSQL** too: ``Store("postgresql://...")`` runs the same code through a thin
+  dialect layer (:mod:`peercore.db`: psycopg 3, COPY for bulk writes) on the schema of
+  :mod:`peercore.pg_schema` (same versions; later migrations carry both forms).
+  ``$PEERBOARD_DB`` (the CLI's and the dashboard's database) takes files only, for now.
+- **No secrets**: nothing here stores API keys; run configurations are scrubbed of
+  keys named like secrets before they are written (:func:`scrub_secrets`).
+
+The database location is ``$PEERBOARD_DB`` if set, else
+``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
+``--db PATH`` overrides both.
+
+Schema (version 8)
+------------------
+=================  ==========================================================  =============================
+table              one row per                                                 natural key
+=================  ==========================================================  =============================
+studies            study; its adjudication rubric and overlap (migration 5)    name
+questions          question (text, category, reference, metadata JSON)         (study, question_id)
+answers            model's answer to a question turn                           (study, question_id, model, turn)
+judges             judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
+                   a run judge's configuration and its fingerprint             fingerprint is unique too
+labels             model / judge / criterion name, integer-coded per study      (study, text); id is the code
+verdicts           verdict in the canonical shape (names as label codes)       (study, question_id, model_a,
+                                                                               model_b, judge, criterion, turn,
+                                                                               round, vote)
+judgments (view)   the verdicts with names and winners decoded (for SQL users; inserts through it work too)
+imports            import of a file or folder (source, format, sha256, counts)  id
+runs, run_items    review / debate run and its work items                      id; (run, item_key)
+llm_calls          paid LLM call (the cache)                                   cache_key
+debates            debate or discussion (status, panel = consensus judge)      (study, debate_key)
+debate_turns       speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
+adjudications      human decision on an unresolved debate (both-bad and blind  (debate, annotator)
+                   flags, migration 5)
+adjudication_skips debate an annotator put aside                               (debate, annotator)
+adjudication_leases debate an annotator holds until it expires (migration 6)  (debate, annotator)
+human_scores       human rating of one candidate on one attribute (NLG          (study, question_id, model,
+                   assessment: context = question_id, candidate = model)        attribute)
+judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
+                   with its expected value, distribution and raw reply          attribute, vote)
+batches            provider batch of a run: file, batch id, status (mig. 7)    token (the client's, deterministic)
+batch_requests     request line of a batch: custom_id -> call and run item     (token, custom_id)
+=================  ==========================================================  =============================
+
+Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
+one candidate, not to a pair, so it has tables of its own (:meth:`Store.add_human_scores`,
+:meth:`Store.add_judge_scores`); the NLG assessment (:mod:`peercore.nlg`) compares
+rankings built from verdicts or scores with them, per context.
+
+Optional key fields use ``''`` / ``0`` for "not given" so that natural keys stay unique
+(SQLite treats NULLs as distinct in UNIQUE constraints). ``vote`` numbers repeated
+verdicts by one judge on one key (e.g. three anonymous crowd votes).
+
+Why verdicts are integer-coded (migration 2)
+--------------------------------------------
+Measured on 1,000,000 Arena battles (``benchmarks/io.py``): with names stored as text the
+store took 25 s to insert and 7 s to read back. Names repeat (100 models, a few thousand
+judges), so ``model_a``, ``model_b``, ``judge`` and ``criterion`` are stored as per-study
+integer codes (``labels``) and ``winner`` as 0 / 1 / 2 (model_a / model_b / tie): rows
+and the unique index are smaller, SQLite compares integers, and Python builds no string
+object per cell when reading (CPython caches small ints). Names are decoded with one
+Arrow ``take`` per column. The cost is one join for readers who use SQL directly, which
+the ``judgments`` view does for them.
+"""
+
+
+from __future__ import annotations
+
+from peercore.store.adjudication import AdjudicationMixin
+from peercore.store.core import StoreCore
+from peercore.store.judges import JudgesMixin
+from peercore.store.judgments import JudgmentsMixin
+from peercore.store.questions import QuestionsMixin
+from peercore.store.runs import RunsMixin
+from peercore.store.scores import ScoresMixin
+from peercore.store.studies import StudiesMixin
+
+# The names peercore.store offered when it was one module (tests and callers import them from here).
+from peercore.store.adjudication import _CLAIM_CANDIDATES, _offerable_sql, _overlap  # noqa: F401
+from peercore.store.core import DEBATE_STATUSES, DECISIONS, ENV_DB, JUDGE_KINDS, MAX_OVERLAP, RUN_STATUSES, ScoreConflict, StoreError, VERDICTS, WriteCounts, _BUSY_TIMEOUT_MS, _ENV_PAUSE_BEFORE_COMMIT, _SECRET_WORDS, _URL, _is_secret_key, _is_secret_name, _now, _require, _text_or, database_file_path, default_db_path, scrub_secrets  # noqa: F401
+from peercore.store.judgments import _Encoded, _KEY_FIELDS, _Labels, _MAX_VOTE, _OPTIONAL, _TEXT, _VERDICT_FIELDS, _WINNER_CODE, _WINNER_TEXT, _arrow, _brief, _decode, _dictionary, _encode_judgments, _insert_encoded, _is_canonical_dtypes, _nullable_list, _refuse_conflicts, _same, _trusted_canonical, _vote_numbers  # noqa: F401
+from peercore.store.migrations import SCHEMA_VERSION, _MIGRATIONS, _statements  # noqa: F401
+from peercore.store.scores import _finite, _names, _score_key  # noqa: F401
+from peercore.store.studies import _json_default  # noqa: F401
+
+__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "default_db_path", "scrub_secrets", "SCHEMA_VERSION"]
+
+
+class Store(StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin, AdjudicationMixin, ScoresMixin, StoreCore):
+    """A PeerBoard database.
+
+    Parameters
+    ----------
+    path : the SQLite file (created if missing), or None for :func:`default_db_path`.
+        ``":memory:"`` is refused: every thread needs to see the same database. A
+        ``postgresql://`` URL opens PostgreSQL through :mod:`peercore.db` (its schema from
+        :mod:`peercore.pg_schema`); ``$PEERBOARD_DB`` does not take URLs yet.
+    create : when False, a missing file is an error instead of a new empty database
+        (for commands that only read).
+
+    Raises
+    ------
+    StoreError
+        If the file is not a SQLite database, or was written by a newer peercore.
+
+    Examples
+    --------
+    >>> store = Store(tmp_path / "pb.sqlite")            # doctest: +SKIP
+    >>> store.create_study("demo")                        # doctest: +SKIP
+    >>> store.add_judgments("demo", judgments)            # doctest: +SKIP
+    WriteCounts(added=120, skipped=0)
+    """

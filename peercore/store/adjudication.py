@@ -1,0 +1,408 @@
+"""Debates, turns, adjudication, leases and skips: :class:`AdjudicationMixin` of
+:class:`peercore.store.Store`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from peercore import db as _db
+from peercore.store.core import DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, StoreError, VERDICTS, WriteCounts, _now
+
+
+class AdjudicationMixin:
+    """Debates and their adjudication."""
+
+    # ----------------------------------------------------------------------- debates
+
+    def add_debate(self, study: str, debate: Mapping, turns: Iterable[Mapping], *, run_id: str | None = None) -> bool:
+        """Insert one debate (or PRD discussion) with its turns; False if its key exists.
+
+        ``debate`` needs ``debate_key, question_id, model_a, model_b, status`` and may
+        give ``kind, criterion, scenario, consensus, n_rounds, metadata``. Each turn needs
+        ``round, position, speaker`` and may give ``verdict`` (None when unparsed),
+        ``rationale`` and ``raw`` (the unparsed verdict as the source gave it).
+        """
+        return self.add_debates(study, [(debate, turns)], run_id=run_id).added == 1
+
+    def add_debates(self, study: str, debates: Iterable[tuple[Mapping, Iterable[Mapping]]], *,
+                    run_id: str | None = None) -> WriteCounts:
+        """Insert many ``(debate, turns)`` in one transaction (see :meth:`add_debate`)."""
+        sid = self.study_id(study)
+        added = skipped = 0
+        now = _now()
+        with self.transaction() as tx:
+            for debate, turns in debates:
+                status = debate["status"]
+                if status not in DEBATE_STATUSES:
+                    raise ValueError(f"debate status must be one of {DEBATE_STATUSES}, got {status!r}")
+                consensus = debate.get("consensus")
+                if consensus is not None and consensus not in VERDICTS:
+                    raise ValueError(f"debate consensus must be one of {VERDICTS} or None, got {consensus!r}")
+                metadata = dict(debate.get("metadata") or {})
+                panel = debate.get("panel") or (f"debate:{metadata['name']}" if metadata.get("name") else "")
+                cursor = tx.execute(
+                    "INSERT OR IGNORE INTO debates (study_id, debate_key, kind, question_id, model_a, model_b, criterion, "
+                    "scenario, status, consensus, n_rounds, metadata, run_id, created_at, panel) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (sid, str(debate["debate_key"]), debate.get("kind", "debate"), str(debate["question_id"]),
+                     debate["model_a"], debate["model_b"], debate.get("criterion") or "", debate.get("scenario") or "",
+                     status, consensus, int(debate.get("n_rounds", 0)),
+                     json.dumps(metadata, ensure_ascii=False), run_id, now, panel),
+                )
+                if cursor.rowcount == 0:
+                    skipped += 1
+                    continue
+                added += 1
+                debate_id = cursor.lastrowid
+                tx.executemany(
+                    "INSERT INTO debate_turns (debate_id, round, position, speaker, verdict, rationale, raw) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(debate_id, int(t["round"]), int(t["position"]), t["speaker"], t.get("verdict"),
+                      t.get("rationale") or "", t.get("raw")) for t in turns],
+                )
+            if added:
+                self._bump(tx, sid)
+        return WriteCounts(added, skipped)
+
+    def debates(self, study: str, *, status: str | None = None, kind: str | None = None) -> pd.DataFrame:
+        """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status,
+        consensus, n_rounds, metadata (dict), panel (the consensus judge, ``debate:<name>``; '' when unknown)."""
+        sql = ("SELECT id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status, consensus, "
+               "n_rounds, metadata, panel FROM debates WHERE study_id = ?")
+        params: list = [self.study_id(study)]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        frame = _db.read_sql_query(sql + " ORDER BY id", self.connect(), params=params)
+        frame["metadata"] = frame["metadata"].map(json.loads)
+        return frame
+
+    def debate_turns(self, debate_ids: Iterable[int]) -> pd.DataFrame:
+        """Turns of the given debates: debate_id, round, position, speaker, verdict, rationale, raw."""
+        ids = [int(i) for i in debate_ids]
+        columns = ["debate_id", "round", "position", "speaker", "verdict", "rationale", "raw"]
+        if not ids:
+            return pd.DataFrame(columns=columns)
+        frames = []
+        for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
+            chunk = ids[start:start + 900]
+            frames.append(_db.read_sql_query(
+                f"SELECT {', '.join(columns)} FROM debate_turns "
+                f"WHERE debate_id IN ({','.join('?' * len(chunk))}) ORDER BY debate_id, round, position",
+                self.connect(), params=chunk,
+            ))
+        return pd.concat(frames, ignore_index=True)
+
+    def adjudication_queue(self, study: str, *, annotator: str | None = None, overlap: int = 0) -> pd.DataFrame:
+        """Unresolved debates (kind ``debate``, not PRD discussions) still waiting for a decision.
+
+        Parameters
+        ----------
+        annotator : only debates this annotator has not decided; None: only debates nobody
+            decided (what ``overlap`` then means is ignored).
+        overlap : with ``annotator``, only debates with fewer than ``overlap`` decisions by
+            anyone (the study's :meth:`study_settings` ``overlap``); 0: no limit.
+
+        Returns
+        -------
+        DataFrame ``id, debate_key, question_id, model_a, model_b, criterion, scenario,
+        n_rounds, decisions`` (how many annotators decided it so far), ``leased`` (live
+        leases on it by annotators other than ``annotator``, see :meth:`claim_debate`), in
+        debate order.
+        """
+        from peercore.assignment import stamp
+
+        sid = self.study_id(study)
+        overlap = _overlap(overlap)
+        count = "(SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id)"
+        leased = ("(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator <> ? "
+                  "AND l.expires_at > ?)")
+        params: list = [annotator or "", stamp(time.time()), sid]
+        if annotator is None:
+            where = f"{count} = 0"
+        else:
+            where = "NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
+            params.append(annotator)
+            if overlap:
+                where += f" AND {count} < ?"
+                params.append(overlap)
+        return _db.read_sql_query(
+            "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds, "
+            f"{count} AS decisions, {leased} AS leased "
+            f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
+            "ORDER BY d.id",
+            self.connect(), params=params,
+        )
+
+    def claim_debate(self, study: str, annotator: str, *, lease_seconds: float, scenario: str | None = None,
+                     criterion: str | None = None, now: float | None = None) -> dict | None:
+        """Take (or renew) a lease on the next debate ``annotator`` should decide (see :mod:`peercore.assignment`).
+
+        The debate is the annotator's live lease if it still needs them, else the first
+        debate (in id order) they have neither decided nor skipped that is offerable:
+        with the study's overlap N > 0, its decisions plus the live leases of others are
+        fewer than N (:func:`peercore.assignment.offerable`). Any other lease the annotator
+        holds in the study is given up; expired leases of the study are removed.
+
+        Parameters
+        ----------
+        lease_seconds : how long the lease lasts from ``now``.
+        scenario, criterion : only debates of this scenario / criterion (None: any).
+        now : seconds since the epoch (default: this machine's clock).
+
+        Returns
+        -------
+        dict or None
+            ``debate_id, debate_key, question_id, model_a, model_b, criterion, scenario,
+            n_rounds, decisions, expires_at, renewed``; None when no debate is offerable
+            (the annotator's leases in the study are then given up).
+        """
+        from peercore.assignment import stamp
+
+        sid = self.study_id(study)
+        now = time.time() if now is None else float(now)
+        at, until = stamp(now), stamp(now + float(lease_seconds))
+        select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
+                  "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
+                  "FROM debates d WHERE ")
+        # Optimistic: the walk over the study's debates (it grows with the debates decided
+        # ahead) is a plain read, which WAL lets run beside any writer; the lease is then
+        # taken in one short write transaction (BEGIN IMMEDIATE: SQLite's single writer)
+        # that re-checks the chosen debate with the same predicate, so two claims never both
+        # get the last place on a debate. (PostgreSQL: BEGIN IMMEDIATE is BEGIN plus the
+        # database's one advisory write lock, peercore.db, so the same re-check holds there;
+        # row locks with SKIP LOCKED would let claims run side by side, a later refinement.)
+        connection = self.connect()
+        overlap = int(connection.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+        where, params = _offerable_sql(sid, annotator, overlap=overlap, at=at, scenario=scenario, criterion=criterion)
+        candidates = [int(r[0]) for r in connection.execute(
+            f"SELECT d.id FROM debates d WHERE {where} ORDER BY d.id LIMIT {_CLAIM_CANDIDATES}", params)]
+        # "the study's leases" as EXISTS on each lease row (there are few), never as an IN-list
+        # of the study's debates (built on every claim: 3 ms at 20,000 debates).
+        of_study = "EXISTS (SELECT 1 FROM debates x WHERE x.id = adjudication_leases.debate_id AND x.study_id = ?)"
+        with self.transaction() as tx:
+            now_overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+            if now_overlap != overlap:  # changed since the read: check against the new setting
+                where, params = _offerable_sql(sid, annotator, overlap=now_overlap, at=at, scenario=scenario,
+                                               criterion=criterion)
+            tx.execute(f"DELETE FROM adjudication_leases WHERE expires_at <= ? AND {of_study}", (at, sid))
+            held = [int(r[0]) for r in tx.execute(
+                f"SELECT debate_id FROM adjudication_leases WHERE annotator = ? AND expires_at > ? AND {of_study} "
+                "ORDER BY debate_id", (annotator, at, sid))]
+            row, renewed = None, False
+            for k, debate_id in enumerate([*held, *candidates]):
+                row = tx.execute(select + where + " AND d.id = ?", [*params, debate_id]).fetchone()
+                if row is not None:
+                    renewed = k < len(held)  # the annotator's own debate, still needing them: renew it
+                    break
+            if row is None and candidates:  # every candidate was taken since the read: walk again
+                row = tx.execute(select + where + " ORDER BY d.id LIMIT 1", params).fetchone()
+            keep = -1 if row is None else int(row[0])
+            tx.execute(f"DELETE FROM adjudication_leases WHERE annotator = ? AND debate_id <> ? AND {of_study}",
+                       (annotator, keep, sid))
+            if row is None:
+                return None
+            tx.execute("INSERT INTO adjudication_leases (debate_id, annotator, expires_at, created_at) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT (debate_id, annotator) DO UPDATE SET "
+                       "expires_at = excluded.expires_at", (keep, annotator, until, at))
+        return {"debate_id": keep, "debate_key": row[1], "question_id": row[2], "model_a": row[3],
+                "model_b": row[4], "criterion": row[5], "scenario": row[6], "n_rounds": int(row[7]),
+                "decisions": int(row[8]), "expires_at": until, "renewed": renewed}
+
+    def leases(self, study: str, *, now: float | None = None) -> pd.DataFrame:
+        """The study's leases: debate_id, annotator, expires_at, created_at, live (False once expired)."""
+        from peercore.assignment import stamp
+
+        frame = _db.read_sql_query(
+            "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
+            "JOIN debates d ON d.id = l.debate_id WHERE d.study_id = ? ORDER BY l.debate_id, l.annotator",
+            self.connect(), params=(self.study_id(study),))
+        return frame.assign(live=frame["expires_at"] > stamp(time.time() if now is None else float(now)))
+
+    def release_leases(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
+        """Give up ``annotator``'s leases in ``study`` (or only on ``debate_id``); returns how many."""
+        sql = ("DELETE FROM adjudication_leases WHERE annotator = ? AND EXISTS (SELECT 1 FROM debates x "
+               "WHERE x.id = adjudication_leases.debate_id AND x.study_id = ?)")
+        params: list = [annotator, self.study_id(study)]
+        if debate_id is not None:
+            sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
+        with self.transaction() as tx:
+            return tx.execute(sql, params).rowcount
+
+    def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "",
+                   token: str | None = None, blind: bool | None = None) -> bool:
+        """Record ``annotator``'s decision on a debate; True if new, False if it replaced theirs.
+
+        One decision per (debate, annotator): concurrent annotators each keep theirs, and
+        a repeated click by the same annotator cannot make a second row. ``token`` marks
+        this decision (e.g. one per browser tab and click) so that :meth:`undo_adjudication`
+        can remove exactly it and not a later decision made elsewhere.
+
+        ``verdict`` is one of :data:`DECISIONS`: ``model_a``, ``model_b``, ``tie`` or
+        ``both_bad`` (neither answer is acceptable), which is stored as a tie with
+        ``both_bad = 1`` (the gold set and agreement count it as a tie, as Chatbot Arena
+        counts "tie (bothbad)"). ``blind`` records whether the annotator decided without
+        having seen the agents' verdicts (None: not known). A decision clears the
+        annotator's skip of that debate and ends their lease on it (:meth:`claim_debate`).
+
+        Raises
+        ------
+        peercore.assignment.DecisionRefused
+            If the study has an overlap N and N other annotators decided the debate already
+            (a decision made after its lease ran out and others took it); nothing is stored.
+        """
+        if verdict not in DECISIONS:
+            raise ValueError(f"verdict must be one of {DECISIONS}, got {verdict!r}")
+        if not annotator or not annotator.strip():
+            raise ValueError("annotator name is empty")
+        from peercore.assignment import DecisionRefused
+
+        both_bad = int(verdict == "both_bad")
+        stored = "tie" if both_bad else verdict
+        blind_flag = None if blind is None else int(bool(blind))
+        refused = None
+        with self.transaction() as tx:
+            row = tx.execute("SELECT d.study_id, s.overlap FROM debates d JOIN studies s ON s.id = d.study_id "
+                             "WHERE d.id = ?", (int(debate_id),)).fetchone()
+            if row is None:
+                raise StoreError(f"no debate with id {debate_id}")
+            existed = tx.execute(
+                "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
+            ).fetchone()
+            # The annotator's lease on the debate ends with their decision (stored or refused).
+            tx.execute("DELETE FROM adjudication_leases WHERE debate_id = ? AND annotator = ?",
+                       (int(debate_id), annotator))
+            overlap = int(row[1])
+            if existed is None and overlap:
+                deciders = [r[0] for r in tx.execute(
+                    "SELECT annotator FROM adjudications WHERE debate_id = ? ORDER BY id", (int(debate_id),))]
+                if len(deciders) >= overlap:  # full: a late decision (its lease ran out) is refused
+                    refused = DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=deciders)
+            if refused is None:
+                tx.execute(
+                    "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token, both_bad, "
+                    "blind) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (debate_id, annotator) DO UPDATE SET verdict = excluded.verdict, "
+                    "note = excluded.note, created_at = excluded.created_at, token = excluded.token, "
+                    "both_bad = excluded.both_bad, blind = excluded.blind",
+                    (int(debate_id), annotator, stored, note, _now(), token, both_bad, blind_flag),
+                )
+                tx.execute("DELETE FROM adjudication_skips WHERE debate_id = ? AND annotator = ?",
+                           (int(debate_id), annotator))
+                self._bump(tx, row[0])
+        if refused is not None:  # raised after COMMIT: the lease is given up, nothing else changed
+            raise refused
+        return existed is None
+
+    def undo_adjudication(self, debate_id: int, annotator: str, *, token: str | None = None) -> bool:
+        """Remove ``annotator``'s decision on a debate; True if there was one.
+
+        With ``token``, only the decision made with that token is removed: if the same
+        annotator decided the debate again elsewhere (another tab), that later decision
+        stays and False is returned.
+        """
+        with self.transaction() as tx:
+            row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
+            sql, params = "DELETE FROM adjudications WHERE debate_id = ? AND annotator = ?", [int(debate_id), annotator]
+            if token is not None:
+                sql, params = sql + " AND token = ?", params + [token]
+            cursor = tx.execute(sql, params)
+            if row is not None:
+                self._bump(tx, row[0])
+            return cursor.rowcount == 1
+
+    def adjudications(self, study: str) -> pd.DataFrame:
+        """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note,
+        created_at, both_bad (bool; its verdict is ``tie``), decision (``verdict``, or ``both_bad``), blind
+        (True / False / None when not recorded)."""
+        frame = _db.read_sql_query(
+            "SELECT a.debate_id, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, a.annotator, a.verdict, "
+            "a.note, a.created_at, a.both_bad, a.blind FROM adjudications a JOIN debates d ON d.id = a.debate_id "
+            "WHERE d.study_id = ? ORDER BY a.id",
+            self.connect(), params=(self.study_id(study),),
+        )
+        frame["both_bad"] = frame["both_bad"].astype(bool)
+        frame["decision"] = frame["verdict"].where(~frame["both_bad"], "both_bad")
+        frame["blind"] = pd.array([None if pd.isna(v) else bool(v) for v in frame["blind"]], dtype="boolean")
+        return frame
+
+    # ------------------------------------------------------- adjudication settings
+
+    def skip_debate(self, debate_id: int, annotator: str) -> bool:
+        """Put a debate aside for ``annotator`` (kept in the store, not in a browser); True if new.
+
+        Skips are no data: they do not change the study's revision.
+        """
+        if not annotator or not annotator.strip():
+            raise ValueError("annotator name is empty")
+        with self.transaction() as tx:
+            if tx.execute("SELECT 1 FROM debates WHERE id = ?", (int(debate_id),)).fetchone() is None:
+                raise StoreError(f"no debate with id {debate_id}")
+            cursor = tx.execute("INSERT OR IGNORE INTO adjudication_skips (debate_id, annotator, created_at) "
+                                "VALUES (?, ?, ?)", (int(debate_id), annotator, _now()))
+            return cursor.rowcount == 1
+
+    def skipped_debates(self, study: str, annotator: str) -> list[int]:
+        """Ids of the debates of ``study`` that ``annotator`` skipped, oldest skip first."""
+        rows = self.connect().execute(
+            "SELECT s.debate_id FROM adjudication_skips s JOIN debates d ON d.id = s.debate_id "
+            "WHERE d.study_id = ? AND s.annotator = ? ORDER BY s.created_at, s.debate_id",
+            (self.study_id(study), annotator)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def clear_skips(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
+        """Bring ``annotator``'s skipped debates of ``study`` (or just ``debate_id``) back; returns how many."""
+        sql = ("DELETE FROM adjudication_skips WHERE annotator = ? AND debate_id IN "
+               "(SELECT id FROM debates WHERE study_id = ?)")
+        params: list = [annotator, self.study_id(study)]
+        if debate_id is not None:
+            sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
+        with self.transaction() as tx:
+            return tx.execute(sql, params).rowcount
+
+
+def _overlap(value) -> int:
+    """An overlap setting checked: an integer in [0, MAX_OVERLAP] (0 = no limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_OVERLAP:
+        raise ValueError(f"overlap must be an integer from 0 (no limit) to {MAX_OVERLAP}, got {value!r}")
+    return int(value)
+
+
+# How many offerable debates a claim reads before taking one (more than the annotators who
+# claim at the same instant, so the write transaction rarely has to walk again).
+_CLAIM_CANDIDATES = 16
+
+
+def _offerable_sql(study_id: int, annotator: str, *, overlap: int, at: str, scenario: str | None,
+                   criterion: str | None) -> tuple[str, list]:
+    """WHERE clause (over ``debates d``) of the debates that may be offered to ``annotator`` at time ``at``.
+
+    Unresolved debates (kind ``debate``) that the annotator neither decided nor skipped
+    and, with an overlap N > 0, whose decisions plus live leases of others are fewer than
+    N (:func:`peercore.assignment.offerable`). Terms come in the order that drops most
+    debates soonest (SQLite tests them as written): with an overlap, the full ones first
+    (half the time of a 20,000-debate walk).
+    """
+    where, params = "d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved'", [study_id]
+    if overlap:
+        where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) < ?"
+                  " AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "
+                  "(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id "
+                  "AND l.annotator <> ? AND l.expires_at > ?) < ?")
+        params += [overlap, annotator, at, overlap]
+    where += (" AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id AND a.annotator = ?)"
+              " AND NOT EXISTS (SELECT 1 FROM adjudication_skips s WHERE s.debate_id = d.id AND s.annotator = ?)")
+    params += [annotator, annotator]
+    if scenario is not None:
+        where, params = where + " AND d.scenario = ?", params + [scenario]
+    if criterion is not None:
+        where, params = where + " AND d.criterion = ?", params + [criterion]
+    return where, params

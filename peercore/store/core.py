@@ -1,0 +1,333 @@
+"""The store's core: errors, :class:`WriteCounts`, database paths, secret scrubbing, and
+:class:`StoreCore` (connections, transactions, migrations, integrity) that the record mixins build on."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from peercore import db as _db
+from peercore.errors import JudgmentError, PeercoreError
+from peercore.store.migrations import _statements
+
+
+ENV_DB = "PEERBOARD_DB"
+VERDICTS = ("model_a", "model_b", "tie")
+# An annotator's choices on a debate: a verdict, or "both bad" (stored as a tie, flagged).
+DECISIONS = (*VERDICTS, "both_bad")
+MAX_OVERLAP = 1000
+JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
+RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
+DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
+# A key is secret when its last word (split on _ - . and camelCase) is one of these:
+# "api_key", "apiKey", "token", "access_token", "password" are; "max_tokens",
+# "prompt_tokens", "keyboard" are not.
+_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "auth", "bearer", "credential", "credentials"})
+# Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
+# test can kill the process while a large import is written but not committed.
+_ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
+# How long a connection waits for another writer's lock before SQLite says "locked".
+_BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreError(PeercoreError):
+    """The store was asked for something that is not there, or the file is not ours."""
+
+
+class ScoreConflict(JudgmentError):
+    """A score's natural key is already stored with another value.
+
+    Human scores are keyed on (study, question_id, model, attribute); judges' scores on
+    (study, question_id, model, judge, attribute, vote). Writing the same value again is
+    skipped; another value under the same key is refused (nothing is written).
+
+    Attributes
+    ----------
+    key : dict of the key's fields.
+    row : 0-based position of the offending row in the frame that was being written.
+    stored, incoming : the stored and the incoming values.
+    """
+
+    def __init__(self, problem: str, *, key: dict, row: int, stored: dict, incoming: dict, column: str) -> None:
+        self.key = dict(key)
+        self.stored = dict(stored)
+        self.incoming = dict(incoming)
+        super().__init__(problem, row=row, column=column)
+
+
+@dataclass(frozen=True)
+class WriteCounts:
+    """How many rows a write added, and how many it skipped as already present."""
+
+    added: int
+    skipped: int
+
+    def __add__(self, other: "WriteCounts") -> "WriteCounts":
+        return WriteCounts(self.added + other.added, self.skipped + other.skipped)
+
+
+def default_db_path() -> Path:
+    """``$PEERBOARD_DB``, else the per-user data folder (XDG) ``peerboard/peerboard.sqlite``.
+
+    Raises
+    ------
+    StoreError
+        If ``$PEERBOARD_DB`` is a database URL (``postgresql://...``): only SQLite files
+        are supported, and a URL must not become a folder named ``postgresql:``.
+    """
+    if os.environ.get(ENV_DB):
+        return database_file_path(os.environ[ENV_DB], what=f"${ENV_DB}")
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "peerboard" / "peerboard.sqlite"
+
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def database_file_path(value: str | os.PathLike[str], *, what: str) -> Path:
+    """A database file path given by a user (``--db``, ``$PEERBOARD_DB``); a URL is refused
+    without repeating it (its credentials), until the whole product runs on PostgreSQL."""
+    text = os.fspath(value)
+    if _URL.match(text):
+        scheme = text.split("://", 1)[0]
+        raise StoreError(f"{what} is a database URL ({scheme}://...); this version of PeerBoard stores studies in a "
+                         f"SQLite file only (the PostgreSQL store is being built), so set {what} to a file path "
+                         "(e.g. ~/peerboard.sqlite)")
+    return Path(text).expanduser()
+
+
+def scrub_secrets(config: object) -> object:
+    """A copy of ``config`` with every value under a secret-looking key replaced by ``"***"``.
+
+    A key counts as secret when its last word is key, api key, token, secret, password,
+    auth(orization), bearer or credential(s) (``api_key``, ``OPENAI_API_KEY``,
+    ``accessToken``), at any depth; ``max_tokens`` or ``prompt_tokens`` do not. Used
+    before a run configuration reaches the database or a log.
+    """
+    if isinstance(config, Mapping):
+        return {
+            k: ("***" if _is_secret_key(k) and v not in (None, "") else scrub_secrets(v))
+            for k, v in config.items()
+        }
+    if isinstance(config, (list, tuple)):
+        return [scrub_secrets(v) for v in config]
+    return config
+
+
+def _is_secret_key(key: object) -> bool:
+    return _is_secret_name(str(key))
+
+
+@functools.lru_cache(maxsize=4096)  # the same few config keys, once per paid call: 0.3 ms -> 0.02 ms a call
+def _is_secret_name(key: str) -> bool:
+    words = re.split(r"[_\-.\s]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
+    words = [w for w in words if w]
+    if not words:
+        return False
+    return words[-1] in _SECRET_WORDS or (len(words) >= 2 and words[-2] + words[-1] in _SECRET_WORDS)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class StoreCore:
+    """Connections, transactions and the schema of a :class:`peercore.store.Store`."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        self.url = path if _db.is_postgres_url(path) else None
+        if self.url is not None:  # PostgreSQL (peercore.db): explicit URLs only, never from $PEERBOARD_DB yet
+            self.path = _db.redact_url(self.url)
+            self._local = threading.local()
+            try:
+                if not create and self.connect().execute(
+                        "SELECT to_regclass('schema_migrations') IS NULL").fetchone()[0]:
+                    self.close()
+                    raise StoreError(f"no PeerBoard database at {self.path}; import a study first "
+                                     "(peercore import PATH --db ...)")
+                self._migrate()
+            except _db.postgres_error() as exc:
+                self.close()
+                raise StoreError(f"{self.path}: {str(exc).strip()}") from exc
+            return
+        path = default_db_path() if path is None else database_file_path(path, what="the database")
+        if str(path) == ":memory:":
+            raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
+        self.path = Path(path).expanduser()
+        if not create and not self.path.is_file():
+            raise StoreError(f"no PeerBoard database at {self.path}; import a study first (peercore import PATH --db ...)")
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder; give a database file (e.g. {self.path / 'peerboard.sqlite'})")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            if type(exc) is sqlite3.DatabaseError:  # "file is not a database", "malformed"
+                raise StoreError(f"{self.path} is not a PeerBoard database ({exc})") from None
+            raise StoreError(f"{self.path}: upgrading the schema failed ({exc}); the file is unchanged") from exc
+
+    # ------------------------------------------------------------------ connections
+
+    def connect(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None and self.url is not None:
+            connection = self._local.connection = _db.connect_postgres(self.url)
+            self._local.depth = 0
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":  # pragma: no cover - e.g. a network file system
+                raise StoreError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            # 64 MiB page cache (the default is 2 MiB): a million-row import keeps the
+            # unique index in memory instead of re-reading pages. Memory is only used
+            # when pages are touched.
+            connection.execute("PRAGMA cache_size = -65536")
+            self._local.connection = connection
+            self._local.depth = 0
+        return connection
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
+
+        Everything inside lands together or, on any exception (or a killed process),
+        not at all.
+        """
+        connection = self.connect()
+        if self._local.depth:
+            self._local.depth += 1
+            try:
+                yield connection
+            finally:
+                self._local.depth -= 1
+            return
+        connection.execute("BEGIN IMMEDIATE")
+        self._local.depth = 1
+        try:
+            yield connection
+            pause = os.environ.get(_ENV_PAUSE_BEFORE_COMMIT)
+            if pause:  # test hook (see _ENV_PAUSE_BEFORE_COMMIT)
+                print(f"peercore: test hook: pausing {pause} s before COMMIT", file=sys.stderr, flush=True)
+                time.sleep(float(pause))
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        else:
+            connection.execute("COMMIT")
+        finally:
+            self._local.depth = 0
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the main file and truncate it.
+
+        After this the main file alone holds the whole database (e.g. to copy or hash it).
+        """
+        self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _migrate(self) -> None:
+        # peercore.store's names, looked up there at each call (tests replace them on the package).
+        from peercore import store as _package
+
+        if self.url is not None:  # PostgreSQL: the baseline, then later versions' PostgreSQL forms, under the lock
+            from peercore import pg_schema
+
+            pg_schema.upgrade(self, _package._MIGRATIONS, now=_now())
+            return
+        connection = self.connect()
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        applied = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
+        if applied and max(applied) > _package.SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {max(applied)}, newer than this peercore "
+                f"({_package.SCHEMA_VERSION}); upgrade peercore"
+            )
+        for version, name, sql in _package._MIGRATIONS:
+            if version in applied:
+                continue
+            with self.transaction() as tx:
+                for statement in _statements(sql):
+                    tx.execute(statement)
+                tx.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, _now()))
+
+    def integrity_problems(self) -> list[str]:
+        """What is wrong with the file, as sentences (empty when all is well).
+
+        SQLite's own ``integrity_check`` and ``foreign_key_check``, plus the label codes
+        of verdicts, which are not declared as foreign keys (see the schema).
+        """
+        connection = self.connect()
+        problems = [r[0] for r in connection.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        problems += [f"foreign key violation in {r[0]} row {r[1]} (parent {r[2]})"
+                     for r in connection.execute("PRAGMA foreign_key_check")]
+        for column in ("model_a", "model_b", "judge", "criterion"):
+            orphans = connection.execute(
+                f"SELECT COUNT(*) FROM verdicts v WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE l.study_id = v.study_id "
+                f"AND l.id = v.{column})" + (" AND v.criterion <> 0" if column == "criterion" else "")).fetchone()[0]
+            if orphans:
+                problems.append(f"{orphans} verdict(s) with a {column} code missing from labels")
+        return problems
+
+    def schema_version(self) -> int:
+        """The highest migration applied to this file."""
+        return int(self.connect().execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0])
+
+    def migrations(self) -> pd.DataFrame:
+        """The applied migrations: version, name, applied_at."""
+        return _db.read_sql_query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version", self.connect())
+
+    def _insert_many(self, study_id: int, sql: str, rows: list[tuple]) -> WriteCounts:
+        with self.transaction() as tx:
+            before = tx.total_changes
+            tx.executemany(sql, rows)
+            added = tx.total_changes - before
+            if added:
+                self._bump(tx, study_id)
+        return WriteCounts(added, len(rows) - added)
+
+
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} is missing column(s) {missing} (found: {list(frame.columns)})")
+
+
+def _text_or(value, default):
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return default
+    return str(value)

@@ -1,0 +1,198 @@
+"""Studies, imports and study settings: :class:`StudiesMixin` of :class:`peercore.store.Store`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from peercore import db as _db
+from peercore.store.adjudication import _overlap
+from peercore.store.core import StoreError, WriteCounts, _now, scrub_secrets
+
+
+class StudiesMixin:
+    """Studies, their imports and settings."""
+
+    # ---------------------------------------------------------------------- studies
+
+    def create_study(self, name: str, *, description: str = "", source: Mapping | None = None,
+                     exist_ok: bool = False) -> int:
+        """Create a study and return its id.
+
+        Raises
+        ------
+        StoreError
+            If the study exists and ``exist_ok`` is false, or the name is empty.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise StoreError(f"study name is empty ({name!r})")
+        with self.transaction() as tx:
+            row = tx.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                if exist_ok:
+                    return int(row[0])
+                raise StoreError(f"study {name!r} already exists")
+            cursor = tx.execute(
+                "INSERT INTO studies (name, description, source, created_at) VALUES (?, ?, ?, ?)",
+                (name, description, json.dumps(scrub_secrets(dict(source or {}))), _now()),
+            )
+            return int(cursor.lastrowid)
+
+    def has_study(self, name: str) -> bool:
+        """Whether study ``name`` exists."""
+        return self.connect().execute("SELECT 1 FROM studies WHERE name = ?", (name,)).fetchone() is not None
+
+    def study_id(self, name: str) -> int:
+        """The id of study ``name``; StoreError naming the studies there are if missing."""
+        row = self.connect().execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            names = [r[0] for r in self.connect().execute("SELECT name FROM studies ORDER BY name")]
+            raise StoreError(f"no study named {name!r} in {self.path}; studies are {names}")
+        return int(row[0])
+
+    def studies(self) -> pd.DataFrame:
+        """One row per study: name, description, created_at, revision, source (dict)."""
+        frame = _db.read_sql_query(
+            "SELECT name, description, created_at, revision, source FROM studies ORDER BY name", self.connect()
+        )
+        frame["source"] = frame["source"].map(json.loads)
+        return frame
+
+    def study_source(self, study: str) -> dict:
+        row = self.connect().execute("SELECT source FROM studies WHERE id = ?", (self.study_id(study),)).fetchone()
+        return json.loads(row[0])
+
+    def update_study_source(self, study: str, source: Mapping) -> None:
+        """Merge ``source`` into the study's provenance record."""
+        with self.transaction() as tx:
+            merged = {**self.study_source(study), **scrub_secrets(dict(source))}
+            tx.execute("UPDATE studies SET source = ? WHERE id = ?", (json.dumps(merged), self.study_id(study)))
+            self._bump(tx, self.study_id(study))
+
+    def delete_study(self, study: str) -> None:
+        with self.transaction() as tx:
+            tx.execute("DELETE FROM studies WHERE id = ?", (self.study_id(study),))
+
+    def revision(self, study: str) -> int:
+        """A number that changes whenever the study's data changes (a cache stamp)."""
+        row = self.connect().execute("SELECT revision FROM studies WHERE name = ?", (study,)).fetchone()
+        if row is None:
+            self.study_id(study)  # raises with the list of studies
+        return int(row[0])
+
+    def summary(self, study: str) -> dict[str, int]:
+        """Counts of what the study holds (the Studies page header)."""
+        sid = self.study_id(study)
+        q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
+        return {
+            "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
+            "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
+            "contestants": q("SELECT COUNT(*) FROM (SELECT text FROM labels WHERE study_id = ?1 AND id IN "
+                             "(SELECT DISTINCT model_a FROM verdicts WHERE study_id = ?1 "
+                             " UNION SELECT DISTINCT model_b FROM verdicts WHERE study_id = ?1) "
+                             "UNION SELECT model FROM answers WHERE study_id = ?1)"),
+            "judges": q("SELECT COUNT(DISTINCT judge) FROM verdicts WHERE study_id = ?"),
+            "judgments": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ? AND valid = 1"),
+            "invalid_judgments": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ? AND valid = 0"),
+            "human_votes": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ?1 AND valid = 1 AND judge IN "
+                             "(SELECT id FROM labels WHERE study_id = ?1 AND text LIKE 'human:%')"),
+            "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
+            "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
+            "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "
+                                    "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)"),
+            "runs": q("SELECT COUNT(*) FROM runs WHERE study_id = ?"),
+            "imports": q("SELECT COUNT(*) FROM imports WHERE study_id = ?"),
+            "human_scores": q("SELECT COUNT(*) FROM human_scores WHERE study_id = ?"),
+            "judge_scores": q("SELECT COUNT(*) FROM judge_scores WHERE study_id = ? AND valid = 1"),
+        }
+
+    def _bump(self, tx: sqlite3.Connection, study_id: int) -> None:
+        tx.execute("UPDATE studies SET revision = revision + 1 WHERE id = ?", (study_id,))
+
+    # ----------------------------------------------------------------------- imports
+
+    def record_import(self, study: str, *, source: str, format: str, sha256: str | None = None,
+                      counts: Mapping | None = None) -> int:
+        """Record one import (provenance) and return its id (verdicts point to it).
+
+        With ``counts`` the record is complete at once; otherwise give them later with
+        :meth:`set_import_counts` (in the same transaction), once the rows are written.
+        """
+        sid = self.study_id(study)
+        with self.transaction() as tx:
+            cursor = tx.execute(
+                "INSERT INTO imports (study_id, source, format, sha256, counts, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, str(source), format, sha256, "{}", _now()),
+            )
+            import_id = int(cursor.lastrowid)
+            if counts is not None:
+                self.set_import_counts(import_id, counts)
+            return import_id
+
+    def set_import_counts(self, import_id: int, counts: Mapping) -> None:
+        """Store an import's counts and append it to the study's ``source["imports"]``.
+
+        The study's provenance then lists every import: file, format, sha256, counts and
+        time, oldest first.
+        """
+        with self.transaction() as tx:
+            row = tx.execute("SELECT i.study_id, s.name, i.source, i.format, i.sha256, i.created_at FROM imports i "
+                             "JOIN studies s ON s.id = i.study_id WHERE i.id = ?", (int(import_id),)).fetchone()
+            if row is None:
+                raise StoreError(f"no import with id {import_id}")
+            counts = json.loads(json.dumps(dict(counts), default=_json_default))
+            tx.execute("UPDATE imports SET counts = ? WHERE id = ?", (json.dumps(counts, sort_keys=True), int(import_id)))
+            record = {"id": int(import_id), "source": row[2], "format": row[3], "sha256": row[4], "counts": counts,
+                      "at": row[5]}
+            current = self.study_source(row[1])
+            self.update_study_source(row[1], {"imports": [*current.get("imports", []), record]})
+
+    def imports(self, study: str) -> pd.DataFrame:
+        """Every import into the study: id, source, format, sha256, counts (dict), created_at."""
+        frame = _db.read_sql_query(
+            "SELECT id, source, format, sha256, counts, created_at FROM imports WHERE study_id = ? ORDER BY id",
+            self.connect(), params=(self.study_id(study),),
+        )
+        frame["counts"] = frame["counts"].map(json.loads)
+        return frame
+
+    # ---------------------------------------------------------------- study settings
+
+    def study_settings(self, study: str) -> dict:
+        """The study's adjudication settings: ``rubric`` (plain text, '' when none) and ``overlap``
+        (decisions each debate needs; 0 = every annotator decides every debate)."""
+        row = self.connect().execute("SELECT rubric, overlap FROM studies WHERE id = ?",
+                                     (self.study_id(study),)).fetchone()
+        return {"rubric": row[0], "overlap": int(row[1])}
+
+    def update_study_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None) -> None:
+        """Change the study's adjudication ``rubric`` and/or ``overlap`` (see :meth:`study_settings`).
+
+        Settings are no data: they do not change the study's revision.
+
+        Raises
+        ------
+        ValueError
+            If ``rubric`` is not text or ``overlap`` is not an integer in [0, 1000].
+        """
+        sid = self.study_id(study)
+        if rubric is not None and not isinstance(rubric, str):
+            raise ValueError(f"rubric must be text, got {type(rubric).__name__}")
+        overlap = None if overlap is None else _overlap(overlap)
+        with self.transaction() as tx:
+            if rubric is not None:
+                tx.execute("UPDATE studies SET rubric = ? WHERE id = ?", (rubric, sid))
+            if overlap is not None:
+                tx.execute("UPDATE studies SET overlap = ? WHERE id = ?", (overlap, sid))
+
+
+def _json_default(value):
+    if isinstance(value, WriteCounts):
+        return {"added": value.added, "skipped": value.skipped}
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
