@@ -330,28 +330,17 @@ def summary(store, study: str, *, counts: pd.DataFrame | None = None) -> dict[st
     """
     counts = verdict_counts(store, study) if counts is None else counts
     sid = store.study_id(study)
-    q = lambda sql: int(store.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
     valid = counts[counts["valid"] == 1]
     invalid = counts[counts["valid"] == 0]
     judged = set(valid["model_a"]) | set(valid["model_b"])
     human = valid["judge"].map(lambda j: j[:6].translate(_ASCII_LOWER) == "human:")  # SQL LIKE 'human:%'
-    return {
-        "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
-        "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
+    return store.summary_with(study, {
         "contestants": len(judged | _answer_models(store, sid)),
         "judges": int(counts["judge"].nunique()),
         "judgments": int(valid["n"].sum()),
         "invalid_judgments": int(invalid["n"].sum()),
         "human_votes": int(valid.loc[human.to_numpy(dtype=bool), "n"].sum()) if len(valid) else 0,
-        "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
-        "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
-        "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "
-                                "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)"),
-        "runs": q("SELECT COUNT(*) FROM runs WHERE study_id = ?"),
-        "imports": q("SELECT COUNT(*) FROM imports WHERE study_id = ?"),
-        "human_scores": q("SELECT COUNT(*) FROM human_scores WHERE study_id = ?"),
-        "judge_scores": q("SELECT COUNT(*) FROM judge_scores WHERE study_id = ? AND valid = 1"),
-    }
+    })
 
 
 def question_judge_sizes(judgments: pd.DataFrame) -> pd.DataFrame:

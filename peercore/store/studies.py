@@ -13,6 +13,9 @@ from peercore import db as _db
 from peercore.store.adjudication import _overlap
 from peercore.store.core import StoreError, WriteCounts, _now, scrub_secrets
 
+# The summary's counts that read the verdicts (Store.summary by SQL, peercore.aggregates.summary in one scan).
+VERDICT_SUMMARY_KEYS = ("contestants", "judges", "judgments", "invalid_judgments", "human_votes")
+
 
 class StudiesMixin:
     """Studies, their imports and settings."""
@@ -88,9 +91,7 @@ class StudiesMixin:
         """Counts of what the study holds (the Studies page header)."""
         sid = self.study_id(study)
         q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
-        return {
-            "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
-            "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
+        verdict_counts = {
             "contestants": q("SELECT COUNT(*) FROM (SELECT text FROM labels WHERE study_id = ?1 AND id IN "
                              "(SELECT DISTINCT model_a FROM verdicts WHERE study_id = ?1 "
                              " UNION SELECT DISTINCT model_b FROM verdicts WHERE study_id = ?1) "
@@ -100,6 +101,19 @@ class StudiesMixin:
             "invalid_judgments": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ? AND valid = 0"),
             "human_votes": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ?1 AND valid = 1 AND judge IN "
                              "(SELECT id FROM labels WHERE study_id = ?1 AND text LIKE 'human:%')"),
+        }
+        return self.summary_with(study, verdict_counts)
+
+    def summary_with(self, study: str, verdict_counts: Mapping[str, int]) -> dict[str, int]:
+        """:meth:`summary` with its verdict counts (contestants, judges, judgments, invalid_judgments,
+        human_votes) given by the caller (:func:`peercore.aggregates.summary` counts them in one scan);
+        the other records are counted here."""
+        sid = self.study_id(study)
+        q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
+        return {
+            "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
+            "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
+            **{key: int(verdict_counts[key]) for key in VERDICT_SUMMARY_KEYS},
             "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
             "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
             "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "
