@@ -336,6 +336,16 @@ class _Handler(BaseHTTPRequestHandler):
             fake._count_success()
 
 
+def _newest_first_page(batches: dict, *, after: str | None, limit: int) -> tuple[list[dict], bool]:
+    """One page of a provider's batch list, newest (largest id) first, after the id ``after``;
+    and whether more follow (both APIs page this way: OpenAI's ``after``, Anthropic's ``after_id``)."""
+    ordered = sorted(batches.values(), key=lambda b: b["id"], reverse=True)
+    if after:
+        ids = [b["id"] for b in ordered]
+        ordered = ordered[ids.index(after) + 1:] if after in ids else []
+    return ordered[:limit], len(ordered) > limit
+
+
 def _fmt_seconds(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
 
@@ -825,14 +835,10 @@ class _Batches:
             self.openai[batch["id"]] = batch
             return 200, batch["object"], "application/json"
         query = _query(path)
-        batches = sorted(self.openai.values(), key=lambda b: b["id"], reverse=True)
-        if query.get("after"):
-            ids = [b["id"] for b in batches]
-            batches = batches[ids.index(query["after"]) + 1:] if query["after"] in ids else []
-        limit = int(query.get("limit", 20))
-        page = [self._openai_state(b) for b in batches[:limit]]
+        page, has_more = _newest_first_page(self.openai, after=query.get("after"), limit=int(query.get("limit", 20)))
+        page = [self._openai_state(b) for b in page]
         return 200, {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-                     "last_id": page[-1]["id"] if page else None, "has_more": len(batches) > limit}, "application/json"
+                     "last_id": page[-1]["id"] if page else None, "has_more": has_more}, "application/json"
 
     def _batches_id(self, path, body, headers, batch_id):
         if batch_id not in self.openai:
@@ -900,13 +906,10 @@ class _Batches:
             self.anthropic[batch["id"]] = batch
             return 200, batch["object"], "application/json"
         query = _query(path)
-        batches = sorted(self.anthropic.values(), key=lambda b: b["id"], reverse=True)
-        if query.get("after_id"):
-            ids = [b["id"] for b in batches]
-            batches = batches[ids.index(query["after_id"]) + 1:] if query["after_id"] in ids else []
-        limit = int(query.get("limit", 20))
-        page = [self._anthropic_state(b) for b in batches[:limit]]
-        return 200, {"data": page, "has_more": len(batches) > limit, "first_id": page[0]["id"] if page else None,
+        page, has_more = _newest_first_page(self.anthropic, after=query.get("after_id"),
+                                            limit=int(query.get("limit", 20)))
+        page = [self._anthropic_state(b) for b in page]
+        return 200, {"data": page, "has_more": has_more, "first_id": page[0]["id"] if page else None,
                      "last_id": page[-1]["id"] if page else None}, "application/json"
 
     def _anthropic_batch(self, batch_id: str) -> dict:
