@@ -37,7 +37,7 @@ def test_sigkill_halfway_then_resume_repeats_no_finished_item(tmp_path):
     db = tmp_path / "kill.sqlite"
     store = Store(db)
     study = make_review_study(store, name="kill", questions=10, models=4)  # 10 x 12 = 120 reviews
-    with FakeLLMServer(latency_s=0.05, seed=2) as server:
+    with FakeLLMServer(latency_s=0.15, seed=2) as server:
         spec = f"compatible:judge@{server.openai_base_url}"
         job = ReviewJob(study, [parse_judge_spec(spec)])
         items = job.prepare(store)
