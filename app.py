@@ -1,7 +1,8 @@
 """PeerBoard: the picture frame. Navigation, the study picker and nothing else.
 
 Run with ``streamlit run app.py`` (or ``peercore app``). The database is
-``$PEERBOARD_DB`` (default: the per-user data folder); an empty database gets the
+``$PEERBOARD_DB``, a SQLite file or a ``postgresql://`` URL (default: a SQLite file in
+the per-user data folder); an empty database gets the
 bundled studies from ``sample_data/`` on first run (the sample, and each subfolder with its
 own ``provenance.json``: PRD Vicuna80, TopicalChat), with no key and no network, and opens on
 the sample (``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for none).
@@ -11,11 +12,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from peercore.ui import data, state
+from peercore.store import StoreError
+from peercore.ui import data, safe, state
 
 st.set_page_config(page_title="PeerBoard", page_icon=":material/balance:", layout="wide")
 state.init()
-data.ensure_sample_study(data.store(), data.sample_folder(Path(__file__).parent / "sample_data"))
+try:
+    database = data.store()
+except StoreError as exc:  # a wrong $PEERBOARD_DB, a PostgreSQL server down: say so (its password never shown)
+    st.error(f"The database could not be opened: {safe.md(str(exc))}", icon=":material/database:")
+    st.stop()
+data.ensure_sample_study(database, data.sample_folder(Path(__file__).parent / "sample_data"))
 if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
     st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it
 data.sidebar_study_picker()

@@ -246,8 +246,8 @@ def add_commands(subparsers) -> None:
                     "ID DECISION stores your decision; --release gives your lease back.")
     parser.add_argument("--study", required=True, metavar="NAME")
     parser.add_argument("--annotator", required=True, metavar="NAME", help="your name (decisions are kept under it)")
-    parser.add_argument("--db", metavar="PATH",
-                        help="database file (default: $PEERBOARD_DB or the per-user data folder)")
+    parser.add_argument("--db", metavar="PATH|URL",
+                        help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--next", action="store_true", help="take (or renew) a lease on the next debate for you")
     action.add_argument("--decide", nargs=2, metavar=("DEBATE_ID", "DECISION"),

@@ -151,12 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "db", None) is not None:
-            # Store() opens postgresql:// URLs, but the whole product (Study's column reads,
-            # the runner's lock handling, the dashboard) does not run there yet: refuse a URL
-            # here as $PEERBOARD_DB is refused, without repeating it (issue 13).
-            from peercore.store import database_file_path
+            # A SQLite file path, or a postgresql:// URL (the team store); any other URL is
+            # refused here, without repeating it (it may carry a password).
+            from peercore.store import database_location
 
-            args.db = database_file_path(args.db, what="--db")
+            args.db = database_location(args.db, what="--db")
         return int(args.handler(args) or 0)
     except BrokenPipeError:
         # The reader went away (``peercore rank ... | head -1``): what was asked is done, the
@@ -175,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _study_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", metavar="NAME", help="read a stored study instead of a file")
-    parser.add_argument("--db", metavar="PATH", help="database of --study (default: $PEERBOARD_DB or the per-user "
+    parser.add_argument("--db", metavar="PATH|URL", help="database of --study, a SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user "
                         "data folder)")
 
 

@@ -60,15 +60,20 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password (for messages and ``Store.path``)."""
+    """``url`` without its password (for messages, ``Store.path`` and the dashboard's cache keys).
+
+    Both places a libpq URL can carry one are masked: ``user:password@host`` and the
+    ``password=`` (or ``sslpassword=``) query parameter.
+    """
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    netloc = parts.netloc
+    if parts.password is not None:
+        host = netloc.rsplit("@", 1)[1]
+        netloc = f"{parts.username}:***@{host}" if parts.username else f":***@{host}"
+    query = "&".join(f"{name}=***" if name.lower() in ("password", "sslpassword") and value else
+                     (f"{name}={value}" if sep else name)
+                     for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 # ------------------------------------------------------------------- translation
@@ -354,6 +359,14 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
+
+    def __del__(self) -> None:
+        # The store keeps one connection per thread (threading.local): when a thread ends
+        # (a Streamlit script run, a worker), its connection goes with it. Close it then,
+        # rather than leave the server's slot to the garbage collector with a warning.
+        raw = getattr(self, "raw", None)
+        if raw is not None and not raw.closed:
+            raw.close()
 
     def _copy_insert(self, translated: Translated, rows: Iterable[Sequence]) -> int:
         """An executemany of ``INSERT [OR IGNORE] INTO t [(cols)] VALUES (...)`` as COPY; returns the rows added.

@@ -97,7 +97,7 @@ def add_commands(subparsers) -> None:
 
 def _study_options(parser) -> None:
     parser.add_argument("--study", required=True, help="study name in the database")
-    parser.add_argument("--db", default=None, metavar="PATH", help="database file (default $PEERBOARD_DB or the "
+    parser.add_argument("--db", default=None, metavar="PATH|URL", help="SQLite file or postgresql:// URL (default $PEERBOARD_DB or the "
                                                                    "user data dir)")
 
 

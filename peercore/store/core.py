@@ -79,17 +79,20 @@ class WriteCounts:
         return WriteCounts(self.added + other.added, self.skipped + other.skipped)
 
 
-def default_db_path() -> Path:
+def default_db_path() -> Path | str:
     """``$PEERBOARD_DB``, else the per-user data folder (XDG) ``peerboard/peerboard.sqlite``.
+
+    ``$PEERBOARD_DB`` is a SQLite file path or a ``postgresql://`` URL (returned as the
+    string, see :func:`database_location`).
 
     Raises
     ------
     StoreError
-        If ``$PEERBOARD_DB`` is a database URL (``postgresql://...``): only SQLite files
-        are supported, and a URL must not become a folder named ``postgresql:``.
+        If ``$PEERBOARD_DB`` is a URL of another kind (``mysql://...``): it must not become
+        a folder named ``mysql:``.
     """
     if os.environ.get(ENV_DB):
-        return database_file_path(os.environ[ENV_DB], what=f"${ENV_DB}")
+        return database_location(os.environ[ENV_DB], what=f"${ENV_DB}")
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "peerboard" / "peerboard.sqlite"
 
@@ -97,15 +100,20 @@ def default_db_path() -> Path:
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def database_file_path(value: str | os.PathLike[str], *, what: str) -> Path:
-    """A database file path given by a user (``--db``, ``$PEERBOARD_DB``); a URL is refused
-    without repeating it (its credentials), until the whole product runs on PostgreSQL."""
+def database_location(value: str | os.PathLike[str], *, what: str) -> Path | str:
+    """Where a user's database is (``--db``, ``$PEERBOARD_DB``): a SQLite file's path, or a
+    ``postgresql://`` URL kept as given (the team store, :mod:`peercore.db`).
+
+    Any other URL is refused without repeating it (it may carry a password): a URL is
+    never taken for a file path.
+    """
     text = os.fspath(value)
+    if _db.is_postgres_url(text):
+        return text
     if _URL.match(text):
         scheme = text.split("://", 1)[0]
-        raise StoreError(f"{what} is a database URL ({scheme}://...); this version of PeerBoard stores studies in a "
-                         f"SQLite file only (the PostgreSQL store is being built), so set {what} to a file path "
-                         "(e.g. ~/peerboard.sqlite)")
+        raise StoreError(f"{what} is a {scheme}:// URL; PeerBoard stores studies in a SQLite file (give its path, "
+                         f"e.g. ~/peerboard.sqlite) or in PostgreSQL (postgresql://user@host/database)")
     return Path(text).expanduser()
 
 
@@ -148,8 +156,9 @@ class StoreCore:
     """Connections, transactions and the schema of a :class:`peercore.store.Store`."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        path = default_db_path() if path is None else database_location(path, what="the database")
         self.url = path if _db.is_postgres_url(path) else None
-        if self.url is not None:  # PostgreSQL (peercore.db): explicit URLs only, never from $PEERBOARD_DB yet
+        if self.url is not None:  # PostgreSQL (peercore.db)
             self.path = _db.redact_url(self.url)
             self._local = threading.local()
             try:
@@ -163,7 +172,6 @@ class StoreCore:
                 self.close()
                 raise StoreError(f"{self.path}: {str(exc).strip()}") from exc
             return
-        path = default_db_path() if path is None else database_file_path(path, what="the database")
         if str(path) == ":memory:":
             raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
         self.path = Path(path).expanduser()

@@ -21,7 +21,7 @@ def app_path() -> Path:
 
 def add_commands(subparsers) -> None:
     app = subparsers.add_parser("app", help="open the PeerBoard dashboard in the browser (streamlit run app.py)")
-    app.add_argument("--db", metavar="PATH", help="database file (default: $PEERBOARD_DB or the per-user data folder)")
+    app.add_argument("--db", metavar="PATH|URL", help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
     app.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     app.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     app.add_argument("--headless", action="store_true", help="do not open a browser window")
@@ -44,8 +44,8 @@ def _app(args) -> int:
         return fail(f"{app_path()} not found: `peercore app` runs from a PeerBoard checkout "
                     "(pip install -e .); otherwise run `streamlit run app.py` there")
     env = dict(os.environ)
-    if args.db:
-        env["PEERBOARD_DB"] = str(Path(args.db).expanduser().resolve())
+    if args.db:  # a postgresql:// URL as given (cli.main checked it); a file path made absolute
+        env["PEERBOARD_DB"] = args.db if isinstance(args.db, str) else str(Path(args.db).expanduser().resolve())
     try:
         return subprocess.call(command(args), cwd=app_path().parent, env=env)
     except KeyboardInterrupt:

@@ -2,10 +2,12 @@
 
 Caching rules (STYLE.md):
 
-- :func:`store` is ``st.cache_resource`` keyed on the database path. That is safe
-  because a :class:`peercore.store.Store` object never shares a sqlite connection
+- :func:`store` is ``st.cache_resource`` keyed on the database path (a PostgreSQL URL
+  without its password). That is safe
+  because a :class:`peercore.store.Store` object never shares a connection
   between threads: it opens one connection per thread on first use (Streamlit runs
-  each session's script in its own thread). :func:`study` is the other cached
+  each session's script in its own thread) and a PostgreSQL connection closes when
+  its thread ends. :func:`study` is the other cached
   resource: the :class:`peercore.study.Study` handle (the application layer the CLI
   and the exports use too) of one study of that store; it holds no connection, only
   memos of what it read, each stamped with the study's revision.
@@ -22,6 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -29,6 +32,7 @@ import streamlit as st
 
 from peercore import bias, reports
 from peercore.ranking import battle_counts, pairwise_win_fraction
+from peercore.db import is_postgres_url, redact_url
 from peercore.store import Store, default_db_path
 from peercore.study import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES, Selection, Study
 from peercore.ui import safe
@@ -39,14 +43,31 @@ SAMPLE_STUDY = "sample"
 # ------------------------------------------------------------------------------ store
 
 
+# What db_path() named -> where it is (a URL with its password, if it has one).
+_LOCATIONS: dict[str, str] = {}
+
+
 def db_path() -> str:
-    """The database file the app uses: ``$PEERBOARD_DB`` or the per-user default."""
-    return str(default_db_path())
+    """The database the app uses (``$PEERBOARD_DB`` or the per-user default), as shown
+    and as the first part of every cache key: a SQLite file's path, or a
+    ``postgresql://`` URL without its password (which stays out of keys and screens)."""
+    location = default_db_path()
+    name = redact_url(location) if isinstance(location, str) else str(location)
+    _LOCATIONS[name] = str(location)
+    return name
+
+
+def database_label(name: str) -> str:
+    """A short label for the sidebar: the file's name, or ``database on host`` for PostgreSQL."""
+    if not is_postgres_url(name):
+        return Path(name).name
+    parts = urlsplit(name)
+    return f"{parts.path.lstrip('/') or parts.username or 'postgres'} on {parts.hostname or 'localhost'}"
 
 
 @st.cache_resource(show_spinner=False)
 def _store(path: str) -> Store:
-    return Store(path)
+    return Store(_LOCATIONS.get(path, path))
 
 
 def store() -> Store:
@@ -590,7 +611,7 @@ def sidebar_study_picker() -> None:
             st.selectbox("Study", names, key=state.STUDY, help="Every page shows this study.")
         else:
             st.caption("No study yet.")
-        st.caption(f"Database: {safe.code(Path(db_path()).name)}", help=safe.md(db_path()))
+        st.caption(f"Database: {safe.code(database_label(db_path()))}", help=safe.md(db_path()))
 
 
 def current_study() -> str:

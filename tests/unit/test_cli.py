@@ -133,25 +133,26 @@ def test_bias_json(tmp_path, capsys):
     assert payload["n_pairs"] == 4 and payload["swap_consistency"] == 0.0
 
 
-def test_a_database_url_is_refused_not_taken_for_a_folder(tmp_path, monkeypatch, capsys):
+def test_a_database_url_is_never_taken_for_a_folder(tmp_path, monkeypatch, capsys):
     # Issue 8: PEERBOARD_DB=postgresql://... silently created a SQLite file under a folder named "postgresql:".
+    # Issue 13: a postgresql:// URL is the team store; any other URL is refused, neither repeats a password.
     path = tmp_path / "j.csv"
     make_judgments([("a", "b", "model_a", "gpt")]).to_csv(path, index=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PEERBOARD_DB", "postgresql://me:s3cret-password@127.0.0.1:1/peer")
+    monkeypatch.setenv("PEERBOARD_DB", "mysql://me:s3cret-password@127.0.0.1:1/peer")
     assert main(["import", str(path), "--study", "s"]) == 2
     err = capsys.readouterr().err
-    assert "$PEERBOARD_DB is a database URL (postgresql://...)" in err and "s3cret" not in err
-    assert not (tmp_path / "postgresql:").exists()
+    assert "$PEERBOARD_DB is a mysql:// URL" in err and "postgresql://" in err and "s3cret" not in err, err
     assert main(["rank", "--study", "s", "--db", "sqlite:///x.db"]) == 2
-    assert "is a database URL (sqlite://...)" in capsys.readouterr().err
-    # Store() opens PostgreSQL (issue 13, first slice), but the product does not run there yet:
-    # --db refuses a postgresql:// URL as $PEERBOARD_DB does, before connecting, without the password.
-    monkeypatch.delenv("PEERBOARD_DB")
-    for argv in (["import", str(path), "--study", "s"], ["rank", "--study", "s"], ["runs", "--study", "s"]):
-        assert main([*argv, "--db", "postgresql://me:s3cret-password@127.0.0.1:1/peer"]) == 2
+    assert "--db is a sqlite:// URL" in capsys.readouterr().err
+    # A PostgreSQL server that is not there: exit 2 naming the (redacted) URL, before anything else.
+    monkeypatch.setenv("PEERBOARD_DB", "postgresql://me:s3cret-password@127.0.0.1:1/peer")
+    for argv in (["import", str(path), "--study", "s"], ["rank", "--study", "s"], ["runs", "--study", "s"],
+                 ["import", str(path), "--study", "s", "--db", "postgresql://me:s3cret-password@127.0.0.1:1/peer"]):
+        assert main(argv) == 2
         err = capsys.readouterr().err
-        assert "--db is a database URL (postgresql://...)" in err and "s3cret" not in err, err
+        assert "postgresql://me:***@127.0.0.1:1/peer" in err and "s3cret" not in err, err
+    assert not list(tmp_path.glob("postgresql*")) and not list(tmp_path.glob("mysql*"))
 
 
 # ------------------------------------------------------------------------ issue 11 options

@@ -109,14 +109,16 @@ def test_undo_with_a_token_removes_only_that_decision(store):
 
 
 def test_a_database_url_is_not_a_file(tmp_path, monkeypatch):
-    # Store("postgresql://...") opens PostgreSQL (test_postgres_store); other URLs are refused, and
-    # $PEERBOARD_DB (the CLI's and the dashboard's database) stays a file until the whole product runs there.
-    with pytest.raises(StoreError, match=r"is a database URL \(mysql://\.\.\.\)"):
-        Store("mysql://user:pw@host/db")
+    # Store("postgresql://...") opens PostgreSQL (test_postgres_store), as does $PEERBOARD_DB holding
+    # such a URL (issue 13); other URLs are refused, never taken for a folder, the password never repeated.
+    with pytest.raises(StoreError, match=r"is a mysql:// URL") as refused:
+        Store("mysql://user:pw-secret@host/db")
+    assert "pw-secret" not in str(refused.value)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PEERBOARD_DB", "postgres://user:pw@host/db")
-    with pytest.raises(StoreError, match=r"\$PEERBOARD_DB is a database URL"):
+    monkeypatch.setenv("PEERBOARD_DB", "postgres://user:pw-secret@127.0.0.1:1/db")
+    with pytest.raises(StoreError, match=r"postgres://user:\*\*\*@127\.0\.0\.1:1/db") as unreachable:
         Store()
+    assert "pw-secret" not in str(unreachable.value)
     assert list(tmp_path.iterdir()) == []
 
 

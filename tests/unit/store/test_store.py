@@ -62,7 +62,7 @@ def test_wal_foreign_keys_and_schema_version(sqlite_store):
 
 
 def test_default_path_from_env_then_xdg(monkeypatch, tmp_path):
-    # SQLite-only: the default database is a file ($PEERBOARD_DB takes no URL yet).
+    # The default database is a file; $PEERBOARD_DB as a URL: tests/unit/test_cli.py and test_cli_on_postgres.
     monkeypatch.setenv("PEERBOARD_DB", str(tmp_path / "env.sqlite"))
     assert default_db_path() == tmp_path / "env.sqlite"
     monkeypatch.delenv("PEERBOARD_DB")
