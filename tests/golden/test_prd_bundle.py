@@ -32,10 +32,11 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> Path:
+def seeded(golden_db) -> str:
+    # The dashboard's first run, on a SQLite file and on PostgreSQL (tests/golden/conftest.py).
     if not (BUNDLE / "provenance.json").is_file():
         pytest.fail("sample_data/prd_vicuna80/ is missing from the repository")
-    db = tmp_path_factory.mktemp("prd_bundle") / "first-run.sqlite"
+    db = golden_db
     store = Store(db)
     assert ensure_sample_study(store, REPO / "sample_data") == "sample"  # the sample is still the first study
     store.close()

@@ -8,6 +8,8 @@ outputs) and the paper's Table 2 weighted Elo (1213 / 1125 / 912 / 894 / 856).
 
 On main the "human" ranking counted every raw vote (three per pair), so GPT-4 showed .7165
 instead of the human-majority .822, and ``--elo-shuffles 0`` with Peer Rank weights exited 2.
+
+Each test runs on a SQLite file and on PostgreSQL (issue 13: the PRD numbers identical on both).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ NOTEBOOK_NAME = {"gpt4": "gpt-4", "gpt35": "gpt-3.5", "bard": "bard", "claude": 
 
 
 @pytest.fixture(scope="module")
-def prd(prd_folder, tmp_path_factory):
-    db = tmp_path_factory.mktemp("prd_cli") / "prd.sqlite"
+def prd(prd_folder, golden_db):
+    db = golden_db  # a SQLite file, then a PostgreSQL schema (tests/golden/conftest.py): the same numbers on both
     import_path(prd_folder, store=Store(db), study="prd")
     expected = json.loads((prd_folder / "expected_results.json").read_text())
     return str(db), expected
@@ -82,3 +84,23 @@ def test_weighted_elo_in_file_order(prd, capsys):
                      "--seed", "7")
     assert set(got) == set(NOTEBOOK_NAME.values()) and got == again  # one pass in order: no seed involved
     assert sum(got.values()) == pytest.approx(5 * 1000)  # Elo updates are zero-sum
+
+
+def test_every_prd_ranking_is_identical_on_sqlite_and_postgresql(prd_folder, tmp_path, new_pg_url, capsys):
+    # Issue 13: "the PRD numbers come out identical on both". PRD Table 2 (win rates, Peer Rank weights
+    # of Section 3.1's 5 iterations, weighted Elo of Appendix E in stored order and shuffled) and
+    # Chatbot Arena's Bradley-Terry with bootstrap intervals: the whole JSON payload, equal, not close.
+    locations = [str(tmp_path / "prd.sqlite"), new_pg_url()]
+    for location in locations:
+        import_path(prd_folder, store=Store(location), study="prd")
+    variants = [["--kind", "llm", "--method", "winrate", "--peer-weights", "prd"],
+                ["--kind", "human", "--method", "winrate"],
+                ["--kind", "llm", "--method", "elo", "--peer-weights", "prd", "--elo-shuffles", "0"],
+                ["--kind", "llm", "--method", "elo", "--peer-weights", "prd", "--elo-shuffles", "20", "--seed", "3"],
+                ["--kind", "llm", "--method", "bt", "--bootstrap", "50", "--seed", "1"]]
+    for variant in variants:
+        payloads = []
+        for location in locations:
+            assert main(["rank", "--study", "prd", "--db", location, "--format", "json", *variant]) == 0
+            payloads.append(json.loads(capsys.readouterr().out))
+        assert payloads[0] == payloads[1], variant

@@ -57,8 +57,8 @@ def by_hand(folder):
 
 
 @pytest.fixture(scope="module")
-def store(folder, tmp_path_factory):
-    db = Store(tmp_path_factory.mktemp("scaleeval") / "scaleeval.db")
+def store(folder, golden_db):
+    db = Store(golden_db)  # a SQLite file, then PostgreSQL (tests/golden/conftest.py)
     import_path(folder, store=db, study="s")
     return db
 

@@ -7,6 +7,8 @@
 - ScaleEval (Chern et al. 2024): every single-judge verdict and every debate with its
   rounds; the unresolved debates are counted independently from the dataset's own
   ``scores_long.csv`` (speaker scores per stage).
+
+Every test runs on both backends (SQLite and PostgreSQL, issue 13).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def require_dataset(name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    return tmp_path_factory.mktemp("golden") / "pb.sqlite"
+def db(golden_db):
+    return golden_db  # a SQLite file, then a PostgreSQL schema (tests/golden/conftest.py)
 
 
 @pytest.fixture(scope="module")
