@@ -28,11 +28,11 @@ This module holds the rules and the application layer shared by the command line
 tests; :class:`peercore.store.Store` holds the SQL (``claim_debate``, ``leases``,
 ``release_leases``, ``adjudicate``).
 
-Clocks: lease times are the claiming process's UTC clock, written as fixed-width
-ISO-8601 text that compares correctly as text. With SQLite every annotator's process runs
-on the one machine that holds the file, so they share one clock. (A shared PostgreSQL
-store would take the server's ``now()`` instead, so that machines with skewed clocks
-cannot steal each other's leases.)
+Clocks: lease times are the database's UTC clock (:meth:`peercore.store.Store.clock`),
+written as fixed-width ISO-8601 text that compares correctly as text. On PostgreSQL that
+is the server's clock, so annotators on machines whose clocks disagree cannot take each
+other's debates early; with SQLite every annotator's process runs on the one machine that
+holds the file, and uses its clock.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import json
 import math
 import os
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -192,7 +191,7 @@ def next_item(store, study: str, annotator: str, *, lease: float | None = None, 
     study, annotator : names (the annotator's surrounding spaces are dropped).
     lease : lease length in seconds (default :func:`lease_seconds`).
     scenario, criterion : only debates of this scenario / criterion (None: any).
-    now : the clock, seconds since the epoch (default ``time.time()``; tests pass their own).
+    now : the clock, seconds since the epoch (default: the database's, ``store.clock()``; tests pass their own).
 
     Returns
     -------
@@ -201,7 +200,7 @@ def next_item(store, study: str, annotator: str, *, lease: float | None = None, 
         that needs people, or the rest is held by others (see :meth:`Store.leases`).
     """
     row = store.claim_debate(study, _name(annotator), lease_seconds=lease_seconds(lease), scenario=scenario,
-                             criterion=criterion, now=time.time() if now is None else float(now))
+                             criterion=criterion, now=None if now is None else float(now))
     return None if row is None else Item(**row)
 
 

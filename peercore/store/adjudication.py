@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -125,7 +124,7 @@ class AdjudicationMixin:
         count = "(SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id)"
         leased = ("(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator <> ? "
                   "AND l.expires_at > ?)")
-        params: list = [annotator or "", stamp(time.time()), sid]
+        params: list = [annotator or "", stamp(self.clock()), sid]
         if annotator is None:
             where = f"{count} = 0"
         else:
@@ -156,7 +155,7 @@ class AdjudicationMixin:
         ----------
         lease_seconds : how long the lease lasts from ``now``.
         scenario, criterion : only debates of this scenario / criterion (None: any).
-        now : seconds since the epoch (default: this machine's clock).
+        now : seconds since the epoch (default: the database's clock, :meth:`clock`).
 
         Returns
         -------
@@ -168,7 +167,7 @@ class AdjudicationMixin:
         from peercore.assignment import stamp
 
         sid = self.study_id(study)
-        now = time.time() if now is None else float(now)
+        now = self.clock() if now is None else float(now)
         at, until = stamp(now), stamp(now + float(lease_seconds))
         select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
                   "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
@@ -225,7 +224,7 @@ class AdjudicationMixin:
             "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
             "JOIN debates d ON d.id = l.debate_id WHERE d.study_id = ? ORDER BY l.debate_id, l.annotator",
             self.connect(), params=(self.study_id(study),))
-        return frame.assign(live=frame["expires_at"] > stamp(time.time() if now is None else float(now)))
+        return frame.assign(live=frame["expires_at"] > stamp(self.clock() if now is None else float(now)))
 
     def release_leases(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
         """Give up ``annotator``'s leases in ``study`` (or only on ``debate_id``); returns how many."""

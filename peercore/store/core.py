@@ -258,6 +258,17 @@ class StoreCore:
         finally:
             self._local.depth = 0
 
+    def clock(self) -> float:
+        """Seconds since the epoch by the database's clock.
+
+        For PostgreSQL the server's (``clock_timestamp()``), so that annotators on machines
+        whose clocks disagree still agree on when a lease expires; for a SQLite file, this
+        machine's (every process using the file runs here).
+        """
+        if self.url is None:
+            return time.time()
+        return float(self.connect().execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+
     def checkpoint(self) -> None:
         """Copy the write-ahead log into the main file and truncate it.
 

@@ -204,3 +204,22 @@ def test_the_claim_offers_the_first_debate_the_rule_allows(db, seed):
     expected = mine[0] if mine else next((d for d in debates if allowed(d)), None)
     assert take(store, who, T0) == expected, (overlap, who, sorted(decided), sorted(live), sorted(skipped))
     store.close()
+
+
+def test_on_postgresql_lease_times_are_the_servers_so_a_fast_clock_cannot_take_a_held_debate(pg_url, monkeypatch):
+    # Issue 13: annotators on several machines share one PostgreSQL. Lease expiry is judged by the
+    # server's clock, so a machine whose clock runs an hour ahead neither sees ann's 60-second lease as
+    # expired nor clears it (with each machine's own clock it took debate 1 from her).
+    import time as time_module
+
+    shared = Store(pg_url)
+    shared.create_study("s")
+    shared.update_study_settings("s", overlap=1)
+    shared.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                               "status": "unresolved"}, []) for k in (1, 2)])
+    assert assignment.next_item(shared, "s", "ann", lease=60).debate_id == 1
+    real = time_module.time
+    monkeypatch.setattr(time_module, "time", lambda: real() + 3600)  # the other machine's clock
+    assert assignment.next_item(shared, "s", "ben", lease=60).debate_id == 2
+    assert shared.leases("s").set_index("annotator").loc["ann", "live"]
+    assert abs(shared.clock() - real()) < 60  # the server's clock, not the fast one
