@@ -1,4 +1,7 @@
-"""Exports (CSV formula neutralisation, JSONL, Parquet) and the import / export / rank --study commands."""
+"""Exports (CSV formula neutralisation, JSONL, Parquet) and the import / export / rank --study commands.
+
+The commands run on both backends (``db``: a SQLite file, then a PostgreSQL schema; issue 13).
+"""
 
 from __future__ import annotations
 
@@ -59,8 +62,7 @@ def test_csv_jsonl_parquet_round_trips(tmp_path):
 # ---------------------------------------------------------------------- commands
 
 
-def test_import_prints_added_and_skipped(judgments_csv, tmp_path, capsys):
-    db = tmp_path / "pb.sqlite"
+def test_import_prints_added_and_skipped(judgments_csv, tmp_path, capsys, db):
     assert main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"]) == 0
     out = capsys.readouterr().out
     assert "into study 'demo'" in out and "judgments          4 added, 0 skipped as already stored (identical)" in out
@@ -78,8 +80,7 @@ def test_database_location_from_the_environment(judgments_csv, tmp_path, monkeyp
     assert Store(tmp_path / "env.sqlite").summary("judgments")["judgments"] == 4  # study named after the file
 
 
-def test_export_judgments_csv_is_neutralised(judgments_csv, tmp_path, capsysbinary):
-    db = tmp_path / "pb.sqlite"
+def test_export_judgments_csv_is_neutralised(judgments_csv, tmp_path, capsysbinary, db):
     assert main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"]) == 0
     capsysbinary.readouterr()
     assert main(["export", "--study", "demo", "--what", "judgments", "--format", "csv", "--db", str(db)]) == 0
@@ -89,8 +90,7 @@ def test_export_judgments_csv_is_neutralised(judgments_csv, tmp_path, capsysbina
                                          "turn", "round", "rationale"]
 
 
-def test_export_leaderboard_jsonl_and_parquet(judgments_csv, tmp_path, capsysbinary):
-    db = tmp_path / "pb.sqlite"
+def test_export_leaderboard_jsonl_and_parquet(judgments_csv, tmp_path, capsysbinary, db):
     main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"])
     capsysbinary.readouterr()
     assert main(["export", "--study", "demo", "--what", "leaderboard", "--format", "jsonl", "--method", "winrate",
@@ -104,11 +104,10 @@ def test_export_leaderboard_jsonl_and_parquet(judgments_csv, tmp_path, capsysbin
     pd.testing.assert_frame_equal(pd.read_parquet(target), Store(db).judgments("demo", judges=["k"]))
 
 
-def test_export_errors_are_one_line(tmp_path, judgments_csv, capsys):
+def test_export_errors_are_one_line(tmp_path, judgments_csv, capsys, db):
     assert main(["export", "--study", "x", "--what", "judgments", "--format", "csv", "--db",
                  str(tmp_path / "none.sqlite")]) == 2
     assert capsys.readouterr().err.startswith("peercore: error: no PeerBoard database at")
-    db = tmp_path / "pb.sqlite"
     main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"])
     capsys.readouterr()
     assert main(["export", "--study", "nope", "--what", "judgments", "--format", "csv", "--db", str(db)]) == 2
@@ -116,8 +115,7 @@ def test_export_errors_are_one_line(tmp_path, judgments_csv, capsys):
     assert err.count("\n") == 1 and "no study named 'nope'" in err and "studies are ['demo']" in err
 
 
-def test_rank_agree_bias_on_a_stored_study(judgments_csv, tmp_path, capsys):
-    db = tmp_path / "pb.sqlite"
+def test_rank_agree_bias_on_a_stored_study(judgments_csv, tmp_path, capsys, db):
     main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"])
     capsys.readouterr()
     assert main(["rank", "--study", "demo", "--db", str(db), "--method", "winrate", "--format", "csv"]) == 0

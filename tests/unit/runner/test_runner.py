@@ -1,4 +1,7 @@
-"""The runner: cache, retries, limits, resume, cancel, progress, accounting (in-process fake backend)."""
+"""The runner: cache, retries, limits, resume, cancel, progress, accounting (in-process fake backend).
+
+Every test with a store runs on both backends (a SQLite file, then a PostgreSQL schema; issue 13).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from peercore.runner import (
     run_job_sync,
     start_run,
 )
+from peercore.store import Store
 from runner.fakes import EchoJob, FakeBackend
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.001, cap_s=0.002)
@@ -30,6 +34,13 @@ def run(job, store, **options):
     options.setdefault("retry", FAST)
     options.setdefault("prices", PRICES)
     return run_job_sync(job, store, **options)
+
+
+@pytest.fixture
+def store(db):  # tests/conftest.py: a SQLite file path, then a PostgreSQL URL
+    s = Store(db)
+    yield s
+    s.close()
 
 
 @pytest.fixture
