@@ -26,6 +26,17 @@ def synthetic(db_file) -> dict:
     return info
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def synthetic_on_both(request, tmp_path, monkeypatch) -> dict:
+    """:func:`synthetic` on a SQLite file, then on a PostgreSQL schema (issue 13: runs from the dashboard)."""
+    location = str(tmp_path / "peerboard.sqlite") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    monkeypatch.setenv("PEERBOARD_DB", location)
+    store = Store(location)
+    info = build_synthetic_study(store)
+    info["db"] = location
+    return info
+
+
 @pytest.fixture(scope="session")
 def prd_db(tmp_path_factory) -> Path:
     """A database holding the PRD study, built once per session (copied per test)."""

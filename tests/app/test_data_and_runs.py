@@ -195,7 +195,7 @@ def test_keys_are_reported_set_or_not_but_never_shown(synthetic, monkeypatch):
     assert all("sk-test-secret-value" not in str(value) for value in at.session_state.to_dict().values())
 
 
-def test_estimate_then_launch_a_review_with_live_progress(synthetic):
+def test_estimate_then_launch_a_review_with_live_progress(synthetic_on_both):
     with FakeLLMServer() as server:
         at = open_page(app_test(), "reviewers")
         add_reviewer(at, server.openai_base_url)
@@ -211,14 +211,14 @@ def test_estimate_then_launch_a_review_with_live_progress(synthetic):
         rerun_until(at, "Run finished")
         assert any("Run finished: 9 of 9" in s.value for s in at.success), texts(at.warning) + texts(at.error)
         assert "9/9 finished" in texts(at.code)
-        judgments = Store(synthetic["db"]).judgments("synthetic", judges=["fake"])
+        judgments = Store(synthetic_on_both["db"]).judgments("synthetic", judges=["fake"])
         assert len(judgments) == 9
         at.button(key="rv_clear").click().run()
         metrics = {m.label: m.value for m in at.metric}
         assert metrics["Items to do"] == "0 of 9"  # launching again resumes a finished run: nothing to do
 
 
-def test_cancel_and_resume_an_interrupted_run(synthetic):
+def test_cancel_and_resume_an_interrupted_run(synthetic_on_both):
     with FakeLLMServer(latency_s=0.3) as server:
         at = open_page(app_test(), "reviewers")
         add_reviewer(at, server.openai_base_url)
@@ -226,7 +226,7 @@ def test_cancel_and_resume_an_interrupted_run(synthetic):
         at.button(key="rv_launch").click().run()   # 18 ordered-pair reviews, 0.3 s each
         at.button(key="rv_cancel").click().run()
         rerun_until(at, "cancelled", where=("warning", "success", "info"))
-        store = Store(synthetic["db"])
+        store = Store(synthetic_on_both["db"])
         stopped = store.runs("synthetic").query("status == 'cancelled'")
         assert len(stopped) == 1 and stopped["n_done"].iloc[0] < stopped["n_items"].iloc[0]
         at.button(key="rv_clear").click().run()
@@ -260,7 +260,7 @@ def test_a_debate_needs_two_agents(synthetic):
         assert any(m.label == "Paid calls" for m in at.metric)
 
 
-def test_a_compact_debate_is_launched_from_the_page_and_resumes_with_its_templates(synthetic):
+def test_a_compact_debate_is_launched_from_the_page_and_resumes_with_its_templates(synthetic_on_both):
     def verdict_first(body, api):  # follows the compact layout: verdict on the first line
         return "Verdict: 1\nReason: Submission 1 answers the question."
 
@@ -277,7 +277,7 @@ def test_a_compact_debate_is_launched_from_the_page_and_resumes_with_its_templat
         assert any("Run finished" in s.value for s in at.success), texts(at.error) + texts(at.warning)
         prompts = [m["content"] for r in server.request_log for m in r["body"]["messages"] if m["role"] == "user"]
         assert prompts and all("Verdict: 1 if Submission 1 is better" in p for p in prompts)
-    store = Store(synthetic["db"])
+    store = Store(synthetic_on_both["db"])
     run = store.runs("synthetic").query("kind == 'debate'").iloc[0]
     config = store.run(run["id"])["config"]["job"]
     assert (config["initial_template"], config["discussion_template"]) == ("scaleeval_compact_initial",
