@@ -49,8 +49,9 @@ def keys(monkeypatch):
         monkeypatch.setenv(name, value)
 
 
-def _study(tmp_path, name: str, *, questions: int = 3, models: int = 3):
-    db = tmp_path / f"{name}.sqlite"
+def _study(tmp_path, name: str, *, questions: int = 3, models: int = 3, location: str | None = None):
+    """A review study in a new SQLite file (or at ``location``, a PostgreSQL URL); its location and store."""
+    db = location or tmp_path / f"{name}.sqlite"
     store = Store(db)
     make_review_study(store, name="b", questions=questions, models=models)
     return db, store
@@ -130,16 +131,20 @@ def test_dry_run_prices_at_the_batch_rate(tmp_path, keys, capsys):
 
 KILLS = [("openai", "uploaded"), ("openai", "created"), ("openai", "polled"), ("openai", "fetching"),
          ("anthropic", "creating"), ("anthropic", "created"), ("anthropic", "polled"), ("anthropic", "fetching")]
+# On the team store too (issue 13): a kill between creating a batch and saving its id, mid-fetch, and while polling.
+KILLS_ON_POSTGRESQL = [("openai", "created"), ("openai", "fetching"), ("anthropic", "polled")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provider, stage", KILLS)
-def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, keys, monkeypatch):
+@pytest.mark.parametrize("provider, stage, backend", [(*kill, "sqlite") for kill in KILLS] +
+                         [(*kill, "postgresql") for kill in KILLS_ON_POSTGRESQL])
+def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, backend, keys, monkeypatch, request):
     # fetching is killed after the first chunk of results is stored: the batch needs more than one chunk
     questions, models = (6, 5) if stage == "fetching" else (3, 3)
     n = questions * models * (models - 1)
     assert stage != "fetching" or n > RESULT_CHUNK
-    db, store = _study(tmp_path, "kill", questions=questions, models=models)
+    location = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    db, store = _study(tmp_path, "kill", questions=questions, models=models, location=location)
     with FakeLLMServer(batch_delay_s=0.4 if stage == "polled" else 0.0) as server:
         killed = _cli(db, SPECS[provider], _env(server, **{ENV_KILL: stage}))
         assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -293,10 +298,12 @@ def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(
 
 
 @pytest.mark.slow
-def test_debate_killed_between_rounds_resumes_without_a_second_batch(tmp_path, keys, monkeypatch):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_debate_killed_between_rounds_resumes_without_a_second_batch(tmp_path, backend, keys, monkeypatch, request):
     from peercore.jobs.discussion import DebateJob
 
-    db, store = _study(tmp_path, "debate-kill")
+    location = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    db, store = _study(tmp_path, "debate-kill", location=location)
     job = lambda: DebateJob("b", [parse_judge_spec(a) for a in AGENTS], max_rounds=3)  # noqa: E731
     with FakeLLMServer(reply=_by_model) as server:
         command = [sys.executable, "-m", "peercore", "debate", "--study", "b", "--db", str(db), "--max-rounds", "3",
