@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 # review runs in peercore.jobs). Each module defines add_commands(subparsers) and sets
 # handler=callable(args) -> exit status on its parsers.
 _COMMAND_MODULES = ("peercore.io.commands", "peercore.jobs.commands", "peercore.nlg.commands", "peercore.ui.commands",
-                    "peercore.assignment")
+                    "peercore.assignment", "peercore.store.commands")
 
 
 def _command_modules():
