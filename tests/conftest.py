@@ -65,27 +65,17 @@ _schemas = iter(range(1, 1_000_000))
 
 
 @pytest.fixture
-def pg_url(pg_cluster, monkeypatch):
+def pg_url(pg_cluster):
     """A URL of a fresh, empty schema in the session's cluster; its connections are closed afterwards."""
     import psycopg
 
-    from peercore import db
+    from pg_cluster import closing_pg_connections
 
     schema = f"t{next(_schemas)}"
     with psycopg.connect(pg_cluster.url, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")
-    opened = []
-    connect = db.connect_postgres
-
-    def tracked(url):
-        connection = connect(url)
-        opened.append(connection)
-        return connection
-
-    monkeypatch.setattr(db, "connect_postgres", tracked)
-    yield f"{pg_cluster.url}?options=-csearch_path%3D{schema}"
-    for connection in opened:
-        connection.close()
+    with closing_pg_connections():
+        yield f"{pg_cluster.url}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

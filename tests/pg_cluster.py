@@ -19,6 +19,7 @@ or ``python tests/pg_cluster.py`` to start one, print its URL and wait for Ctrl-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -126,6 +127,30 @@ class PostgresCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def closing_pg_connections():
+    """Close, when the block ends, every PostgreSQL connection the stores opened in it
+    (tests open stores, and the CLI run in-process leaves its own open)."""
+    from peercore import db
+
+    opened = []
+    connect = db.connect_postgres
+
+    def tracked(url):
+        connection = connect(url)
+        opened.append(connection)
+        return connection
+
+    db.connect_postgres = tracked
+    try:
+        yield
+    finally:
+        db.connect_postgres = connect
+        for connection in opened:
+            with contextlib.suppress(Exception):
+                connection.close()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import pytest
 from fakes.llm_server import FakeLLMServer, default_reply
 from integration.helpers import make_review_study
 from peerboard_testing import shared_data_dir
+from pg_cluster import closing_pg_connections
 from peercore.cli import main
 from peercore.store import Store
 
@@ -55,29 +56,6 @@ def with_password(url: str) -> str:
 def schema_of(url: str) -> str:
     """The schema of a ``new_pg_url`` URL (``?options=-csearch_path=<schema>``)."""
     return parse_qs(urlsplit(url).query)["options"][0].split("=", 1)[1]
-
-
-@contextlib.contextmanager
-def closing_pg_connections():
-    """Close every PostgreSQL connection the stores opened in this block (the CLI leaves its own open)."""
-    from peercore import db
-
-    opened = []
-    connect = db.connect_postgres
-
-    def tracked(url):
-        connection = connect(url)
-        opened.append(connection)
-        return connection
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(db, "connect_postgres", tracked)
-        try:
-            yield
-        finally:
-            for connection in opened:
-                with contextlib.suppress(Exception):
-                    connection.close()
 
 
 @pytest.fixture(autouse=True)
