@@ -460,6 +460,12 @@ def connect_postgres(url: str) -> PgConnection:
     integer, floating = _numpy_dumpers()
     raw = psycopg.connect(url, autocommit=True)
     raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
+    # psycopg prepares a statement run 5 times; the server may then keep one generic plan for
+    # it, chosen on the statistics of that moment. The adjudication claim, planned while its
+    # tables were nearly empty, then scanned every decision on every claim (6 -> 52 ms per
+    # claim over 1,200 decisions, until autovacuum re-analysed). A plan per execution follows
+    # the tables as they grow: 5-8 ms flat (benchmarks/results/adjudication.md).
+    raw.execute("SET plan_cache_mode = force_custom_plan")
     for kind in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):
         raw.adapters.register_dumper(kind, integer)
     for kind in (np.float32, np.float64):
