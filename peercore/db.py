@@ -463,9 +463,11 @@ def connect_postgres(url: str) -> PgConnection:
     # psycopg prepares a statement run 5 times; the server may then keep one generic plan for
     # it, chosen on the statistics of that moment. The adjudication claim, planned while its
     # tables were nearly empty, then scanned every decision on every claim (6 -> 52 ms per
-    # claim over 1,200 decisions, until autovacuum re-analysed). A plan per execution follows
-    # the tables as they grow: 5-8 ms flat (benchmarks/results/adjudication.md).
-    raw.execute("SET plan_cache_mode = force_custom_plan")
+    # claim over 1,200 decisions, until autovacuum re-analysed). Unprepared, each execution is
+    # planned with the tables as they are: 5-8 ms flat (benchmarks/results/adjudication.md).
+    # (Not the server's plan_cache_mode = force_custom_plan: that also re-plans the foreign-key
+    # checks of every row a COPY inserts, and made a million-verdict import 17 s -> 27 s.)
+    raw.prepare_threshold = None
     for kind in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):
         raw.adapters.register_dumper(kind, integer)
     for kind in (np.float32, np.float64):
