@@ -31,6 +31,21 @@ from peercore.store import Store
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 
+# Every page of app.py's navigation (pages/<name>.py) -> the title it shows (Home's is the product's name).
+PAGE_TITLES = {
+    "home": "PeerBoard",
+    "studies": "Studies",
+    "leaderboard": "Leaderboard",
+    "bias": "Bias",
+    "efficiency": "Efficiency",
+    "data": "Data",
+    "reviewers": "Reviewers & runs",
+    "debates": "Discussions & debates",
+    "adjudication": "Adjudication",
+    "meta_evaluation": "Meta-evaluation",
+    "nlg": "NLG assessment",
+}
+
 MODELS = ("alpha", "bravo", "charlie", "delta")
 STRENGTH = {"alpha": 1.2, "bravo": 0.6, "charlie": 0.0, "delta": -0.8}
 LLM_JUDGES = ("openai:alpha", "anthropic:bravo", "local:charlie")

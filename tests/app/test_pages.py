@@ -7,19 +7,9 @@ import pytest
 
 from peercore.store import Store
 from peercore.untrusted import escape_markdown
-from app_studies import LLM_JUDGES, app_test, open_page, problems
+from app_studies import LLM_JUDGES, PAGE_TITLES, app_test, open_page, problems
 
-PAGES = {
-    "studies": "Studies",
-    "leaderboard": "Leaderboard",
-    "bias": "Bias",
-    "efficiency": "Efficiency",
-    "data": "Data",
-    "reviewers": "Reviewers & runs",
-    "debates": "Discussions & debates",
-    "adjudication": "Adjudication",
-    "meta_evaluation": "Meta-evaluation",
-}
+PAGES = {page: title for page, title in PAGE_TITLES.items() if page not in ("home", "nlg")}  # their own tests: test_home_page, test_nlg_page
 
 
 def page_text(at) -> str:

@@ -21,26 +21,13 @@ from urllib.parse import urlsplit
 import pandas as pd
 import pytest
 
-from app_studies import REPO, app_test, open_page, problems
+from app_studies import PAGE_TITLES, REPO, app_test, open_page, problems
 from peercore.store import Store
 
 PASSWORD = "s3cret-pw"
 APPLICATION = "peerboard-apptest-pg"  # marks this file's connections in pg_stat_activity
 
-# app.py's navigation, every page (pages/<name>.py -> the title it shows; Home's is the product's name).
-PAGES = {
-    "home": "PeerBoard",
-    "studies": "Studies",
-    "leaderboard": "Leaderboard",
-    "bias": "Bias",
-    "efficiency": "Efficiency",
-    "data": "Data",
-    "reviewers": "Reviewers & runs",
-    "debates": "Discussions & debates",
-    "adjudication": "Adjudication",
-    "meta_evaluation": "Meta-evaluation",
-    "nlg": "NLG assessment",
-}
+PAGES = PAGE_TITLES  # app.py's navigation, every page
 
 
 def navigation() -> dict[str, str]:

@@ -120,3 +120,11 @@ def sign_in(page, name: str) -> None:
     box.press("Enter")
     page.locator("h3", has_text="Debate #").first.wait_for(timeout=60_000)
     settle(page)
+
+
+def grid_rows(page, index: int = 0) -> list[list[str]]:
+    """The cells of the ``index``-th data grid, read from its accessible copy of the table."""
+    grid = page.locator("[data-testid='stDataFrame']").nth(index)
+    grid.locator("table").first.wait_for(state="attached", timeout=30_000)
+    return grid.evaluate("g => [...g.querySelectorAll('table tbody tr')].map("
+                         "r => [...r.querySelectorAll('td')].map(c => c.textContent.trim()))")

@@ -8,19 +8,11 @@ vicuna-13b 0.082, gpt35 0.053, bard 0.000) and its five models.
 
 from __future__ import annotations
 
-from e2e_support import ERRORS, open_page, settle
+from e2e_support import ERRORS, grid_rows, open_page, settle
 
 PRD_COUNTS = "80 questions · 5 models · 9,760 judgments · 1,760 human votes"
 PRD_WEIGHTS = "gpt4 0.488, claude 0.377, vicuna-13b 0.082, gpt35 0.053, bard 0.000"
 MODELS = ["gpt4", "claude", "vicuna-13b", "gpt35", "bard"]
-
-
-def grid_rows(page, index: int = 0) -> list[list[str]]:
-    """The cells of the ``index``-th data grid, read from its accessible copy of the table."""
-    grid = page.locator("[data-testid='stDataFrame']").nth(index)
-    grid.locator("table").first.wait_for(state="attached", timeout=30_000)
-    return grid.evaluate("g => [...g.querySelectorAll('table tbody tr')].map("
-                         "r => [...r.querySelectorAll('td')].map(c => c.textContent.trim()))")
 
 
 def test_first_run_home_shows_the_gallery_and_opens_the_prd_leaderboard(chromium, sample_server, screenshots):

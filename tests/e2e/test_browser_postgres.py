@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from e2e_support import ERRORS, REPO, Server, _free_port, open_page, require_chromium, settle
+from e2e_support import ERRORS, REPO, Server, _free_port, grid_rows, open_page, require_chromium, settle
 
 PASSWORD = "s3cret-pw"
 SAMPLE_MODELS = ["local:qwen2.5-coder-1.5b", "local:smollm2-135m", "local:smollm2-135m@t1.0"]
@@ -49,14 +49,6 @@ def pg_server(tmp_path_factory, new_pg_url):
     running = PeercoreApp(f"{scheme}://{user}:{PASSWORD}@{host}", log)
     yield running
     running.stop()
-
-
-def grid_rows(page, index: int = 0) -> list[list[str]]:
-    """The cells of the ``index``-th data grid, read from its accessible copy of the table."""
-    grid = page.locator("[data-testid='stDataFrame']").nth(index)
-    grid.locator("table").first.wait_for(state="attached", timeout=30_000)
-    return grid.evaluate("g => [...g.querySelectorAll('table tbody tr')].map("
-                         "r => [...r.querySelectorAll('td')].map(c => c.textContent.trim()))")
 
 
 def test_leaderboard_on_postgres_shows_the_sample_and_no_password(chromium, pg_server, screenshots):
