@@ -238,6 +238,8 @@ def _name(annotator: str) -> str:
 
 def add_commands(subparsers) -> None:
     """``peercore adjudicate``: take the next debate, decide one, or give up a lease, from a terminal."""
+    from peercore.cli import add_db_option
+
     parser = subparsers.add_parser(
         "adjudicate", help="take the next debate to adjudicate (a lease) or store a decision",
         description="Adjudicate a study's unresolved debates from a terminal, with the same leases and overlap as "
@@ -245,8 +247,7 @@ def add_commands(subparsers) -> None:
                     "ID DECISION stores your decision; --release gives your lease back.")
     parser.add_argument("--study", required=True, metavar="NAME")
     parser.add_argument("--annotator", required=True, metavar="NAME", help="your name (decisions are kept under it)")
-    parser.add_argument("--db", metavar="PATH|URL",
-                        help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
+    add_db_option(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--next", action="store_true", help="take (or renew) a lease on the next debate for you")
     action.add_argument("--decide", nargs=2, metavar=("DEBATE_ID", "DECISION"),

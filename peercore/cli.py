@@ -172,10 +172,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------- commands
 
 
+def add_db_option(parser: argparse.ArgumentParser, *, of: str = "") -> None:
+    """The ``--db PATH|URL`` option every command shares (:func:`main` checks its value)."""
+    parser.add_argument("--db", metavar="PATH|URL", help=f"{of}SQLite file or postgresql:// URL (default: "
+                        "$PEERBOARD_DB or the per-user data folder)")
+
+
 def _study_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", metavar="NAME", help="read a stored study instead of a file")
-    parser.add_argument("--db", metavar="PATH|URL", help="database of --study, a SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user "
-                        "data folder)")
+    add_db_option(parser, of="database of --study: ")
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:

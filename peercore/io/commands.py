@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from peercore.cli import add_db_option
+
 __all__ = ["add_commands"]
 
 
@@ -34,7 +36,7 @@ def add_commands(subparsers) -> None:
     imp.add_argument("--study", metavar="NAME", help="study to import into (created if needed; default: the "
                      "file or folder name)")
     imp.add_argument("--format", choices=FORMATS, default="auto", help="default: detected from the layout and fields")
-    imp.add_argument("--db", metavar="PATH|URL", help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
+    add_db_option(imp)
     imp.set_defaults(handler=_import)
 
     exp = subparsers.add_parser("export", help="export a study's judgments or leaderboard",
@@ -44,7 +46,7 @@ def add_commands(subparsers) -> None:
     exp.add_argument("--what", choices=EXPORT_WHAT, required=True)
     exp.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     exp.add_argument("--output", "-o", metavar="FILE", help="file to write (default: standard output)")
-    exp.add_argument("--db", metavar="PATH|URL", help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
+    add_db_option(exp)
     exp.add_argument("--judge", action="append", metavar="NAME",
                      help="only this judge (repeatable; a name ending in ':' is a prefix, e.g. human:)")
     exp.add_argument("--method", choices=("winrate", "elo", "bt"), default="bt", help="leaderboard method")

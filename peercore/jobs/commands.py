@@ -22,7 +22,7 @@ import sys
 import time
 from collections import Counter
 
-from peercore.cli import fail, int_at_least
+from peercore.cli import add_db_option, fail, int_at_least
 
 __all__ = ["add_commands"]
 
@@ -106,14 +106,14 @@ def add_commands(subparsers) -> None:
 
     runs = subparsers.add_parser("runs", help="the study's runs: status, items, and where every paid call ended")
     runs.add_argument("--study", required=True, help="study name in the database")
-    runs.add_argument("--db", default=None, metavar="PATH|URL", help="SQLite file or postgresql:// URL (default $PEERBOARD_DB or the user data dir)")
+    add_db_option(runs)
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
     runs.set_defaults(handler=_runs)
 
 
 def _common(parser) -> None:
     parser.add_argument("--study", required=True, help="study name in the database")
-    parser.add_argument("--db", default=None, metavar="PATH|URL", help="SQLite file or postgresql:// URL (default $PEERBOARD_DB or the user data dir)")
+    add_db_option(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the estimate of calls, tokens and cost; spend nothing")
     parser.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default 8)")
     parser.add_argument("--limit", action="append", default=[], metavar="WHO:rpm=N,tpm=N,concurrency=N",

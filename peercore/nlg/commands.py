@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import sys
 
-from peercore.cli import fail, int_at_least
+from peercore.cli import add_db_option, fail, int_at_least
 
 __all__ = ["add_commands"]
 
@@ -97,8 +97,7 @@ def add_commands(subparsers) -> None:
 
 def _study_options(parser) -> None:
     parser.add_argument("--study", required=True, help="study name in the database")
-    parser.add_argument("--db", default=None, metavar="PATH|URL", help="SQLite file or postgresql:// URL (default $PEERBOARD_DB or the "
-                                                                   "user data dir)")
+    add_db_option(parser)
 
 
 def _run_options(parser) -> None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from peercore.cli import add_db_option
+
 __all__ = ["add_commands", "app_path"]
 
 
@@ -21,7 +23,7 @@ def app_path() -> Path:
 
 def add_commands(subparsers) -> None:
     app = subparsers.add_parser("app", help="open the PeerBoard dashboard in the browser (streamlit run app.py)")
-    app.add_argument("--db", metavar="PATH|URL", help="SQLite file or postgresql:// URL (default: $PEERBOARD_DB or the per-user data folder)")
+    add_db_option(app)
     app.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     app.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     app.add_argument("--headless", action="store_true", help="do not open a browser window")

@@ -43,18 +43,16 @@ SAMPLE_STUDY = "sample"
 # ------------------------------------------------------------------------------ store
 
 
-# What db_path() named -> where it is (a URL with its password, if it has one).
-_LOCATIONS: dict[str, str] = {}
-
-
 def db_path() -> str:
     """The database the app uses (``$PEERBOARD_DB`` or the per-user default), as shown
     and as the first part of every cache key: a SQLite file's path, or a
     ``postgresql://`` URL without its password (which stays out of keys and screens)."""
-    location = default_db_path()
-    name = redact_url(location) if isinstance(location, str) else str(location)
-    _LOCATIONS[name] = str(location)
-    return name
+    return _shown(default_db_path())
+
+
+def _shown(location) -> str:
+    """A database location as shown and keyed: a file's path, or a URL without its password."""
+    return redact_url(location) if isinstance(location, str) else str(location)
 
 
 def database_label(name: str) -> str:
@@ -67,7 +65,10 @@ def database_label(name: str) -> str:
 
 @st.cache_resource(show_spinner=False)
 def _store(path: str) -> Store:
-    return Store(_LOCATIONS.get(path, path))
+    """The store :func:`db_path` names: ``path`` is the cache key, without the URL's password,
+    so the location (password included) is read again from where db_path() read it."""
+    location = default_db_path()
+    return Store(location if _shown(location) == path else path)
 
 
 def store() -> Store:

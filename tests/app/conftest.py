@@ -18,23 +18,24 @@ def db_file(tmp_path, monkeypatch) -> Path:
     return path
 
 
+def _synthetic_at(location) -> dict:
+    """The synthetic study built in the database at ``location``, with ``info["db"]`` naming it."""
+    return {**build_synthetic_study(Store(location)), "db": location}
+
+
 @pytest.fixture
 def synthetic(db_file) -> dict:
-    store = Store(db_file)
-    info = build_synthetic_study(store)
-    info["db"] = db_file
-    return info
+    return _synthetic_at(db_file)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def synthetic_on_both(request, tmp_path, monkeypatch) -> dict:
+def synthetic_on_both(request, monkeypatch) -> dict:
     """:func:`synthetic` on a SQLite file, then on a PostgreSQL schema (issue 13: runs from the dashboard)."""
-    location = str(tmp_path / "peerboard.sqlite") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    if request.param == "sqlite":
+        return request.getfixturevalue("synthetic")
+    location = request.getfixturevalue("pg_url")
     monkeypatch.setenv("PEERBOARD_DB", location)
-    store = Store(location)
-    info = build_synthetic_study(store)
-    info["db"] = location
-    return info
+    return _synthetic_at(location)
 
 
 @pytest.fixture(scope="session")
