@@ -19,9 +19,13 @@ asks on every render). An annotator holds at most one lease per study: taking a 
 gives up the one held before.
 
 A decision is one row per (debate, annotator) (:meth:`peercore.store.Store.adjudicate`):
-deciding again replaces it and still counts once. A decision made after its lease ran out
-and the debate was taken by someone else is stored if the debate still needs decisions,
-and refused with :class:`DecisionRefused` (which names who decided it) if it does not.
+deciding again replaces it and still counts once. The store accepts a decision only on a
+debate the page could offer the annotator (:func:`offerable`), whoever asks (the page or
+``peercore adjudicate --decide``): an unresolved debate whose decisions plus the live
+leases of *other* annotators are fewer than the overlap (any, with overlap 0), or one
+they decided already. Anything else is refused with :class:`DecisionRefused`, which says
+why: an agreed debate (its consensus is its gold label), a debate others hold or decided
+(a decision made after the annotator's lease ran out, or without taking it).
 
 This module holds the rules and the application layer shared by the command line
 (``peercore adjudicate``), the Adjudication page (:mod:`peercore.ui.adjudication`) and the
@@ -59,7 +63,17 @@ ENV_LEASE_SECONDS = "PEERBOARD_LEASE_SECONDS"
 
 
 class DecisionRefused(PeercoreError):
-    """A decision was not stored: the debate already has every decision its overlap asks for.
+    """A decision was not stored: the debate is not one this annotator may decide now.
+
+    The store refuses a decision the Adjudication page would never have offered
+    (:meth:`peercore.store.Store.adjudicate`, one rule for the page and ``peercore adjudicate``):
+
+    - the debate is not waiting for people (``status`` ``agreed``: its agents settled it,
+      and that consensus is its gold label; ``adjudicated``: imported with its label; or
+      ``kind`` ``discussion``: a PRD discussion, never adjudicated);
+    - with an overlap N, its decisions plus the live leases of other annotators fill N
+      (``deciders`` + ``holders``), none of them this annotator's: a late decision after
+      the annotator's lease ran out, or a decision on a debate others hold.
 
     Attributes
     ----------
@@ -68,12 +82,28 @@ class DecisionRefused(PeercoreError):
         Whose decision was refused.
     overlap : int
     deciders : list of str
-        The annotators whose decisions fill the overlap.
+        The annotators who decided the debate.
+    holders : list of str
+        Other annotators holding a live lease on it.
+    status, kind : str
+        The debate's status and kind.
+    consensus : str or None
+        The agents' consensus of an agreed (or imported adjudicated) debate.
     """
 
-    def __init__(self, debate_id: int, annotator: str, *, overlap: int, deciders: list[str]) -> None:
-        self.debate_id, self.annotator, self.overlap, self.deciders = int(debate_id), annotator, overlap, deciders
-        super().__init__(refusal_message(debate_id, annotator, overlap=overlap, deciders=deciders))
+    def __init__(self, debate_id: int, annotator: str, *, overlap: int, deciders: list[str],
+                 holders: list[str] = (), status: str = "unresolved", kind: str = "debate",
+                 consensus: str | None = None) -> None:
+        self.debate_id, self.annotator, self.overlap = int(debate_id), annotator, overlap
+        self.deciders, self.holders = list(deciders), list(holders)
+        self.status, self.kind, self.consensus = status, kind, consensus
+        super().__init__(self.message())
+
+    def message(self, *, name=str) -> str:
+        """:func:`refusal_message` of this refusal; ``name`` renders each person's name (the page escapes them)."""
+        return refusal_message(self.debate_id, name(self.annotator), overlap=self.overlap,
+                               deciders=[name(d) for d in self.deciders], holders=[name(h) for h in self.holders],
+                               status=self.status, kind=self.kind, consensus=self.consensus)
 
 
 @dataclass(frozen=True)
@@ -170,12 +200,30 @@ def identity(user: Mapping | None) -> tuple[str, str]:
     return "signed_out", ""
 
 
-def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: list[str]) -> str:
-    """What an annotator reads when their decision comes after the overlap was filled."""
+def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: list[str], holders: list[str] = (),
+                    status: str = "unresolved", kind: str = "debate", consensus: str | None = None) -> str:
+    """What an annotator reads when the store refuses their decision (see :class:`DecisionRefused`)."""
+    debate = f"debate #{int(debate_id)}"
+    not_stored = f"{annotator}'s decision was not stored"
+    if kind != "debate":
+        return (f"{debate} is a {kind}, not a debate: only debates whose agents disagreed are adjudicated; "
+                f"{not_stored}.")
+    if status == "agreed":
+        return (f"{debate} is not waiting for people: its agents agreed ({consensus}), and that consensus is its "
+                f"gold label; {not_stored}. Only unresolved debates are adjudicated (ask for the next one).")
+    if status != "unresolved":
+        label = f" ({consensus})" if consensus else ""
+        return (f"{debate} is not waiting for people: it was imported already {status}{label}; {not_stored}. "
+                "Only unresolved debates are adjudicated (ask for the next one).")
     who = ", ".join(deciders) if deciders else "others"
-    return (f"debate #{int(debate_id)} already has the {overlap} decision(s) it needs (by {who}); "
-            f"{annotator}'s decision was not stored: the debate was no longer held for them (their lease had run "
-            "out, or they never took it) and others decided it. Ask for the next debate.")
+    if len(deciders) >= overlap:
+        return (f"{debate} already has the {overlap} decision(s) it needs (by {who}); "
+                f"{not_stored}: the debate was no longer held for them (their lease had run "
+                "out, or they never took it) and others decided it. Ask for the next debate.")
+    decided = f" and decided by {who}" if deciders else ""
+    return (f"{debate} is held by {', '.join(holders)}{decided}, which fills the {overlap} decision(s) it needs; "
+            f"{not_stored}: a debate is decided by those who hold it, and it comes back to the queue if they leave "
+            "without deciding (their lease runs out). Ask for the next debate.")
 
 
 # ------------------------------------------------------------- application layer
@@ -205,21 +253,29 @@ def next_item(store, study: str, annotator: str, *, lease: float | None = None, 
 
 
 def decide(store, debate_id: int, annotator: str, decision: str, *, note: str = "", token: str | None = None,
-           blind: bool | None = None) -> bool:
+           blind: bool | None = None, now: float | None = None) -> bool:
     """Store ``annotator``'s decision on a debate and give up their lease on it.
 
     Returns True for a new decision, False when it replaced their earlier one (it still
     counts once toward the overlap).
 
+    The debate must be one the page could offer the annotator (:func:`offerable`): an
+    unresolved debate that, with an overlap N, has fewer than N decisions plus live leases
+    of *other* annotators; or one they decided already (the new decision replaces theirs).
+    The annotator's own live lease keeps their place, so the holder's decision is never
+    refused for another's.
+
     Raises
     ------
     DecisionRefused
-        If the debate already has the decisions its overlap asks for, none of them this
-        annotator's (their lease had run out and others decided it).
+        If the debate is not waiting for people (agreed, imported adjudicated, a PRD
+        discussion), or its overlap is filled by others' decisions and leases (their
+        lease had run out and others took or decided it, or they never took it).
     ValueError
         If ``decision`` is not one of ``model_a``, ``model_b``, ``tie``, ``both_bad``.
     """
-    return store.adjudicate(int(debate_id), _name(annotator), decision, note=note, token=token, blind=blind)
+    return store.adjudicate(int(debate_id), _name(annotator), decision, note=note, token=token, blind=blind,
+                            now=None if now is None else float(now))
 
 
 def release(store, study: str, annotator: str) -> int:

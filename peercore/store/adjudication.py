@@ -229,7 +229,7 @@ class AdjudicationMixin:
         return self._delete_annotator_rows("adjudication_leases", study, annotator, debate_id=debate_id)
 
     def adjudicate(self, debate_id: int, annotator: str, verdict: str, *, note: str = "",
-                   token: str | None = None, blind: bool | None = None) -> bool:
+                   token: str | None = None, blind: bool | None = None, now: float | None = None) -> bool:
         """Record ``annotator``'s decision on a debate; True if new, False if it replaced theirs.
 
         One decision per (debate, annotator): concurrent annotators each keep theirs, and
@@ -244,39 +244,55 @@ class AdjudicationMixin:
         having seen the agents' verdicts (None: not known). A decision clears the
         annotator's skip of that debate and ends their lease on it (:meth:`claim_debate`).
 
+        The rule is the page's, for every caller (:func:`peercore.assignment.offerable`):
+        the debate must be an unresolved debate (kind ``debate``) and, unless the annotator
+        decided it already (then this replaces their decision), with the study's overlap
+        N > 0 its decisions plus the live leases of *other* annotators at ``now`` (default
+        :meth:`clock`) must be fewer than N.
+
         Raises
         ------
         peercore.assignment.DecisionRefused
-            If the study has an overlap N and N other annotators decided the debate already
-            (a decision made after its lease ran out and others took it); nothing is stored.
+            If the debate is agreed, imported adjudicated or a PRD discussion (nothing is
+            written), or its overlap is filled by others' decisions and live leases (a
+            decision made after the annotator's lease ran out and others took it, or on a
+            debate they never took); the annotator's lease on it ends, nothing else changes.
         """
         if verdict not in DECISIONS:
             raise ValueError(f"verdict must be one of {DECISIONS}, got {verdict!r}")
         if not annotator or not annotator.strip():
             raise ValueError("annotator name is empty")
-        from peercore.assignment import DecisionRefused
+        from peercore.assignment import DecisionRefused, stamp
 
         both_bad = int(verdict == "both_bad")
         stored = "tie" if both_bad else verdict
         blind_flag = None if blind is None else int(bool(blind))
+        at = stamp(self.clock() if now is None else float(now))
         refused = None
         with self.transaction() as tx:
-            row = tx.execute("SELECT d.study_id, s.overlap FROM debates d JOIN studies s ON s.id = d.study_id "
-                             "WHERE d.id = ?", (int(debate_id),)).fetchone()
+            row = tx.execute("SELECT d.study_id, s.overlap, d.kind, d.status, d.consensus FROM debates d "
+                             "JOIN studies s ON s.id = d.study_id WHERE d.id = ?", (int(debate_id),)).fetchone()
             if row is None:
                 raise StoreError(f"no debate with id {debate_id}")
+            overlap, kind, status = int(row[1]), row[2], row[3]
+            if kind != "debate" or status != "unresolved":  # never offered: nothing to write
+                raise DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=[], status=status,
+                                      kind=kind, consensus=row[4])
             existed = tx.execute(
                 "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
             ).fetchone()
             # The annotator's lease on the debate ends with their decision (stored or refused).
             tx.execute("DELETE FROM adjudication_leases WHERE debate_id = ? AND annotator = ?",
                        (int(debate_id), annotator))
-            overlap = int(row[1])
             if existed is None and overlap:
                 deciders = [r[0] for r in tx.execute(
                     "SELECT annotator FROM adjudications WHERE debate_id = ? ORDER BY id", (int(debate_id),))]
-                if len(deciders) >= overlap:  # full: a late decision (its lease ran out) is refused
-                    refused = DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=deciders)
+                holders = [r[0] for r in tx.execute(
+                    "SELECT annotator FROM adjudication_leases WHERE debate_id = ? AND annotator <> ? "
+                    "AND expires_at > ? ORDER BY expires_at, annotator", (int(debate_id), annotator, at))]
+                if len(deciders) + len(holders) >= overlap:  # full: others decided or hold every place
+                    refused = DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=deciders,
+                                              holders=holders)
             if refused is None:
                 tx.execute(
                     "INSERT INTO adjudications (debate_id, annotator, verdict, note, created_at, token, both_bad, "

@@ -183,12 +183,11 @@ def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None
     try:
         assignment.decide(data.store(), int(debate_id), annotator, decision, note=note, token=token,
                           blind=is_blind(debate_id))
-    except DecisionRefused as exc:  # the lease ran out and others filled the overlap meanwhile
+    except DecisionRefused as exc:  # the lease ran out and others took or decided it meanwhile
         from peercore.ui import safe
 
         # Names are untrusted text: escaped so that the alert's Markdown shows them as typed.
-        st.session_state[REFUSED] = "Not saved: " + assignment.refusal_message(
-            exc.debate_id, safe.md(exc.annotator), overlap=exc.overlap, deciders=[safe.md(d) for d in exc.deciders])
+        st.session_state[REFUSED] = "Not saved: " + exc.message(name=safe.md)
         st.session_state[state.ADJ_FLASH] = ""
         return
     st.session_state[state.ADJ_HISTORY] = st.session_state[state.ADJ_HISTORY] + [(int(debate_id), annotator, token)]
