@@ -137,9 +137,21 @@ def base_name(name: str) -> str:
     return str(name).split(VARIANT_MARK, 1)[0]
 
 
-def judge_kind(name: str) -> str:
-    """``human``, ``debate``, ``adjudicator``, ``vote`` from the name's prefix, else ``llm``."""
-    prefix = str(name).split(":", 1)[0] if ":" in str(name) else ""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def judge_kind(name: str, registered: str | None = None) -> str:
+    """The kind of a judge: the one rule every part of PeerBoard uses.
+
+    The kind the judge was registered with when there is one (``registered``, from the
+    store); else its name's prefix, ``human:``, ``debate:``, ``adjudicator:`` or
+    ``vote:``, compared without regard to ASCII case (``Human:alice`` is a human, as
+    SQLite's ``LIKE`` and every spreadsheet would read it); else ``llm``.
+    """
+    if registered:
+        return str(registered)
+    text = str(name)
+    prefix = text.split(":", 1)[0].translate(_ASCII_LOWER) if ":" in text else ""
     return prefix if prefix in KINDS else "llm"
 
 
