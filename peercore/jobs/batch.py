@@ -34,7 +34,12 @@ How a run goes (:func:`run_batch_sync`):
 6. **Fetch**: the output (and error) file, or Anthropic's results, in chunks of
    :data:`RESULT_CHUNK` lines; each chunk's paid responses go to the call cache together
    with the lines' outcomes, in one transaction. A resumed fetch reads the results again
-   (free) and keeps what is stored.
+   (free) and keeps what is stored. Each line is read on its own: a line that is not
+   JSON, or whose reply cannot be read (an OpenAI body without ``choices``, an Anthropic
+   message without ``content``), fails its own request with the line named (its
+   custom_id read from the broken text when it can be); a line with a custom_id the
+   batch never sent is reported and ignored; every other line is stored. Only a batch
+   none of whose lines is this run's is refused (it is someone else's batch).
 7. **Judge** every item from the cache with the runner. A line without a result
    (errored, expired, cancelled, missing) fails its item with the reason; running the
    same command again resubmits those calls in a new batch. Lines answered are never
@@ -54,16 +59,17 @@ import hashlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from peercore.errors import PeercoreError
 from peercore.reviewers._sdk import catchable, import_sdk, map_error, response_json
-from peercore.reviewers.base import Backend, ChatRequest, Completion, RetryableError
+from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, RetryableError
 from peercore.runner import RunResult, RunnerError, _refuse_other_job, _shallow
 from peercore.store import scrub_secrets
 
@@ -145,6 +151,92 @@ def _epoch(value) -> float:
     if isinstance(value, datetime):
         return value.timestamp()
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+# ------------------------------------------------------------------------------ results
+
+# A custom_id in a line too broken to decode (ours are ``<token>-<n>``: no escapes).
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]*)"')
+# Exceptions a reply's reading can raise on a malformed body: they fail that line only.
+_UNREADABLE_REPLY = (BackendError, ValueError, TypeError, AttributeError, KeyError)
+
+
+class _BadLine(ValueError):
+    """A result line that decodes but does not say what a result line says."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result:
+    """One line of a batch's results.
+
+    Attributes
+    ----------
+    where : the line, for messages (``line 6 of the output file of batch batch_abc``).
+    custom_id : the request it answers, or None when the line is too broken to tell.
+    body : the reply (a decoded JSON object) of a ``succeeded`` line.
+    outcome : ``succeeded``, ``errored``, ``expired``, ``canceled``, or ``unreadable``
+        (the line itself is malformed; ``error`` says how).
+    error : why a line has no usable reply.
+    """
+
+    where: str
+    custom_id: str | None
+    body: dict | None
+    outcome: str
+    error: str | None = None
+
+
+def _result(text: str, where: str, read: Callable[[dict], tuple[dict | None, str, str | None]]) -> _Result:
+    """A result line decoded, then read by the provider's ``read`` into ``(body, outcome, error)``.
+
+    Never raises: a line that is not JSON, or not a result line, is ``unreadable``.
+    """
+    try:
+        line = json.loads(text)
+    except ValueError as exc:
+        found = _CUSTOM_ID.search(text)
+        reason = f"{where} is not JSON ({getattr(exc, 'msg', exc)} at column {getattr(exc, 'colno', '?')})"
+        return _Result(where, found.group(1) if found else None, None, "unreadable", reason)
+    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+        return _Result(where, None, None, "unreadable", f"{where} has no custom_id")
+    try:
+        body, outcome, error = read(line)
+    except _BadLine as exc:
+        return _Result(where, line["custom_id"], None, "unreadable", f"{where}: {exc}")
+    return _Result(where, line["custom_id"], body, outcome, error)
+
+
+def _openai_line(line: dict) -> tuple[dict | None, str, str | None]:
+    """``(reply body, outcome, error)`` of a line of an OpenAI batch's output or error file."""
+    response, error = line.get("response") or {}, line.get("error")
+    if not isinstance(response, dict) or not isinstance(error, (dict, type(None))):
+        raise _BadLine("its response or error is not a JSON object")
+    if response.get("status_code") == 200:
+        if not isinstance(response.get("body"), dict):
+            raise _BadLine("its response (status 200) has no body object")
+        return response["body"], "succeeded", None
+    if error and str(error.get("code", "")).endswith("expired"):
+        return None, "expired", str(error.get("message") or error.get("code"))
+    body = response.get("body") or {}
+    message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+    return None, "errored", str(message or (error or {}).get("message") or f"HTTP {response.get('status_code')}")
+
+
+def _anthropic_line(line: dict) -> tuple[dict | None, str, str | None]:
+    """``(message, outcome, error)`` of a line of an Anthropic message batch's results."""
+    result = line.get("result")
+    kind = result.get("type") if isinstance(result, dict) else None
+    if kind == "succeeded":
+        if not isinstance(result.get("message"), dict):
+            raise _BadLine("its succeeded result has no message object")
+        return result["message"], "succeeded", None
+    if kind == "errored":
+        error = result.get("error")
+        inner = error.get("error") if isinstance(error, dict) else None
+        return None, "errored", str((inner.get("message") if isinstance(inner, dict) else None) or kind)
+    if kind in ("expired", "canceled"):
+        return None, kind, kind
+    raise _BadLine(f"its result type {kind!r} is none of succeeded, errored, expired, canceled")
 
 
 # ----------------------------------------------------------------------------- providers
@@ -231,33 +323,29 @@ class _OpenAIBatches(_Provider):
         return batch.status, batch.status in _ENDED_OPENAI, {"output_file_id": batch.output_file_id,
                                                             "error_file_id": batch.error_file_id}
 
-    async def results(self, row: dict):
-        """``(custom_id, reply body or None, outcome, error)`` for every line of the output and error files."""
-        for file_id in (row["output_file_id"], row["error_file_id"]):
+    async def results(self, row: dict) -> AsyncIterator[_Result]:
+        """Every line of the output and error files, each read on its own (:func:`_result`)."""
+        for file_id, name in ((row["output_file_id"], "output file"), (row["error_file_id"], "error file")):
             if not file_id:
                 continue
             content = await self.call("downloading batch results", lambda f=file_id: self.client.files.content(f))
-            for text in content.text.splitlines():
-                if not text.strip():
-                    continue
-                line = json.loads(text)
-                response, error = line.get("response") or {}, line.get("error")
-                if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
-                    yield line["custom_id"], response["body"], "succeeded", None
-                elif error and str(error.get("code", "")).endswith("expired"):
-                    yield line["custom_id"], None, "expired", str(error.get("message") or error.get("code"))
-                else:
-                    body = response.get("body") or {}
-                    message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-                    detail = message or (error or {}).get("message") or f"HTTP {response.get('status_code')}"
-                    yield line["custom_id"], None, "errored", str(detail)
+            for number, text in enumerate(content.text.splitlines(), 1):
+                if text.strip():
+                    yield _result(text, f"line {number} of the {name} of batch {row['batch_id']}", _openai_line)
 
     def completion(self, body: dict) -> Completion:
+        """The reply body read as the live backend reads a reply (the SDK's lenient construction).
+
+        Raises
+        ------
+        BackendError
+            If the body holds no ``choices[0].message``.
+        """
         from openai.types.chat import ChatCompletion
 
         from peercore.reviewers.openai_backend import _to_completion
 
-        return _to_completion(ChatCompletion.model_validate(body), provider=self.backend.name)
+        return _to_completion(ChatCompletion.construct(**body), provider=self.backend.name)
 
 
 class _AnthropicBatches(_Provider):
@@ -297,22 +385,39 @@ class _AnthropicBatches(_Provider):
         batch = await self.call("reading the message batch", lambda: self.client.messages.batches.retrieve(batch_id))
         return batch.processing_status, batch.processing_status == "ended", {}
 
-    async def results(self, row: dict):
+    async def results(self, row: dict) -> AsyncIterator[_Result]:
+        """Every line of the batch's results, each read on its own (:func:`_result`).
+
+        The lines are read from the response the SDK opened (its decoder would stop at
+        the first line that is not JSON, and lose every line after it).
+        """
         decoder = await self.call("reading batch results",
                                   lambda: self.client.messages.batches.results(row["batch_id"]))
-        async for entry in decoder:
-            result = entry.result
-            if result.type == "succeeded":
-                yield entry.custom_id, result.message, "succeeded", None
-            elif result.type == "errored":
-                error = getattr(getattr(result, "error", None), "error", None)
-                yield entry.custom_id, None, "errored", str(getattr(error, "message", None) or result.type)
-            else:  # expired, canceled
-                yield entry.custom_id, None, "expired" if result.type == "expired" else "canceled", result.type
+        response = decoder.http_response
+        try:
+            number = 0
+            async for text in response.aiter_lines():
+                number += 1
+                if text.strip():
+                    yield _result(text, f"line {number} of the results of batch {row['batch_id']}", _anthropic_line)
+        finally:
+            await response.aclose()
 
-    def completion(self, message) -> Completion:
-        # the same reading of a Message as AnthropicBackend.complete makes of a live reply
-        text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
+    def completion(self, body: dict) -> Completion:
+        """The message read as :meth:`AnthropicBackend.complete` reads a live reply.
+
+        Raises
+        ------
+        BackendError
+            If the message has no list of content blocks.
+        """
+        from anthropic.types import Message
+
+        message = Message.construct(**body)  # the SDK's lenient construction, as for a live reply
+        try:
+            text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
+        except (AttributeError, TypeError) as exc:
+            raise BackendError(f"{self.backend.name}: response has no text content ({type(exc).__name__})") from None
         usage = getattr(message, "usage", None)
         return Completion(text=text, prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
                           completion_tokens=int(getattr(usage, "output_tokens", 0) or 0), top_logprobs=None,
@@ -516,13 +621,19 @@ class _Driver:
                 await asyncio.sleep(self.poll_s)
 
     async def _fetch(self, provider: _Provider, row: dict) -> None:
-        """Store an ended batch's results (chunks of :data:`RESULT_CHUNK` lines, one transaction each)."""
+        """Store an ended batch's results (chunks of :data:`RESULT_CHUNK` lines, one transaction each).
+
+        Each line stands alone: a malformed line fails its own request (named by its line),
+        a line for a custom_id the batch never sent is reported and ignored, every other
+        line is stored. A batch of which no line is this run's is refused before anything
+        of it is stored (:class:`BatchError`): it is another batch than the one sent.
+        """
         if row["status"] != "ended":
             return
         token = row["token"]
         lines = {r["custom_id"]: r for r in self.store.batch_requests(token)}
         seen: set[str] = set()
-        results, calls = [], []
+        results, calls, strangers = [], [], []
         first = True
 
         def flush() -> None:
@@ -535,18 +646,27 @@ class _Driver:
                     first = False
                     _checkpoint("fetching")
 
-        async with contextlib.aclosing(provider.results(row)) as stream:  # closed even when a line is refused
-            async for custom_id, body, outcome, error in stream:
-                line = lines.get(custom_id)
+        async with contextlib.aclosing(provider.results(row)) as stream:  # closed even when the fetch stops early
+            async for result in stream:
+                line = lines.get(result.custom_id)
                 if line is None:
-                    raise BatchError(f"batch {row['batch_id']} returned custom_id {custom_id!r}, which batch {token} "
-                                     "never sent: it is not this run's batch")
-                if custom_id in seen:
+                    strangers.append(result)
                     continue
-                seen.add(custom_id)
+                if result.custom_id in seen:
+                    continue
+                seen.add(result.custom_id)
+                outcome, error = result.outcome, result.error
                 if outcome == "succeeded":
-                    # a reply may echo the key: scrubbed as the runner scrubs live replies
-                    completion = provider.backend.redact_completion(provider.completion(body))
+                    try:
+                        # a reply may echo the key: scrubbed as the runner scrubs live replies
+                        completion = provider.backend.redact_completion(provider.completion(result.body))
+                    except _UNREADABLE_REPLY as exc:  # the failed item's reason names the judge once
+                        reason = str(exc).removeprefix(f"{provider.backend.name}: ")
+                        outcome, error = "unreadable", f"{result.where}: {reason}"
+                if outcome == "unreadable":
+                    self.say(f"batch {token}: {error}; its request fails (the same command resubmits it)")
+                    outcome = "errored"
+                if outcome == "succeeded":
                     request = _request(line["request"])
                     if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
                         calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
@@ -555,15 +675,27 @@ class _Driver:
                                       "completion_tokens": completion.completion_tokens, "latency_s": None,
                                       "run_id": self.run_id, "item_key": line["item_key"]})
                         self._count(provider.backend, completion)
-                    results.append({"custom_id": custom_id, "status": "succeeded", "error": None})
+                    results.append({"custom_id": result.custom_id, "status": "succeeded", "error": None})
                 else:
-                    results.append({"custom_id": custom_id, "status": outcome, "error": (error or outcome)[:2000]})
+                    results.append({"custom_id": result.custom_id, "status": outcome,
+                                    "error": (error or outcome)[:2000]})
                 if len(results) >= RESULT_CHUNK:
                     flush()
-        missing = [c for c in lines if c not in seen]
+        foreign = [s for s in strangers if s.custom_id is not None]
+        if foreign and not seen:  # lines with custom_ids, none of them ours: another batch than the one sent
+            raise BatchError(f"batch {row['batch_id']} returned {len(foreign)} line(s), none of them for a request "
+                             f"batch {token} sent (custom_id {foreign[0].custom_id!r} in {foreign[0].where}): it is "
+                             "not this run's batch")
+        for stranger in strangers:
+            self.say(f"batch {token}: " + (f"{stranger.error}, and no custom_id of this batch can be read in it; "
+                                           "line ignored" if stranger.custom_id is None else
+                                           f"{stranger.where} has custom_id {stranger.custom_id!r}, which this batch "
+                                           "never sent; line ignored"))
+        unread = sum(s.custom_id is None for s in strangers)
         results.extend({"custom_id": c, "status": "expired",
-                        "error": f"no result for this request in batch {row['batch_id']} ({row['provider_status']})"}
-                       for c in missing)
+                        "error": f"no result for this request in batch {row['batch_id']} ({row['provider_status']})"
+                                 + (f"; {unread} line(s) of its results could not be read" if unread else "")}
+                       for c in lines if c not in seen)
         flush()
         stored = {r["custom_id"]: r["status"] for r in self.store.batch_requests(token)}
         failed = [lines[c]["cache_key"] for c, status in stored.items() if status != "succeeded"]
@@ -571,7 +703,8 @@ class _Driver:
         self.tally.failed_lines += len(failed)
         self.store.update_batch(token, status="fetched", n_succeeded=len(stored) - len(failed), n_failed=len(failed))
         row["status"] = "fetched"
-        self.say(f"batch {token}: {len(stored) - len(failed)} results stored, {len(failed)} without a result")
+        ignored = f", {len(strangers)} line(s) ignored" if strangers else ""
+        self.say(f"batch {token}: {len(stored) - len(failed)} results stored, {len(failed)} without a result{ignored}")
 
     def _count(self, backend: Backend, completion: Completion) -> None:
         self.tally.results += 1

@@ -56,6 +56,17 @@ carries the request out and then answers 500 (a reply lost after the batch or fi
 (``{"api", "batch", "custom_id", "body", "outcome"}``, outcome ``succeeded`` /
 ``errored`` / ``expired``).
 
+Malformed results are queued with :meth:`inject_batch_output` for the next batch created
+(OpenAI's output file, Anthropic's results): ``unknown_id=k`` adds, after line k (0-based), a
+copy of it under a custom_id the batch never held; ``not_json=k`` cuts line k to its first
+half (not JSON; its custom_id is still legible); ``no_reply=k`` answers line k with a reply
+body without ``choices`` (OpenAI) or a ``succeeded`` message without ``content`` (Anthropic).
+The lines are logged in ``batch_log`` as answered (the provider would bill them).
+
+:meth:`wait_until` blocks until a predicate over the server's counters holds (it is
+re-checked whenever a request arrives), so a test can act when the N-th request is in,
+without sleeping.
+
 Default reply
 -------------
 Without ``reply=``, the reply is derived from the SHA-256 of the request's messages (and
@@ -128,13 +139,15 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-__all__ = ["FakeLLMServer", "FAULT_KINDS", "HTTP_ERROR_KINDS", "BATCH_MODES", "default_reply", "default_p1"]
+__all__ = ["FakeLLMServer", "FAULT_KINDS", "HTTP_ERROR_KINDS", "BATCH_MODES", "BATCH_OUTPUT_EDITS", "default_reply",
+           "default_p1"]
 
 FAULT_KINDS = ("429", "500", "timeout", "malformed", "reset")
 # permanent client errors, never drawn by default; usable in ``faults=`` and :meth:`inject`
 HTTP_ERROR_KINDS = ("400", "401", "403", "404")
 _ALL_KINDS = FAULT_KINDS + HTTP_ERROR_KINDS
 BATCH_MODES = ("ok", "partial", "expired")
+BATCH_OUTPUT_EDITS = ("unknown_id", "not_json", "no_reply")
 _ROUTE_NAMES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 ReplyFn = Callable[[dict, str], str]
@@ -295,6 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
         key_digest = hashlib.sha256(key.encode("utf-8")).hexdigest() if key else None
         with fake._lock:
             fake.endpoint_counts[f"POST {_ROUTE_NAMES.get(api, path)}"] += 1
+            fake._lock.notify_all()
         fault = fake._begin(api, body, path, bool(key), key_digest)
         if fake.latency_s > 0:
             fake._stop_event.wait(fake.latency_s)
@@ -414,6 +428,7 @@ class FakeLLMServer:
         self.batch_mode = batch_mode
         self.batch_error_every = batch_error_every
         self._batch_modes: deque[str] = deque()
+        self._batch_edits: deque[dict] = deque()
         self._batch_errors: dict[str, deque] = {}
         self.endpoint_counts: Counter[str] = Counter()
         self.batch_log: list[dict] = []
@@ -427,7 +442,8 @@ class FakeLLMServer:
         self.seed = seed
         self._rng = random.Random(seed)
         self._sample_rng = random.Random(seed + 1)
-        self._lock = threading.Lock()
+        # a Condition, so that wait_until() wakes when a counter changes (``with self._lock`` as a lock)
+        self._lock = threading.Condition()
         self._queued: deque[str] = deque()
         self._stop_event = threading.Event()
         self._httpd: _Server | None = None
@@ -507,6 +523,29 @@ class FakeLLMServer:
         with self._lock:
             self._batch_modes.extend(modes)
 
+    def inject_batch_output(self, **edits: int) -> None:
+        """Malform the results of the next batch created: ``unknown_id=k``, ``not_json=k``, ``no_reply=k``.
+
+        ``k`` is a 0-based line of the answered lines (see "Malformed results" in the module docstring).
+        """
+        unknown = sorted(set(edits) - set(BATCH_OUTPUT_EDITS))
+        if unknown or not edits:
+            raise ValueError(f"edits must be some of {BATCH_OUTPUT_EDITS}, got {sorted(edits)}")
+        for kind, line in edits.items():
+            if not isinstance(line, int) or line < 0:
+                raise ValueError(f"{kind} must be a line number >= 0, got {line!r}")
+        with self._lock:
+            self._batch_edits.append(dict(edits))
+
+    def wait_until(self, predicate: Callable[["FakeLLMServer"], bool], *, timeout: float = 60.0) -> bool:
+        """Block until ``predicate(server)`` holds (checked on every request); False after ``timeout`` s.
+
+        ``predicate`` reads the counters (``requests_total``, ``endpoint_counts`` ...) under the
+        server's lock: it must not call methods that take another lock.
+        """
+        with self._lock:
+            return self._lock.wait_for(lambda: predicate(self), timeout)
+
     def inject_batch_error(self, endpoint: str, *errors) -> None:
         """Queue errors for the next requests to a batch ``endpoint`` (e.g. ``"POST /v1/batches"``).
 
@@ -557,6 +596,7 @@ class FakeLLMServer:
                 self.faults_injected += 1
             self.request_log.append({"api": api, "fault": fault, "body": body, "path": path, "has_key": has_key,
                                      "key_sha256": key_digest})
+            self._lock.notify_all()
         return fault
 
     def _handler_started(self) -> None:
@@ -571,6 +611,7 @@ class FakeLLMServer:
     def _count_success(self) -> None:
         with self._lock:
             self.successes += 1
+            self._lock.notify_all()
 
     def _answer(self, api: str, body: dict) -> dict:
         p1 = default_p1(body)
@@ -730,6 +771,7 @@ class _Batches:
             fake.endpoint_counts[name] += 1
             queued = fake._batch_errors.get(name)
             error = queued.popleft() if queued else None
+            fake._lock.notify_all()
         api = "anthropic" if "/messages/" in path else "openai"
         if isinstance(error, int):
             return error, _error_body(api, error, f"injected error {error} (fake)"), "application/json"
@@ -787,6 +829,10 @@ class _Batches:
         with self.fake._lock:
             return self.fake._batch_modes.popleft() if self.fake._batch_modes else self.fake.batch_mode
 
+    def _edits(self) -> dict:
+        with self.fake._lock:
+            return self.fake._batch_edits.popleft() if self.fake._batch_edits else {}
+
     def _outcomes(self, mode: str, n: int) -> list[str]:
         if mode == "expired":
             return ["succeeded" if i < n // 2 else "expired" for i in range(n)]
@@ -822,6 +868,7 @@ class _Batches:
                                      "and a body with messages")
             now = time.time()
             batch = {"id": self._id("batch_"), "created": now, "lines": lines, "mode": self._mode(),
+                     "edits": self._edits(),
                      "object": {"id": None, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
                                 "input_file_id": file["id"],
                                 "completion_window": request.get("completion_window", "24h"),
@@ -870,7 +917,8 @@ class _Batches:
         jsonl = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")  # noqa: E731
         now = int(time.time())
         if output:
-            obj["output_file_id"] = self._add_file(f"{batch['id']}_output.jsonl", "batch_output", jsonl(output))["id"]
+            data = _malformed(output, batch["edits"], reply=lambda row: row["response"]["body"], drop="choices")
+            obj["output_file_id"] = self._add_file(f"{batch['id']}_output.jsonl", "batch_output", data)["id"]
         if errors:
             obj["error_file_id"] = self._add_file(f"{batch['id']}_error.jsonl", "batch_output", jsonl(errors))["id"]
         obj["request_counts"] = {"total": len(outcomes), "completed": outcomes.count("succeeded"),
@@ -896,7 +944,7 @@ class _Batches:
                     raise ValueError(f"request {line.get('custom_id')!r}: params need messages")
             now = time.time()
             batch = {"id": self._id("msgbatch_"), "created": now, "lines": lines, "mode": self._mode(),
-                     "results": None,
+                     "edits": self._edits(), "results": None,
                      "object": {"id": None, "type": "message_batch", "processing_status": "in_progress",
                                 "request_counts": {"processing": len(lines), "succeeded": 0, "errored": 0,
                                                    "canceled": 0, "expired": 0},
@@ -943,13 +991,32 @@ class _Batches:
             else:
                 result = {"type": "expired"}
             rows.append({"custom_id": line["custom_id"], "result": result})
-        batch["results"] = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+        batch["results"] = _malformed(rows, batch["edits"], reply=lambda row: row["result"].get("message"),
+                                      drop="content")
         obj["request_counts"] = {"processing": 0, "succeeded": outcomes.count("succeeded"),
                                  "errored": outcomes.count("errored"), "canceled": 0,
                                  "expired": outcomes.count("expired")}
         obj.update(processing_status="ended", ended_at=_iso(time.time()),
                    results_url=f"{self.fake.url}/v1/messages/batches/{batch['id']}/results")
         return obj
+
+
+def _malformed(rows: list[dict], edits: dict, *, reply: Callable[[dict], dict | None], drop: str) -> bytes:
+    """The JSONL of ``rows`` with the edits of :meth:`FakeLLMServer.inject_batch_output` applied."""
+    rows = [json.loads(json.dumps(row)) for row in rows]  # deep copies: the batch log keeps the originals
+    if "no_reply" in edits:
+        body = reply(rows[edits["no_reply"]])
+        if body is not None:
+            body.pop(drop, None)
+    lines = [json.dumps(row) for row in rows]
+    if "not_json" in edits:
+        text = lines[edits["not_json"]]
+        lines[edits["not_json"]] = text[: len(text) // 2]
+    if "unknown_id" in edits:
+        k = edits["unknown_id"]
+        stranger = {**rows[k], "custom_id": f"unknown-{k}"}
+        lines.insert(k + 1, json.dumps(stranger))
+    return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
 class _NotFound(Exception):

@@ -408,3 +408,84 @@ def test_a_large_run_is_cut_into_batches_within_the_limits(tmp_path, keys, monke
     assert result.status == "finished" and result.done == 18 and result.calls == 18
     assert created == 3 and [b["n_requests"] for b in store.batches(result.run_id)] == [7, 7, 4]
     assert len(answered) == 18 and max(answered.values()) == 1
+
+
+# ------------------------------------------------------------------- malformed result lines
+
+BAD_LINE = 5  # 0-based: the 6th line of the results
+FILE = {"openai": "output file", "anthropic": "results"}
+
+
+def _cli_in_process(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _review(db, provider: str, *extra: str) -> list[str]:
+    return ["review", "--study", "b", "--db", str(db), "--reviewer", SPECS[provider], "--batch", "--poll-seconds",
+            "0.05", "--no-progress", *extra]
+
+
+@pytest.mark.parametrize("provider, edit, backend", [
+    ("openai", "not_json", "sqlite"), ("openai", "no_reply", "sqlite"), ("anthropic", "not_json", "sqlite"),
+    ("anthropic", "no_reply", "sqlite"), ("openai", "no_reply", "postgresql")])
+def test_a_bad_result_line_fails_its_own_item_and_every_good_line_is_stored(tmp_path, provider, edit, backend, keys,
+                                                                            monkeypatch, capsys, request):
+    location = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    db, store = _study(tmp_path, "bad-line", location=location)
+    n = 18
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        server.inject_batch_output(**{edit: BAD_LINE})
+        code, out, err = _cli_in_process(capsys, *_review(db, provider))
+        print(f"first run: exit {code}\nstdout: {out}\nstderr: {err}")
+        run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
+        [batch] = store.batches(run_id)
+        where = f"line {BAD_LINE + 1} of the {FILE[provider]} of batch {batch['batch_id']}"
+        # the bad line fails its own item, named by its line; the 17 others are stored
+        assert code == 1, err
+        assert "Traceback" not in err and where in err
+        assert f"first failure: " in out and where in out
+        accounting = store.run_accounting(run_id)
+        assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n - 1, n - 1, 1)
+        assert accounting["unaccounted"] == 0
+        assert (batch["n_succeeded"], batch["n_failed"]) == (n - 1, 1)
+        code, listed, _ = _cli_in_process(capsys, "runs", "--study", "b", "--db", str(db))
+        assert code == 0 and f"{n - 1} answered, 1 without a result" in listed
+        assert f"{n - 1:,} verdicts stored" in listed and "1 failed items" in listed
+
+        # the same command with --run-id resubmits the bad line alone, and the run finishes
+        code, out, err = _cli_in_process(capsys, *_review(db, provider, "--run-id", run_id))
+        print(f"resume: exit {code}\nstdout: {out}\nstderr: {err}")
+        assert code == 0, err
+        batches = store.batches(run_id)
+        answered = _answered(server, {b["batch_id"] for b in batches[1:]})
+    assert [b["n_requests"] for b in batches] == [n, 1]
+    assert sum(answered.values()) == 1  # only the bad line was sent again
+    accounting = store.run_accounting(run_id)
+    assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n, n, 0)
+    assert store.run(run_id)["status"] == "finished"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_line_with_an_unknown_custom_id_is_reported_and_ignored(tmp_path, provider, keys, monkeypatch,
+                                                                        capsys):
+    db, store = _study(tmp_path, "unknown-id")
+    n = 18
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        server.inject_batch_output(unknown_id=BAD_LINE)
+        code, out, err = _cli_in_process(capsys, *_review(db, provider))
+        print(f"exit {code}\nstdout: {out}\nstderr: {err}")
+        run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
+        [batch] = store.batches(run_id)
+    assert code == 0, err
+    line = f"line {BAD_LINE + 2} of the {FILE[provider]} of batch {batch['batch_id']}"
+    assert line in err and f"'unknown-{BAD_LINE}'" in err and "ignored" in err
+    accounting = store.run_accounting(run_id)
+    assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n, n, 0)
+    assert (batch["n_succeeded"], batch["n_failed"]) == (n, 0)
+    assert store.run(run_id)["status"] == "finished"
