@@ -796,6 +796,9 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
     except (BatchError, RunnerError) as exc:
         store.set_run_status(run_id, "failed", error=str(exc))
         raise
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: every step was written down before it was taken
+        store.set_run_status(run_id, "interrupted")
+        raise
     finally:
         for backend in job.backends():
             await backend.aclose()

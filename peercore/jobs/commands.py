@@ -10,21 +10,37 @@ redone and calls already paid are read from the cache.
 batch API at the batch price and waits for the batches (:mod:`peercore.jobs.batch`);
 interrupted, the same command resumes them.
 
+Ctrl-C stops a run and prints one line with the command that resumes it (exit status
+130). A live run stops as the dashboard's Cancel does: no new call starts, the calls in
+flight land in the cache and the finished items are stored, so nothing paid is lost (a
+second Ctrl-C stops at once, abandoning the calls in flight). A batch run stops where it
+waits: every step of it is written down before it is taken, and the batches in flight
+go on at the provider; the resume reads them.
+
 Exit status: 0 when every item is done, 1 when items failed (run it again to retry
-them) or the run was cancelled, 2 on bad input or missing credentials (one line).
+them) or the run was cancelled, 2 on bad input or missing credentials (one line), 130
+when interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shlex
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 
 from peercore.cli import add_db_option, fail, int_at_least
+from peercore.db import is_postgres_url, redact_url
 
 __all__ = ["add_commands"]
+
+# 128 + SIGINT: the status a shell gives a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 _positive_int = int_at_least(1)
 _non_negative_int = int_at_least(0)
@@ -40,7 +56,7 @@ def add_commands(subparsers) -> None:
     answer.add_argument("--temperature", type=float, default=0.0)
     answer.add_argument("--max-tokens", type=_positive_int, default=512)
     answer.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short generic one)")
-    answer.set_defaults(handler=_answer)
+    answer.set_defaults(handler=_answer, job_parser=answer)
 
     review = subparsers.add_parser("review", help="pairwise peer review of the study's answers")
     _common(review)
@@ -64,7 +80,7 @@ def add_commands(subparsers) -> None:
                              "unless the reviewer spec sets ?temperature=")
     review.add_argument("--max-tokens", type=_positive_int, default=512)
     _batch_options(review)
-    review.set_defaults(handler=_review)
+    review.set_defaults(handler=_review, job_parser=review)
 
     discuss = subparsers.add_parser("discuss", help="PRD peer discussions between two reviewers")
     _common(discuss)
@@ -79,7 +95,7 @@ def add_commands(subparsers) -> None:
                          help="template of the initial reviews (default prd_review_discussion, PRD Table 8: 1 or 2; "
                               "prd_review is the Vicuna80 prompt with a tie)")
     _batch_options(discuss)
-    discuss.set_defaults(handler=_discuss)
+    discuss.set_defaults(handler=_discuss, job_parser=discuss)
 
     debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
     _common(debate)
@@ -102,7 +118,7 @@ def add_commands(subparsers) -> None:
                         help="template of the discussion rounds (default scaleeval_discussion; "
                              "scaleeval_compact_discussion puts the verdict first)")
     _batch_options(debate)
-    debate.set_defaults(handler=_debate)
+    debate.set_defaults(handler=_debate, job_parser=debate)
 
     runs = subparsers.add_parser("runs", help="the study's runs: status, items, and where every paid call ended")
     runs.add_argument("--study", required=True, help="study name in the database")
@@ -311,17 +327,31 @@ def _run(job, args) -> int:
             except MissingCredentials as exc:
                 return fail(str(exc))
     bar = None if args.no_progress else _ProgressBar(sys.stderr)
-    if batch:
-        from peercore.jobs.batch import run_batch_sync
+    stop = threading.Event()  # set by a first Ctrl-C during a live run
+    try:
+        if batch:
+            from peercore.jobs.batch import run_batch_sync
 
-        result = run_batch_sync(job, store, run_id=args.run_id, prices=prices, poll_s=args.poll_seconds,
-                                on_status=lambda line: print(line, file=sys.stderr, flush=True), on_progress=bar,
-                                concurrency=args.concurrency)
-    else:
-        result = run_job_sync(job, store, run_id=args.run_id, on_progress=bar, concurrency=args.concurrency,
-                              limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts))
-    if bar is not None:
-        bar.close()
+            # Ctrl-C: asyncio cancels the run where it waits; every batch step is written down first
+            result = run_batch_sync(job, store, run_id=args.run_id, prices=prices, poll_s=args.poll_seconds,
+                                    on_status=lambda line: print(line, file=sys.stderr, flush=True),
+                                    on_progress=bar, concurrency=args.concurrency)
+        else:
+            with _first_interrupt_sets(stop):  # Ctrl-C cancels the run as the dashboard's Cancel does
+                result = run_job_sync(job, store, run_id=args.run_id, on_progress=bar, concurrency=args.concurrency,
+                                      limits=limits, prices=prices, retry=RetryPolicy(max_attempts=args.max_attempts),
+                                      cancel=stop)
+        if stop.is_set():
+            return _interrupted(args, job, store, bar, lost=False)
+        if bar is not None:
+            bar.close()
+        return _report(job, args, store, result)
+    except KeyboardInterrupt:  # a batch run's Ctrl-C, a second one during a live run, or one while reporting
+        return _interrupted(args, job, store, bar, lost=stop.is_set())
+
+
+def _report(job, args, store, result) -> int:
+    """Print what a run did (the summary, or JSON) and return the exit status."""
     names = job.judge_names() if hasattr(job, "judge_names") else {}
     health = _health(store, job.study, names) if job.kind in ("review", "discussion", "debate") and names else None
     if args.json:
@@ -335,6 +365,64 @@ def _run(job, args) -> int:
     if result.status == "failed" and result.error and not result.failed_items:
         return fail(result.error)
     return 0 if result.status == "finished" else 1
+
+
+@contextlib.contextmanager
+def _first_interrupt_sets(event: threading.Event):
+    """Within the block, a first Ctrl-C sets ``event`` (the run stops cleanly); a second one
+    raises :class:`KeyboardInterrupt` as usual. Outside the main thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame) -> None:
+        event.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(args, job, store, bar, *, lost: bool) -> int:
+    """After Ctrl-C: one line on stderr with the command that resumes the run; status 130.
+
+    ``lost`` says the run stopped at once (a second Ctrl-C on a live run): calls in flight were abandoned.
+    """
+    if bar is not None:
+        bar.close()
+    run_id = args.run_id or job.run_id()
+    try:
+        run = store.run(run_id)
+        stored = f" ({run['n_done']:,}/{run['n_items']:,} items stored)"
+    except Exception:  # noqa: BLE001 - interrupted before the run was recorded, or the store is gone
+        stored = ""
+    what = ("stopped at once; the calls in flight were abandoned" if lost else "nothing paid is lost")
+    print(f"peercore: interrupted; {what}{stored}. Resume with: {_resume_command(args, run_id)}",
+          file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
+def _resume_command(args, run_id: str) -> str:
+    """The command line that resumes ``run_id``: the options given, then ``--run-id`` (a password in --db masked)."""
+    parser = args.job_parser
+    words = shlex.split(parser.prog)
+    for action in parser._actions:  # argparse has no public list of a parser's options
+        value = getattr(args, action.dest, None)
+        if (not action.option_strings or action.dest in ("help", "run_id") or value is None or value is False
+                or value == action.default):
+            continue
+        flag = max(action.option_strings, key=len)
+        if action.dest == "db":
+            value = redact_url(value) if is_postgres_url(value) else value
+        if value is True:
+            words.append(flag)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                words += [flag, str(item)]
+    return shlex.join([*words, "--run-id", run_id])
 
 
 def _plan_note(job, store) -> str:
