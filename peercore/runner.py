@@ -264,8 +264,11 @@ class ProgressEvent:
     invalid : items whose output could not be parsed (stored with ``valid=0``).
     cached : calls answered from the cache in this attempt (free).
     calls : calls paid in this attempt (successful requests).
-    retries : failed attempts in this attempt (each one a request the server saw, or a
-        connection that failed).
+    retries : retries in this attempt: attempts of a call after its first, each made
+        because the one before failed (a 429, 5xx, timeout, dropped connection or
+        malformed reply). A call that fails for good is a failed item, not a retry: a
+        permanent error is not retried, and the last of ``max_attempts`` is followed by
+        none. The server saw ``calls + retries`` requests, plus one per call that failed.
     prompt_tokens, completion_tokens : tokens paid in this attempt.
     cost_usd : dollars paid in this attempt, or None when a model's price is unknown.
     elapsed_s : seconds since this attempt started.
@@ -594,6 +597,8 @@ class Runner:
                 await provider.tokens.acquire(estimate)
             async with (provider.semaphore or _NULL), self._semaphore:
                 state.check_cancel_for_new_attempt()
+                if attempt:  # an attempt after the call's first, made now
+                    state.retries += 1
                 started = time.monotonic()
                 try:
                     if self.call_timeout_s is not None:
@@ -607,7 +612,6 @@ class Runner:
                 except (TimeoutError, asyncio.TimeoutError, ConnectionError) as exc:
                     last, retry_after, status = exc, None, None
                 except BackendError as exc:
-                    state.retries += 1
                     raise CallFailed(backend.redact(f"{backend.name}: {exc}"), attempts=attempt + 1) from None
                 else:
                     latency = time.monotonic() - started
@@ -632,7 +636,6 @@ class Runner:
                                             completion.completion_tokens)
                     state.cost_usd = None if (cost is None or state.cost_usd is None) else state.cost_usd + cost
                     return completion
-            state.retries += 1
             if attempt + 1 >= self.retry.max_attempts:
                 break
             delay = self.retry.delay(attempt, retry_after=retry_after, rng=self._rng)

@@ -127,3 +127,27 @@ def test_debate_and_discussion_through_the_anthropic_sdk(tmp_path, keys):
         assert server.requests_total == debate.calls + debate.retries + discussion.calls + discussion.retries
     assert len(store.debates(study, kind="debate")) == 6
     assert len(store.debates(study, kind="discussion")) == 12
+
+
+@pytest.mark.parametrize("faults, max_attempts, retries", [
+    (("400",), 6, 0),         # a permanent error: the call fails at once, nothing is retried
+    (("500", "500"), 2, 1),   # two attempts, both failed: one retry, then the item fails
+])
+def test_the_review_output_counts_retries_not_failed_attempts(tmp_path, keys, monkeypatch, capsys, faults,
+                                                              max_attempts, retries):
+    """"N retries" is the attempts after a call's first; a call that fails for good is a failed item."""
+    from peercore.cli import main
+
+    db = tmp_path / "retries.sqlite"
+    make_review_study(Store(db), name="r", questions=1, models=2)  # 2 reviews
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        server.inject(*faults)
+        command = ["review", "--study", "r", "--db", str(db), "--reviewer", "openai:gpt-4o-mini", "--no-progress",
+                   "--concurrency", "1", "--max-attempts", str(max_attempts)]
+        main(command)
+        out = capsys.readouterr().out
+        requests = server.requests_total
+    first = out.splitlines()[0]
+    assert f"(0 invalid, 1 failed); 1 calls paid, 0 from cache, {retries} retries;" in first, first
+    assert requests == 1 + retries + 1  # the paid call, the retries, the failed call's first attempt
