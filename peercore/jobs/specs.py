@@ -18,33 +18,46 @@ e.g. three debate agents); ``temperature`` sets that judge's sampling temperatur
 need distinct seeds); ``timeout`` (seconds) is passed to the backend; ``api_key_env``
 names the environment variable holding an OpenAI-compatible server's key.
 
-Keys never go in a spec: a spec whose URL carries a credential (``?api_key=...``,
-``?token=...``, ``http://user:password@host``) is refused, and the refusal does not
-repeat the value (``api_key=***``), so it cannot reach a terminal, a log or the database.
+Keys never go in a spec: a spec whose URL carries a credential (``?api_key=...`` with the
+name written plainly or percent-encoded, ``?token=...``, ``http://user:password@host``, a
+key-shaped path segment such as ``/v1/sk-...``, a ``#fragment``; see
+:func:`peercore.redaction.url_credentials`) is refused, and no message repeats a value it
+does not know to be harmless: ``api_key=***``, and an unknown option's value (or a name
+that does not read as a name) is masked too, so a key cannot reach a terminal, a log, a
+judge's name or the database.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote_plus
 
 from peercore.jobs.base import Judge
+from peercore.redaction import is_secret_name, looks_like_key, mask_urls, url_credentials
 from peercore.reviewers.base import Backend
-from peercore.store import _is_secret_name
 
 __all__ = ["make_backend", "parse_judge_spec", "masked_spec", "refuse_credentials"]
 _OPTIONS = ("temperature", "seed", "timeout", "api_key_env")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_QUERY_PAIR = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
-_USERINFO = re.compile(r"(://)([^/@\s]*)@")
+_URL = re.compile(r"https?://\S*", re.IGNORECASE)
 
 
 def masked_spec(text: str) -> str:
-    """``text`` with every credential replaced by ``***``: secret-named query values and URL userinfo."""
-    text = _USERINFO.sub(lambda m: f"{m.group(1)}***@", str(text))
-    return _QUERY_PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}={'***' if _is_secret_name(m.group(2)) else m.group(3)}",
-                           text)
+    """``text`` with every credential replaced by ``***``: the URL's (user info, secret-named or
+    key-like path parts, fragment) and every option value except those of the known options."""
+    head, sep, query = str(text).partition("?")
+    head = mask_urls(head)
+    return head + sep + "&".join(_masked_option(item) for item in re.split(r"[&;]", query) if item)
+
+
+def _masked_option(item: str) -> str:
+    name, eq, value = item.partition("=")
+    decoded = unquote_plus(name)
+    if decoded in _OPTIONS:
+        return f"{decoded}{eq}{value}"
+    shown = decoded if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]{0,39}", decoded) and not looks_like_key(decoded) else "***"
+    return f"{shown}=***" if eq else shown
 
 
 def refuse_credentials(text: str, *, what: str = "judge spec") -> None:
@@ -53,17 +66,20 @@ def refuse_credentials(text: str, *, what: str = "judge spec") -> None:
     Raises
     ------
     ValueError
-        If a query parameter has a secret-looking name (``api_key``, ``key``,
-        ``token``, ``password`` ...) or the URL has a user name or password; the message
-        quotes the spec with the value masked and says how to give a key instead.
+        If a query parameter's name (percent-encoding decoded) is secret-looking
+        (``api_key``, ``key``, ``token``, ``password`` ...) or shaped like a key, or the
+        URL has a user name or password, a secret-named or key-shaped path part, or a
+        fragment; the message quotes the spec with the values masked and says how to
+        give a key instead.
     """
-    secrets = [m.group(2) for m in _QUERY_PAIR.finditer(str(text)) if _is_secret_name(m.group(2))]
-    userinfo = _USERINFO.search(str(text)) is not None
-    if secrets or userinfo:
-        found = ", ".join(f"{k}=***" for k in secrets) or "a user name or password before '@'"
-        raise ValueError(f"{what} {masked_spec(text)!r} carries a credential ({found}); keys are never written in a "
-                         "spec or URL (they would reach logs and the database). Put the key in an environment "
-                         "variable and name it: ...?api_key_env=MY_SERVER_KEY")
+    head, _, query = str(text).partition("?")
+    found = [f for url in _URL.findall(head) for f in url_credentials(url)]
+    found += [f"{n if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', n) else '***'}=***"
+              for n, _ in parse_qsl(query, keep_blank_values=True) if is_secret_name(n) or looks_like_key(n)]
+    if found:
+        raise ValueError(f"{what} {masked_spec(text)!r} carries a credential ({', '.join(found)}); keys are never "
+                         "written in a spec or URL (they would reach logs, judge names and the database). Put the key "
+                         "in an environment variable and name it: ...?api_key_env=MY_SERVER_KEY")
 
 
 def make_backend(spec: str, *, timeout: float | None = None, api_key: str | None = None,
@@ -108,9 +124,10 @@ def parse_judge_spec(text: str, *, timeout: float | None = None) -> Judge:
     if eq and ":" not in head:
         name, spec = head.strip() or None, rest
     options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=False)) if query else {}
-    unknown = [k for k in options if k not in _OPTIONS]
+    unknown = [_masked_option(k) for k in options if k not in _OPTIONS]
     if unknown:
-        raise ValueError(f"unknown option(s) {unknown} in judge spec {masked_spec(text)!r}; known: {list(_OPTIONS)}")
+        raise ValueError(f"unknown option(s) {unknown} in judge spec {masked_spec(text)!r} (values not shown); "
+                         f"known: {list(_OPTIONS)}")
     values: dict = {}
     for key, value in options.items():
         if key == "api_key_env":

@@ -12,7 +12,7 @@ llama.cpp's server continues.
 from __future__ import annotations
 
 from .base import Capabilities
-from .credentials import Secret, resolve_api_key
+from .credentials import Secret, checked_base_url, resolve_api_key
 from .openai_backend import OpenAIBackend
 
 __all__ = ["CompatibleBackend"]
@@ -25,7 +25,8 @@ class CompatibleBackend(OpenAIBackend):
     ----------
     model : the server's model name (e.g. ``"llama3.1:8b"`` for Ollama).
     base_url : e.g. ``"http://127.0.0.1:8080/v1"`` (llama.cpp) or
-        ``"http://127.0.0.1:11434/v1"`` (Ollama).
+        ``"http://127.0.0.1:11434/v1"`` (Ollama). It is part of the judge's name, so one
+        carrying a key (user info, a key-shaped path segment, a fragment ...) is refused.
     api_key_env : name of the environment variable holding the key, if the server needs one.
     api_key : the key itself (takes precedence).
     logprobs : whether the server returns ``top_logprobs`` (llama.cpp server and vLLM do;
@@ -40,9 +41,7 @@ class CompatibleBackend(OpenAIBackend):
 
     def __init__(self, model: str, *, base_url: str, api_key_env: str | None = None, api_key: str | None = None,
                  logprobs: bool = True, prefill: bool = True, timeout: float = 60.0, name: str | None = None) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        super().__init__(model, api_key=api_key, base_url=base_url.rstrip("/"), timeout=timeout, name=name)
+        super().__init__(model, api_key=api_key, base_url=checked_base_url(base_url), timeout=timeout, name=name)
         self.api_key_env = api_key_env
         self.capabilities = Capabilities(logprobs=bool(logprobs), logits=False, prefill=bool(prefill), seed=True)
 

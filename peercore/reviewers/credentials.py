@@ -12,7 +12,8 @@ peercore never imports streamlit. Under the dashboard, ``peercore.ui`` may pass
 An empty value counts as missing. A missing key raises
 :class:`~peercore.reviewers.base.MissingCredentials` whose message names exactly the
 variable to set. Keys are held in :class:`Secret`, whose ``repr``/``str`` never show the
-value; they are never logged, cached, stored or exported.
+value; they are never logged, cached, stored or exported. A server's base URL (part of a
+judge's name) carries none: :func:`checked_base_url` refuses one that does.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import os
 import tomllib
 from pathlib import Path
 
+from peercore.redaction import masked_url, url_credentials
+
 from .base import MissingCredentials
 
-__all__ = ["Secret", "resolve_api_key", "secrets_files"]
+__all__ = ["Secret", "resolve_api_key", "secrets_files", "checked_base_url"]
 
 
 class Secret:
@@ -92,3 +95,24 @@ def _from_secrets_file(path: Path, name: str) -> str | None:
         return None
     value = data.get(name)
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def checked_base_url(base_url: object) -> str:
+    """``base_url`` without a trailing ``/``, after checking it is an ``http(s)`` URL that carries no key.
+
+    Raises
+    ------
+    ValueError
+        If it is not an ``http(s)://`` URL, or holds a credential anywhere
+        (:func:`peercore.redaction.url_credentials`: user info, a secret-named query or path
+        parameter, a key-shaped path segment, a fragment). The message shows the URL masked.
+    """
+    if not isinstance(base_url, str) or not base_url.lower().startswith(("http://", "https://")):
+        shown = masked_url(base_url) if isinstance(base_url, str) else type(base_url).__name__
+        raise ValueError(f"base_url must be an http(s) URL, got {shown!r}")
+    found = url_credentials(base_url)
+    if found:
+        raise ValueError(f"base_url {masked_url(base_url)!r} carries a credential ({', '.join(found)}); a server's URL "
+                         "becomes part of the judge's name, so it holds no key: put the key in an environment variable "
+                         "and name it (api_key_env)")
+    return base_url.rstrip("/")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import inspect
 
+from peercore.redaction import mask_urls
+
 from .anthropic_backend import AnthropicBackend
 from .base import Backend
 from .compatible import CompatibleBackend
@@ -47,20 +49,21 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
         the spec is quoted and the accepted forms listed.
     """
     if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"spec must look like one of {_FORMS}, got {spec!r}")
+        raise ValueError(f"spec must look like one of {_FORMS}, got {mask_urls(spec) if isinstance(spec, str) else spec!r}")
+    shown = mask_urls(spec)  # a URL in the spec is quoted with any credential in it masked
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
     rest = rest.strip()
     if kind not in BACKENDS:
-        raise ValueError(f"spec prefix must be one of {sorted(BACKENDS)}, got {kind!r} in {spec!r}")
+        raise ValueError(f"spec prefix must be one of {sorted(BACKENDS)}, got {kind!r} in {shown!r}")
     if not rest:
-        raise ValueError(f"spec {spec!r} names no model; expected one of {_FORMS}")
+        raise ValueError(f"spec {shown!r} names no model; expected one of {_FORMS}")
     base_url = None
     if BACKENDS[kind] is CompatibleBackend:
         kind = "compatible"
         model, sep, base_url = rest.rpartition("@")
         if not sep or not model or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"spec {spec!r}: a compatible backend is written compatible:<model>@<http(s) base_url>")
+            raise ValueError(f"spec {shown!r}: a compatible backend is written compatible:<model>@<http(s) base_url>")
     else:
         model = rest
     return kind, model, base_url
