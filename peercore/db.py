@@ -27,20 +27,38 @@ tables)
 Only text outside string literals and quoted names is rewritten. The SQLite path does not
 go through this module at all (the store keeps its ``sqlite3.Connection``), so SQLite's
 behaviour and speed are unchanged.
+
+Every connection has limits, so that neither a silent server nor a dead client holds the
+team's store: a connect timeout (``$PEERBOARD_CONNECT_TIMEOUT`` seconds, default 10, unless
+the URL sets ``connect_timeout``), a statement timeout (``$PEERBOARD_STATEMENT_TIMEOUT``
+seconds, default 300, 0 for none; a statement still running then is cancelled and its
+transaction rolled back) and, on PostgreSQL 14 and later, ``client_connection_check_interval``
+(the server checks every 5 s that the client is still there while a statement runs, and
+stops the statement of a killed client instead of finishing it).
+
+A URL is shown only through :func:`redact_url`, which finds the password where libpq does
+(:func:`url_problem` refuses a URL libpq would misread, e.g. a password with an unencoded
+``/``, without repeating it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import pandas as pd
 
-__all__ = ["is_postgres_url", "redact_url", "connect_postgres", "PgConnection", "read_sql_query", "translate",
-           "postgres_error", "is_postgres", "read_arrow", "is_lock_error", "integrity_errors"]
+from peercore.errors import PeercoreError
+
+__all__ = ["is_postgres_url", "redact_url", "url_problem", "redact_text", "connect_postgres", "PgConnection",
+           "read_sql_query", "translate", "postgres_error", "describe_error", "StatementTimeout", "is_postgres",
+           "read_arrow", "is_lock_error", "integrity_errors", "ENV_CONNECT_TIMEOUT", "ENV_STATEMENT_TIMEOUT"]
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 # The key of the one advisory lock a write transaction takes (BEGIN IMMEDIATE's equivalent).
@@ -48,6 +66,15 @@ WRITE_LOCK_KEY = 0x5045_4552  # "PEER"
 # How long a statement waits for a lock (the write lock, a row) before failing, as the
 # store's SQLite busy timeout (Store.busy_timeout changes it with PRAGMA busy_timeout).
 LOCK_TIMEOUT_MS = 30_000
+# How long connecting may take before giving up (a host that accepts the connection and never
+# answers hung every command before), and how long one statement may run (a killed client's
+# import went on holding the write lock). Seconds; the environment variables change them.
+ENV_CONNECT_TIMEOUT = "PEERBOARD_CONNECT_TIMEOUT"
+ENV_STATEMENT_TIMEOUT = "PEERBOARD_STATEMENT_TIMEOUT"
+CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_S = 300
+# How often the server checks, while a statement runs, that the client is still connected.
+CLIENT_CHECK_INTERVAL_MS = 5_000
 # Tables whose ``id`` is an identity column: an INSERT into them returns it (lastrowid).
 _IDENTITY_TABLES = frozenset({"studies", "imports", "debates", "adjudications", "verdicts", "judge_scores"})
 
@@ -59,21 +86,96 @@ def is_postgres_url(value: object) -> bool:
     return value.split("://", 1)[0].lower() in _POSTGRES_SCHEMES and "://" in value
 
 
+def _libpq_split(url: str) -> tuple[str, str | None, str]:
+    """``(scheme, user info or None, rest)`` of a URL, split where libpq splits it.
+
+    libpq (``conninfo_uri_parse_options`` in fe-connect.c) takes the text before the first
+    ``@`` as user info when no ``/`` comes before it, and knows no fragment: ``#`` and ``?``
+    inside a password are part of it (``postgresql://u:a#b?c@host/db`` has password
+    ``a#b?c``), so splitting the URL as a web URL (``urlsplit``) cut the password at them.
+    """
+    scheme, _, rest = url.partition("://")
+    end = re.search(r"[@/]", rest)
+    if end is None or end.group(0) != "@":
+        return scheme, None, rest
+    return scheme, rest[:end.start()], rest[end.start() + 1:]
+
+
+def _query_items(query: str) -> list[tuple[str, str, str]]:
+    """``(raw item, decoded name, raw value)`` of a URL query, split on ``&`` as libpq does."""
+    out = []
+    for item in query.split("&"):
+        name, _, value = item.partition("=")
+        try:
+            decoded = unquote(name, errors="strict")
+        except UnicodeDecodeError:
+            decoded = name
+        out.append((item, decoded, value))
+    return out
+
+
+_SECRET_PARAMETERS = ("password", "sslpassword")
+
+
+def url_problem(url: str) -> str | None:
+    """Why libpq would misread ``url`` (a sentence that quotes nothing of it), or None.
+
+    libpq parses the URL (``PQconninfoParse``, through psycopg); it is refused when that
+    fails, or when what libpq read is not what the URL says: an ``@`` left in the host or
+    the database name, or a port that is not a number. A password with an unencoded ``/``,
+    ``@`` or ``%`` does that (``postgresql://u:pa/ss@host/db`` is host ``u``, port ``pa``,
+    database ``ss@host/db``), and libpq's own message would then quote pieces of it.
+    """
+    hint = ("characters such as / @ % & in the user name or password must be percent-encoded "
+            "(/ as %2F, @ as %40, % as %25, & as %26)")
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parsed = conninfo_to_dict(url)
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return None
+    except Exception as exc:  # psycopg.ProgrammingError: libpq could not parse it
+        reason = re.sub(r':?\s*"[^"]*"', "", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        return f"libpq cannot read this URL ({reason.strip() or 'malformed'}); {hint}"
+    _, userinfo, rest = _libpq_split(url)
+    misread = (userinfo is None and "@" in rest.partition("?")[0]) \
+        or any("@" in str(parsed.get(key) or "") for key in ("host", "hostaddr", "port")) \
+        or not re.fullmatch(r"[0-9,]*", str(parsed.get("port") or ""))
+    return f"libpq would read another host, port or database than this URL names; {hint}" if misread else None
+
+
 def redact_url(url: str) -> str:
     """``url`` without its password (for messages, ``Store.path`` and the dashboard's cache keys).
 
-    Both places a libpq URL can carry one are masked: ``user:password@host`` and the
-    ``password=`` (or ``sslpassword=``) query parameter.
+    The password is found as libpq finds it (:func:`_libpq_split`): in the user info
+    (``user:***@host``, however many ``#``, ``?`` or percent-encoded characters it holds)
+    and in the ``password=`` or ``sslpassword=`` query parameter (also when the name is
+    percent-encoded). A URL that libpq would misread (:func:`url_problem`) is shown as
+    ``scheme://***@host`` (the host after its last ``@``), nothing more.
     """
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        host = netloc.rsplit("@", 1)[1]
-        netloc = f"{parts.username}:***@{host}" if parts.username else f":***@{host}"
-    query = "&".join(f"{name}=***" if name.lower() in ("password", "sslpassword") and value else
-                     (f"{name}={value}" if sep else name)
-                     for name, sep, value in (item.partition("=") for item in parts.query.split("&") if item))
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    scheme, userinfo, rest = _libpq_split(url)
+    if url_problem(url) is not None:
+        host = re.split(r"[/?]", rest.rsplit("@", 1)[-1] if "@" in url else rest, maxsplit=1)[0]
+        return f"{scheme}://***@{host}" if "@" in url else f"{scheme}://{host}"
+    shown = "" if userinfo is None else (userinfo.split(":", 1)[0] + (":***" if ":" in userinfo else "") + "@")
+    where, mark, query = rest.partition("?")
+    items = [f"{raw.partition('=')[0]}=***" if name in _SECRET_PARAMETERS and value else raw
+             for raw, name, value in _query_items(query)] if mark else []
+    return f"{scheme}://{shown}{where}{mark}{'&'.join(items)}"
+
+
+def redact_text(text: str, url: str) -> str:
+    """``text`` (an error message) with the password of ``url`` replaced by ``***``, as written in
+    the URL and as decoded, wherever it appears."""
+    _, userinfo, rest = _libpq_split(url)
+    values = []
+    if userinfo is not None and ":" in userinfo:
+        values.append(userinfo.split(":", 1)[1])
+    values += [value for _, name, value in _query_items(rest.partition("?")[2]) if name in _SECRET_PARAMETERS]
+    values += [unquote(v) for v in values]
+    for value in sorted({v for v in values if v}, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
 
 
 # ------------------------------------------------------------------- translation
@@ -270,6 +372,14 @@ class PgCursor:
         self._cursor.row_factory = tuple_row if self.row_factory is None else _row_factory
 
     def execute(self, sql: str, params: Sequence | None = None) -> "PgCursor":
+        with _timeouts_said(self._connection):
+            return self._execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> "PgCursor":
+        with _timeouts_said(self._connection):
+            return self._executemany(sql, rows)
+
+    def _execute(self, sql: str, params: Sequence | None = None) -> "PgCursor":
         translated = translate(sql)
         self.lastrowid, self._empty = None, False
         if translated.kind == "noop":
@@ -295,7 +405,7 @@ class PgCursor:
             self._connection.total_changes += self._rowcount
         return self
 
-    def executemany(self, sql: str, rows: Iterable[Sequence]) -> "PgCursor":
+    def _executemany(self, sql: str, rows: Iterable[Sequence]) -> "PgCursor":
         translated = translate(sql)
         if translated.insert is not None:
             added = self._connection._copy_insert(translated, rows)
@@ -344,9 +454,11 @@ class PgConnection:
 
     dialect = "postgresql"
 
-    def __init__(self, raw) -> None:
+    def __init__(self, raw, *, shown: str = "postgresql", statement_ms: int = 0) -> None:
         self.raw = raw
         self.total_changes = 0
+        self.shown = shown                # the URL without its password, for messages
+        self.statement_ms = statement_ms  # the session's statement_timeout
 
     def cursor(self) -> PgCursor:
         return PgCursor(self)
@@ -452,14 +564,52 @@ def _literal_value(text: str):
     return _UNKNOWN
 
 
+def seconds_setting(name: str, default: float) -> float:
+    """The number of seconds in the environment variable ``name`` (``default`` when unset or empty).
+
+    Raises
+    ------
+    PeercoreError
+        If the value is not a number of seconds, 0 or more (the variable and value are named).
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return float(default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise PeercoreError(f"${name} must be a number of seconds (0 or more), got {text[:40]!r}")
+    return value
+
+
 def connect_postgres(url: str) -> PgConnection:
-    """Open ``url`` with psycopg 3 (autocommit; numpy numbers adapted as Python numbers)."""
+    """Open ``url`` with psycopg 3 (autocommit; numpy numbers adapted as Python numbers).
+
+    The connection gets the limits of the module's docstring: a connect timeout (unless the
+    URL sets ``connect_timeout``), ``statement_timeout``, ``client_connection_check_interval``
+    and the store's ``lock_timeout``.
+    """
     import numpy as np
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
     integer, floating = _numpy_dumpers()
-    raw = psycopg.connect(url, autocommit=True)
-    raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
+    options = {}
+    if "connect_timeout" not in conninfo_to_dict(url):
+        # libpq counts whole seconds, at least 2; 0 would wait forever.
+        options["connect_timeout"] = max(2, math.ceil(seconds_setting(ENV_CONNECT_TIMEOUT, CONNECT_TIMEOUT_S)) or 2)
+    statement_ms = round(seconds_setting(ENV_STATEMENT_TIMEOUT, STATEMENT_TIMEOUT_S) * 1000)
+    raw = psycopg.connect(url, autocommit=True, **options)
+    try:
+        raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
+        raw.execute(f"SET statement_timeout = {statement_ms}")
+        if raw.info.server_version >= 140000:
+            raw.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_INTERVAL_MS}")
+    except BaseException:
+        raw.close()
+        raise
     # psycopg prepares a statement run 5 times; the server may then keep one generic plan for
     # it, chosen on the statistics of that moment. The adjudication claim, planned while its
     # tables were nearly empty, then scanned every decision on every claim (6 -> 52 ms per
@@ -472,7 +622,7 @@ def connect_postgres(url: str) -> PgConnection:
         raw.adapters.register_dumper(kind, integer)
     for kind in (np.float32, np.float64):
         raw.adapters.register_dumper(kind, floating)
-    return PgConnection(raw)
+    return PgConnection(raw, shown=redact_url(url), statement_ms=statement_ms)
 
 
 @functools.lru_cache(maxsize=1)
@@ -495,6 +645,47 @@ def postgres_error() -> type[Exception]:
     import psycopg
 
     return psycopg.Error
+
+
+class StatementTimeout(PeercoreError):
+    """A statement ran past the session's statement timeout and the server cancelled it
+    (its transaction is rolled back: nothing of it was written)."""
+
+
+def describe_error(exc: BaseException, url: str) -> str:
+    """One line saying why connecting to (or using) ``url`` failed, without its password.
+
+    libpq's messages run over several lines (``connection failed: ...`` then a hint);
+    they are joined. A connect timeout says how long was waited and which variable sets it.
+    """
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.ConnectionTimeout):
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = conninfo_to_dict(url).get("connect_timeout")
+        limit = (f"{given} s (connect_timeout in the URL)" if given else
+                 f"{max(2, math.ceil(seconds_setting(ENV_CONNECT_TIMEOUT, CONNECT_TIMEOUT_S)) or 2)} s "
+                 f"(${ENV_CONNECT_TIMEOUT} sets it)")
+        return f"the server did not answer within {limit}; is it a PostgreSQL server, and is it up?"
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    return redact_text(text, url)
+
+
+@contextlib.contextmanager
+def _timeouts_said(connection: "PgConnection"):
+    """Turn psycopg's ``QueryCanceled`` by statement_timeout into a one-line :class:`StatementTimeout`."""
+    try:
+        yield
+    except Exception as exc:
+        import psycopg
+
+        if not (isinstance(exc, psycopg.errors.QueryCanceled) and "statement timeout" in str(exc)):
+            raise
+        raise StatementTimeout(
+            f"{connection.shown}: a statement ran longer than the statement timeout ({connection.statement_ms / 1000:g} "
+            f"s; ${ENV_STATEMENT_TIMEOUT} sets it, 0 for none) and the server cancelled it; nothing of it was "
+            "written") from exc
 
 
 def read_sql_query(sql: str, connection, params: Sequence | None = None) -> pd.DataFrame:

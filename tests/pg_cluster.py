@@ -132,7 +132,10 @@ class PostgresCluster:
 @contextlib.contextmanager
 def closing_pg_connections():
     """Close, when the block ends, every PostgreSQL connection the stores opened in it
-    (tests open stores, and the CLI run in-process leaves its own open)."""
+    (tests open stores, and the CLI run in-process leaves its own open).
+
+    Yields the list of those connections (:class:`peercore.db.PgConnection`), in the order opened.
+    """
     from peercore import db
 
     opened = []
@@ -145,7 +148,7 @@ def closing_pg_connections():
 
     db.connect_postgres = tracked
     try:
-        yield
+        yield opened
     finally:
         db.connect_postgres = connect
         for connection in opened:

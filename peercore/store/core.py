@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import os
 import sqlite3
@@ -21,6 +20,8 @@ import pandas as pd
 
 from peercore import db as _db
 from peercore.errors import JudgmentError, PeercoreError
+from peercore.redaction import SECRET_WORDS as _SECRET_WORDS  # noqa: F401 (re-exported)
+from peercore.redaction import is_secret_name as _is_secret_name
 from peercore.store.migrations import _statements
 
 
@@ -32,10 +33,6 @@ MAX_OVERLAP = 1000
 JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
-# A key is secret when its last word (split on _ - . and camelCase) is one of these:
-# "api_key", "apiKey", "token", "access_token", "password" are; "max_tokens",
-# "prompt_tokens", "keyboard" are not.
-_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "auth", "bearer", "credential", "credentials"})
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
 # test can kill the process while a large import is written but not committed.
 _ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
@@ -105,10 +102,14 @@ def database_location(value: str | os.PathLike[str], *, what: str) -> Path | str
     ``postgresql://`` URL kept as given (the team store, :mod:`peercore.db`).
 
     Any other URL is refused without repeating it (it may carry a password): a URL is
-    never taken for a file path.
+    never taken for a file path. So is a ``postgresql://`` URL that libpq would misread
+    (:func:`peercore.db.url_problem`: e.g. a password with an unencoded ``/``).
     """
     text = os.fspath(value)
     if _db.is_postgres_url(text):
+        problem = _db.url_problem(text)
+        if problem is not None:  # libpq would misread it, and its message would quote pieces of the password
+            raise StoreError(f"{what} {_db.redact_url(text)}: {problem}")
         return text
     if _URL.match(text):
         scheme = text.split("://", 1)[0]
@@ -139,15 +140,6 @@ def _is_secret_key(key: object) -> bool:
     return _is_secret_name(str(key))
 
 
-@functools.lru_cache(maxsize=4096)  # the same few config keys, once per paid call: 0.3 ms -> 0.02 ms a call
-def _is_secret_name(key: str) -> bool:
-    words = re.split(r"[_\-.\s]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
-    words = [w for w in words if w]
-    if not words:
-        return False
-    return words[-1] in _SECRET_WORDS or (len(words) >= 2 and words[-2] + words[-1] in _SECRET_WORDS)
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -170,7 +162,7 @@ class StoreCore:
                 self._migrate()
             except _db.postgres_error() as exc:
                 self.close()
-                raise StoreError(f"{self.path}: {str(exc).strip()}") from exc
+                raise StoreError(f"{self.path}: {_db.describe_error(exc, self.url)}") from exc
             return
         if str(path) == ":memory:":
             raise ValueError("path ':memory:' is not supported; give a file (threads share it)")
@@ -195,7 +187,10 @@ class StoreCore:
         """This thread's connection (opened on first use)."""
         connection = getattr(self._local, "connection", None)
         if connection is None and self.url is not None:
-            connection = self._local.connection = _db.connect_postgres(self.url)
+            try:
+                connection = self._local.connection = _db.connect_postgres(self.url)
+            except _db.postgres_error() as exc:  # one line, without the password (a new thread connects here)
+                raise StoreError(f"{self.path}: {_db.describe_error(exc, self.url)}") from exc
             self._local.depth = 0
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
