@@ -24,6 +24,8 @@ parsed = imports.parse_upload(uploaded, fmt) if uploaded is not None else None  
 if st.session_state.get("data_report") is not None:
     st.success(f"Imported into **{safe.md(st.session_state['data_report']['study'].iloc[0])}**.", icon=":material/task_alt:")
     st.dataframe(st.session_state["data_report"].drop(columns="study"), hide_index=True, key="data_report_table")
+    for warning in st.session_state.get("data_warnings") or []:  # imported, but worth a look (look-alike names)
+        st.warning(safe.md(warning[0].upper() + warning[1:] + "."), icon=":material/warning:")
 if st.session_state.get("data_error"):
     st.error(safe.md_lines(st.session_state["data_error"]), icon=":material/error:")
 

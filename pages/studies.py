@@ -3,6 +3,7 @@
 import streamlit as st
 
 from peercore import reports
+from peercore.store.studies import study_name_problem
 from peercore.ui import adjudication as adj
 from peercore.ui import data, safe, state, tables
 
@@ -23,6 +24,10 @@ def create_study() -> None:
         return
     if name in set(data.studies()["name"]):
         st.session_state["studies_error"] = f"A study named {safe.code(name)} already exists."
+        return
+    problem = study_name_problem(name)  # the store's rule (line breaks, invisible characters, paths, length)
+    if problem is not None:
+        st.session_state["studies_error"] = safe.md(problem[0].upper() + problem[1:])
         return
     data.store().create_study(name, description=st.session_state[NEW_DESCRIPTION].strip(),
                               source={"kind": "created in the dashboard"})

@@ -26,12 +26,15 @@ import pandas as pd
 
 from peercore.errors import JudgmentError
 from peercore.io.rules import (
+    INVISIBLE,
     MAX_IDENTIFIER,
     MAX_LINE_BYTES,
     MAX_LISTED_RECORDS,
     MAX_ROWS,
     check_record_depth,
     column_list,
+    describe_character,
+    invisible_character,
     is_scalar,
     kind_of,
     line_too_long,
@@ -210,6 +213,35 @@ def dedupe_questions(questions: pd.DataFrame, *, source: str, line_of: LineOf | 
                  f"{quote(_short(text))}); question ids must be unique", source=source,
                  line=line_of(row) if line_of else None, row=None if line_of else row, column="question_id", value=qid)
     return first.reset_index(drop=True)
+
+
+def dedupe_answers(answers: pd.DataFrame, *, source: str, where: Callable[[int], tuple[int | None, str]]
+                   ) -> pd.DataFrame:
+    """One row per (question_id, model, turn); the same key with two different texts is an error.
+
+    A format that repeats each answer on every record holding it (AlpacaEval's
+    ``output_1`` / ``output_2``) gives the same text again: kept once. Another text under
+    the same key would silently keep the first answer beside a verdict on the second, so
+    it is refused, naming the line (and field) of each. ``where(row)`` is (line, field)
+    of answer row ``row``; rows come in the file's order.
+    """
+    if len(answers) == 0:
+        return answers
+    key = ["question_id", "model", "turn"]
+    group = answers.groupby(key, sort=False).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(answers))).groupby(group).transform("min").to_numpy()
+    texts = answers["answer"].to_numpy(dtype=object)
+    differs = texts != texts[first]
+    if differs.any():
+        row = int(np.flatnonzero(differs)[0])
+        line, field = where(row)
+        first_line, first_field = where(int(first[row]))
+        at = f"line {first_line}" if first_line is not None else f"row {int(first[row])}"
+        fail(f"{field} of model {quote(answers['model'].iloc[row])} to question {quote(answers['question_id'].iloc[row])} "
+             f"is {quote(_short(texts[row]))}, but {at} ({first_field}) gives it {quote(_short(texts[first[row]]))}; "
+             "one model has one answer per question: a verdict on one text would be stored beside the other",
+             source=source, line=line, row=None if line is not None else row, column=field, value=quote(texts[row]))
+    return answers[first == np.arange(len(answers))].reset_index(drop=True)
 
 
 def _short(text: object, limit: int = 60) -> str:
@@ -503,11 +535,37 @@ def parquet_frame(path: Path, *, name: str, columns: Sequence[str] | None = None
                                      for v, null, text in zip(values, nulls, texts)], dtype=object)
         elif pa.types.is_large_string(array.type) or pa.types.is_string(array.type):
             out[column] = pd.Series(pd.array(array, dtype="str"))
+        elif pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+            out[column] = pd.Series(pd.array(_utf8_column(array, column=column, name=name), dtype="str"))
         else:
             out[column] = array.to_pandas()
     frame = pd.DataFrame(out) if out else pd.DataFrame(index=range(table.num_rows))
     frame.attrs["all_columns"] = names
     return frame
+
+
+def _utf8_column(array, *, column: str, name: str):
+    """A Parquet binary column (BYTE_ARRAY written without the UTF8 annotation) read as UTF-8 text.
+
+    The values are text to every tool that writes them so; as bytes they would reach the
+    store as Python reprs (``b'gpt4'``). A value that is not UTF-8 is refused, naming its
+    row (0-based, as every Parquet error) and the offending byte, as a text file's would be.
+    """
+    import pyarrow as pa
+
+    try:
+        return array.cast(pa.large_string())  # Arrow checks every value is valid UTF-8
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    for row, value in enumerate(array.to_pylist()):
+        if value is None:
+            continue
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            fail(f"{column} is not UTF-8 text (byte 0x{value[exc.start]:02x} at offset {exc.start} of the value); "
+                 "save the file's text as UTF-8", source=name, row=row, column=column, value=quote(value))
+    fail(f"{column} is not UTF-8 text", source=name, column=column)
 
 
 def file_kind(path: Path) -> str:
@@ -617,12 +675,16 @@ def _where(line_of: LineOf | None, row: int) -> dict:
 
 
 def check_identifiers(frame: pd.DataFrame, columns: Sequence[str], *, source: str, line_of: LineOf | None) -> None:
-    """Refuse keys that are lists, too long, hold line breaks, or start like a spreadsheet formula.
+    """Refuse keys that are lists, too long, hold line breaks or invisible characters, or start like a
+    spreadsheet formula.
 
     Identifiers (question ids, model, judge, annotator, criterion names) end up in CSV
     exports and dashboards; one starting with ``=``, ``+``, ``-``, ``@``, tab or CR is
     what a formula-injection payload looks like, so it is rejected at the door rather
     than carried around (exports also neutralise cells, see :mod:`peercore.io.export`).
+    One holding an invisible character (:data:`peercore.io.rules.INVISIBLE`: a zero-width
+    space, a joiner, a control character) would rank as another contestant than the name
+    it looks like, so it is refused, naming the character and where it is.
     The tests run on whole Arrow columns; only a row they flag is looked at in Python.
     """
     import pyarrow as pa
@@ -647,7 +709,7 @@ def check_identifiers(frame: pd.DataFrame, columns: Sequence[str], *, source: st
             arrow = arrow.cast(pa.large_string())
         suspect = pc.or_(pc.or_(pc.match_substring_regex(arrow, _FORMULA_START),
                                 pc.greater(pc.utf8_length(arrow), MAX_IDENTIFIER)),
-                         pc.match_substring_regex(arrow, "[\\n\\r\\x00]"))
+                         pc.match_substring_regex(arrow, INVISIBLE))  # line breaks and NUL included
         suspect = pc.fill_null(suspect, False)
         if not pc.any(suspect).as_py():
             continue
@@ -663,8 +725,17 @@ def check_identifiers(frame: pd.DataFrame, columns: Sequence[str], *, source: st
                 problem = f"{column} is {len(value):,} characters long (limit {MAX_IDENTIFIER:,}); is it in the right column?"
             elif "\n" in value or "\r" in value or "\x00" in value:
                 problem = f"{column} {quote(value)} holds a line break; identifiers are one line"
+            elif (hidden := invisible_character(value)) is not None:
+                problem = invisible_problem(column, value, *hidden)
             if problem:
                 fail(problem, source=source, **_where(line_of, row), column=column, value=quote(value))
+
+
+def invisible_problem(field: str, value: str, position: int, char: str) -> str:
+    """The message for an identifier holding an invisible character (see :func:`check_identifiers`)."""
+    shown = "".join(c for c in value if invisible_character(c) is None)
+    return (f"{field} {quote(value)} holds an invisible character, {describe_character(char)}, at character "
+            f"{position + 1}; it would make a name that looks like {quote(shown)} a different one. Remove it")
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], *, source: str, what: str,

@@ -27,10 +27,12 @@ import hashlib
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from peercore.io._common import (
     Bundle,
+    dedupe_answers,
     dedupe_questions,
     fail,
     first_non_scalar,
@@ -60,7 +62,8 @@ def read_alpacaeval(path: str | Path) -> Bundle:
     ------
     JudgmentError
         Naming file, line and field: a missing field, an empty generator, a preference
-        that is not a number in {0} U [1, 2], an instruction that is not text.
+        that is not a number in {0} U [1, 2], an instruction that is not text, a
+        generator given two different outputs for one instruction (in two records).
     """
     path = Path(path)
     name = path.name
@@ -114,12 +117,16 @@ def read_alpacaeval(path: str | Path) -> Bundle:
         "question_id": pd.array(qids, dtype="str"), "text": frame["instruction"].astype(str).to_numpy(),
         "category": category.to_numpy(), "reference": [None] * n, "metadata": [{} for _ in range(n)],
     }), source=name, line_of=line_of)
-    answers = pd.concat([
-        pd.DataFrame({"question_id": qids, "model": judgments["model_a"].to_numpy(), "turn": 1,
-                      "answer": frame["output_1"].astype(str).to_numpy()}),
-        pd.DataFrame({"question_id": qids, "model": judgments["model_b"].to_numpy(), "turn": 1,
-                      "answer": frame["output_2"].astype(str).to_numpy()}),
-    ], ignore_index=True).drop_duplicates(["question_id", "model", "turn"]).reset_index(drop=True)
+    # Both outputs of each record, in the file's order (record 0's output_1, its output_2, record 1's ...).
+    answers = pd.DataFrame({
+        "question_id": np.repeat(np.asarray(qids, dtype=object), 2),
+        "model": np.column_stack([judgments["model_a"].to_numpy(dtype=object),
+                                  judgments["model_b"].to_numpy(dtype=object)]).ravel(),
+        "turn": 1,
+        "answer": np.column_stack([frame["output_1"].astype(str).to_numpy(dtype=object),
+                                   frame["output_2"].astype(str).to_numpy(dtype=object)]).ravel(),
+    })
+    answers = dedupe_answers(answers, source=name, where=lambda row: (line_of(row // 2), f"output_{row % 2 + 1}"))
     return Bundle(source=str(path), format="alpacaeval", questions=questions, answers=answers,
                   judgments=judgments, judges=_judges_of(judgments), files=[path], judgment_lines=line_of)
 

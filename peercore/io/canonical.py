@@ -47,6 +47,7 @@ from peercore.io._common import (
 )
 from peercore.io.rules import (
     INTEGER_BOUNDS,
+    INVISIBLE,
     MAX_JSON_DEPTH,
     is_scalar,
     kind_of,
@@ -436,17 +437,15 @@ def _fast_text(series: pd.Series, *, allow_missing: bool = False):
 
 
 def _identifiers_ok(arrow: pa.Array) -> bool:
-    """No formula-like start (after Python's whitespace), no line break, not too long (nulls are fine)."""
+    """No formula-like start (after Python's whitespace), no line break or other invisible character
+    (:data:`peercore.io.rules.INVISIBLE`), not too long (nulls are fine)."""
     stripped = pc.utf8_trim(arrow, _PY_WHITESPACE)
     for prefix in FORMULA_PREFIXES:
         if pc.any(pc.starts_with(arrow, prefix)).as_py() or pc.any(pc.starts_with(stripped, prefix)).as_py():
             return False
     if pc.any(pc.greater(pc.utf8_length(arrow), MAX_IDENTIFIER)).as_py():
         return False
-    for char in ("\n", "\r", "\x00"):
-        if pc.any(pc.match_substring(arrow, char)).as_py():
-            return False
-    return True
+    return not pc.any(pc.match_substring_regex(arrow, INVISIBLE)).as_py()  # line breaks, NUL, zero-width ...
 
 
 # ------------------------------------------------------------ questions, answers

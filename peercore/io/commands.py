@@ -61,11 +61,19 @@ def _import(args) -> int:
     from peercore.errors import PeercoreError
     from peercore.io.importer import default_study_name, import_bundle, read_path
     from peercore.store import Store
+    from peercore.io.rules import quote
+    from peercore.store.studies import study_name_problem
 
+    study = args.study if args.study is not None else default_study_name(args.path)
+    problem = study_name_problem(study)
+    if problem is not None:  # before anything is read or the database opened
+        shown = args.path if args.path.isprintable() else quote(args.path, 200)  # one line, whatever the path
+        return fail(f"--study: {problem}" if args.study is not None else
+                    f"{shown}: {problem} (the study is named after the file; give --study NAME)")
     try:
         bundle = read_path(args.path, format=args.format)  # everything is checked before the database opens
         store = Store(args.db)
-        report = import_bundle(bundle, store=store, study=args.study or default_study_name(args.path))
+        report = import_bundle(bundle, store=store, study=study)
     except PeercoreError as exc:
         return fail(str(exc))
     except (ValueError, OSError) as exc:

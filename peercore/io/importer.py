@@ -27,6 +27,7 @@ import pandas as pd
 
 from peercore.errors import JudgmentError
 from peercore.io._common import Bundle, fail, merge, quote, sha256_of
+from peercore.io.names import look_alike_warnings
 from peercore.io.rules import check_folder
 from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, detect_format
 from peercore.store import WriteCounts
@@ -145,6 +146,9 @@ class ImportReport:
     counts : table -> :class:`~peercore.store.WriteCounts` (added, skipped).
     invalid_judgments : how many of the judgments added are unparsed verdicts, stored
         with ``valid = 0`` and their raw text (the Studies page counts them apart).
+    warnings : what the user should look at although nothing was wrong enough to refuse:
+        names of the import that look like another name of it or of the study
+        (:func:`peercore.io.names.look_alike_warnings`).
     """
 
     study: str
@@ -154,6 +158,7 @@ class ImportReport:
     counts: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
     invalid_judgments: int = 0
+    warnings: list = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"imported {self.source} ({self.format}) into study {quote(self.study)}"]
@@ -165,6 +170,7 @@ class ImportReport:
         for key, value in self.notes.items():
             if key != "files":
                 out.append(f"  {key.replace('_', ' ')}: {value}")
+        out.extend(f"  warning: {warning}" for warning in self.warnings)
         return out
 
 
@@ -200,8 +206,6 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
         Naming the file and line of an answer to an unknown question, a question or
         answer stored with another text, or a verdict stored with another outcome.
     """
-    if not study or not study.strip():
-        raise ValueError(f"study name is empty ({study!r})")
     checksum = sha256_of(bundle.files) if bundle.files else None
     counts: dict = {}
     bundle_invalid = int((bundle.judgments["valid"] == 0).sum()) if "valid" in bundle.judgments.columns else 0
@@ -225,6 +229,8 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
         except JudgmentError as exc:
             if _is_conflict(exc):
                 _refuse_conflict(bundle, exc, study)
+            if exc.row is not None and exc.source is None:  # the store names its row: name the file's line
+                _refuse_row(bundle, exc)
             raise
         counts["debates"] = store.add_debates(study, bundle.debates)
         _write_scores(bundle, store, study, import_id, counts)
@@ -236,9 +242,44 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
         else:
             invalid = store.summary(study)["invalid_judgments"] - invalid_before
         notes = dict(bundle.notes)
-        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes})
+        warnings = look_alike_warnings(bundle_names(bundle), store.names(study) if exists else ())
+        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes,
+                                            **({"warnings": warnings} if warnings else {})})
     return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
-                        counts=counts, notes=notes, invalid_judgments=invalid)
+                        counts=counts, notes=notes, invalid_judgments=invalid, warnings=warnings)
+
+
+def bundle_names(bundle: Bundle) -> set[str]:
+    """The names a bundle brings: contestants, judges (annotators as ``human:<name>``), criteria,
+    debate speakers and the attributes and judges of scores (what :func:`look_alike_warnings` reads)."""
+    names: set[str] = set()
+    for frame, columns in ((bundle.judgments, ("model_a", "model_b", "judge", "criterion")),
+                           (bundle.answers, ("model",))):
+        for column in columns:
+            if column in frame.columns:
+                names.update(pd.unique(frame[column].dropna()).tolist())
+    for debate, turns in bundle.debates:
+        names.update(str(debate.get(key)) for key in ("model_a", "model_b", "criterion") if debate.get(key))
+        names.update(str(turn["speaker"]) for turn in turns if turn.get("speaker"))
+    for part in _parts(bundle):
+        for table in ("human_scores", "judge_scores"):
+            frame = getattr(part, table, None)
+            if frame is not None and len(frame):
+                for column in ("model", "judge", "attribute"):
+                    if column in frame.columns:
+                        names.update(pd.unique(frame[column].dropna()).tolist())
+    names.update(j["name"] for j in bundle.judges)
+    return {n for n in names if isinstance(n, str) and n}
+
+
+def _refuse_row(bundle: Bundle, exc: JudgmentError) -> None:
+    """Re-raise a problem the store found in judgment row ``exc.row`` against the file and line it came from.
+
+    The store counts rows from 0 and knows no file (e.g. a verdict under the name of a judge
+    PeerBoard's runs produced); every other import error names the file and its line.
+    """
+    file, line = bundle.judgment_origin(exc.row)
+    fail(exc.problem, source=file, line=line, row=None if line else exc.row, column=exc.column, value=exc.value)
 
 
 def _write_scores(bundle: Bundle, store, study: str, import_id: int, counts: dict) -> None:

@@ -30,6 +30,13 @@ zip budget                     :func:`check_zip` before anything is extracted
 no symlink out of a folder     :func:`check_folder` before a folder is read
 =============================  ==============================================================
 
+Identifiers (question ids, model, judge, annotator, criterion names; :func:`peercore.io._common.check_identifiers`
+and the fast path's test) also hold no invisible character (:data:`INVISIBLE`,
+:func:`invisible_character`): a zero-width space or a joiner makes two names that look the
+same rank as two contestants. Names that differ but look alike (a Cyrillic ``р`` for a
+Latin ``p``) are legitimate text, so an import only warns about them
+(:mod:`peercore.io.names`).
+
 Errors quote values with :func:`quote`: ``repr`` style (control characters escaped) and
 cut to :data:`MAX_QUOTE` characters.
 """
@@ -41,6 +48,7 @@ import os
 import re
 import stat
 import struct
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +61,7 @@ __all__ = [
     "INTEGER_BOUNDS",
     "MAX_PARQUET_BYTES", "MAX_PARQUET_VALUES", "ZIP_MAX_MEMBERS", "ZIP_MAX_BYTES", "ZIP_MAX_RATIO",
     "quote", "column_list", "is_scalar", "longest_line", "parse_json", "json_depth_problem", "parquet_table", "check_zip",
-    "check_folder", "non_finite_row",
+    "check_folder", "non_finite_row", "INVISIBLE", "invisible_character", "describe_character",
 ]
 
 MiB = 1 << 20
@@ -88,6 +96,30 @@ MAX_PARQUET_VALUES = 50_000_000
 ZIP_MAX_MEMBERS = 10_000
 ZIP_MAX_BYTES = 256 * MiB
 ZIP_MAX_RATIO = 100
+
+
+# Characters that show as nothing yet make two names differ: control characters (Cc),
+# format characters (Cf: zero-width space, zero-width (non-)joiner, word joiner, bidi
+# controls, soft hyphen, byte-order mark, tags) and Unicode's other default-ignorable code
+# points (combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and
+# other variation selectors). As one RE2 class, for whole Arrow columns.
+_OTHER_INVISIBLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+                    (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0100, 0xE01EF))
+INVISIBLE = "[\\p{Cc}\\p{Cf}" + "".join(f"\\x{{{low:04X}}}-\\x{{{high:04X}}}" for low, high in _OTHER_INVISIBLE) + "]"
+
+
+def invisible_character(text: str) -> tuple[int, str] | None:
+    """(0-based position, character) of the first :data:`INVISIBLE` character in ``text``, else None."""
+    for position, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Cf") or any(low <= ord(char) <= high
+                                                             for low, high in _OTHER_INVISIBLE):
+            return position, char
+    return None
+
+
+def describe_character(char: str) -> str:
+    """``U+200B ZERO WIDTH SPACE``: a character's code point and Unicode name, for messages."""
+    return f"U+{ord(char):04X} {unicodedata.name(char, 'control character' if unicodedata.category(char) == 'Cc' else 'unnamed character')}"
 
 
 def fail(problem: str, *, source, line=None, row=None, column=None, value=None):

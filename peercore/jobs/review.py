@@ -315,8 +315,8 @@ class ReviewJob(PairedJob):
     template : a :mod:`peercore.prompts` template; default per method: ``prd_review``
         (PRD Table 8, 1/2/3=tie) for ``verdict``, ``liusie_classifier_numeric`` for
         probabilities, ``liusie_generative`` for samples.
-    criterion : e.g. ``"helpfulness"`` (stored with the judgments; fills the rubric of
-        templates that have one), or None.
+    criterion : e.g. ``"helpfulness"`` (stored with the judgments; fills the ``{criterion}``
+        and ``{rubric}`` of the template, which must have one of them), or None.
     samples : K for ``method="samples"`` (>= 2).
     temperature : sampling temperature for ``samples`` (default 1.0); a judge's own
         temperature wins, and is also sent with a single generated verdict.
@@ -327,10 +327,14 @@ class ReviewJob(PairedJob):
     ValueError
         On an unknown option value, a method the backend cannot do, or an inconsistent
         budget (the values are quoted), or a reviewer with a ``seed`` (reviews do not
-        take per-judge seeds).
+        take per-judge seeds), or a criterion with a template that has no place for it
+        (:attr:`criterion_fields`): all before any call.
     """
 
     kind = "review"
+    # The template fields that carry the criterion to the judge: a template with none of them
+    # cannot run one (the prompt would be the one without it).
+    criterion_fields: tuple[str, ...] = ("criterion", "rubric")
 
     def __init__(self, study: str, reviewers: Sequence, *, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,
@@ -383,6 +387,13 @@ class ReviewJob(PairedJob):
         if concrete in ("verdict", "samples") and tpl.kind == "classifier":
             raise ValueError(f"reviewer {reviewer.label!r}: template {tpl.name!r} is a classifier (it asks for one "
                              f"label token); method {concrete!r} needs a review or generative template")
+        if self.criterion and not set(self.criterion_fields) & set(tpl.fields):
+            slots = " or ".join("{" + f + "}" for f in self.criterion_fields)
+            raise ValueError(f"criterion {self.criterion!r}: template {tpl.name!r} has no place for a criterion (no "
+                             f"{slots}), so the judge would never read it: it would answer the prompts it answers "
+                             "without one, under another judge name. Drop the criterion, or choose a "
+                             "template that shows it (e.g. scaleeval_initial or scaleeval_compact_initial); nothing "
+                             "was run")
         fallback = method == "auto" and concrete == "logprobs"
         if concrete == "samples":
             temperature = reviewer.temperature if reviewer.temperature is not None else (

@@ -52,6 +52,7 @@ class ComparisonJob(ReviewJob):
     """
 
     kind = "nlg-compare"
+    criterion_fields = (*ReviewJob.criterion_fields, "aspect")  # the attribute reaches the judge as the aspect
 
     def __init__(self, study: str, judges: Sequence, *, attribute: str, contestants: Sequence[str] | None = None,
                  questions: Sequence[str] | None = None, strategy: str = "all", comparisons: int | None = None,

@@ -10,8 +10,40 @@ import numpy as np
 import pandas as pd
 
 from peercore import db as _db
+from peercore.io.rules import describe_character, invisible_character, quote
 from peercore.store.adjudication import _overlap
 from peercore.store.core import StoreError, WriteCounts, _now, scrub_secrets
+
+# A study's name is a title shown on every page and part of the file names of downloads and
+# exports: one line, no invisible character, no path separator, at most this long.
+MAX_STUDY_NAME = 200
+
+
+def study_name_problem(name: object) -> str | None:
+    """What is wrong with ``name`` as a new study's name (one sentence), or None.
+
+    Refused: a name that is not text or is empty, spaces at its start or end (``' prd'``
+    would be another study than ``'prd'``), more than :data:`MAX_STUDY_NAME` characters,
+    a line break or another invisible character (:data:`peercore.io.rules.INVISIBLE`), a
+    ``/`` or ``\\`` (the name becomes part of file names: ``../x`` would climb out of a
+    folder), and ``.`` or ``..``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return f"study name {quote(name)} is empty; give the study a name"
+    if len(name) > MAX_STUDY_NAME:
+        return (f"study name {quote(name, 40)} is {len(name):,} characters long (limit {MAX_STUDY_NAME}); "
+                "a study name is a short title")
+    if name != name.strip():
+        return f"study name {quote(name)} starts or ends with spaces; use {quote(name.strip())}"
+    hidden = invisible_character(name)
+    if hidden is not None:
+        what = "a line break" if hidden[1] in "\n\r" else f"an invisible character, {describe_character(hidden[1])}"
+        return f"study name {quote(name)} holds {what}; a study name is one line of visible text"
+    if "/" in name or "\\" in name or name in (".", ".."):
+        return (f"study name {quote(name)} looks like a path; a study name is also part of file names (downloads, "
+                "exports), so it may not hold / or \\ nor be . or ..")
+    return None
+
 
 # The summary's counts that read the verdicts (Store.summary by SQL, peercore.aggregates.summary in one scan).
 VERDICT_SUMMARY_KEYS = ("contestants", "judges", "judgments", "invalid_judgments", "human_votes")
@@ -29,16 +61,21 @@ class StudiesMixin:
         Raises
         ------
         StoreError
-            If the study exists and ``exist_ok`` is false, or the name is empty.
+            If the study exists and ``exist_ok`` is false, or a new study's name is not a
+            valid one (:func:`study_name_problem`: empty, over 200 characters, a line break
+            or another invisible character, a path).
         """
         if not isinstance(name, str) or not name.strip():
-            raise StoreError(f"study name is empty ({name!r})")
+            raise StoreError(study_name_problem(name))
         with self.transaction() as tx:
             row = tx.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 if exist_ok:
                     return int(row[0])
-                raise StoreError(f"study {name!r} already exists")
+                raise StoreError(f"study {quote(name)} already exists")
+            problem = study_name_problem(name)  # only new names: a study made before these rules still opens
+            if problem is not None:
+                raise StoreError(problem)
             cursor = tx.execute(
                 "INSERT INTO studies (name, description, source, created_at) VALUES (?, ?, ?, ?)",
                 (name, description, json.dumps(scrub_secrets(dict(source or {}))), _now()),
@@ -54,8 +91,24 @@ class StudiesMixin:
         row = self.connect().execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
         if row is None:
             names = [r[0] for r in self.connect().execute("SELECT name FROM studies ORDER BY name")]
-            raise StoreError(f"no study named {name!r} in {self.path}; studies are {names}")
+            shown = ", ".join(quote(n, 60) for n in names[:20]) + (f", ... ({len(names) - 20} more)" if len(names) > 20 else "")
+            raise StoreError(f"no study named {quote(name)} in {self.path}; studies are [{shown}]")
         return int(row[0])
+
+    def names(self, study: str) -> set[str]:
+        """Every name the study holds: contestants (of verdicts, answers, debates and scores), judges,
+        criteria and score attributes, debate speakers (what an import's look-alike warning compares)."""
+        sql = ("SELECT text FROM labels WHERE study_id = ?1 UNION SELECT name FROM judges WHERE study_id = ?1 "
+               "UNION SELECT model FROM answers WHERE study_id = ?1 "
+               "UNION SELECT model_a FROM debates WHERE study_id = ?1 UNION SELECT model_b FROM debates WHERE study_id = ?1 "
+               "UNION SELECT criterion FROM debates WHERE study_id = ?1 "
+               "UNION SELECT t.speaker FROM debate_turns t JOIN debates d ON d.id = t.debate_id WHERE d.study_id = ?1 "
+               "UNION SELECT model FROM human_scores WHERE study_id = ?1 "
+               "UNION SELECT attribute FROM human_scores WHERE study_id = ?1 "
+               "UNION SELECT model FROM judge_scores WHERE study_id = ?1 "
+               "UNION SELECT judge FROM judge_scores WHERE study_id = ?1 "
+               "UNION SELECT attribute FROM judge_scores WHERE study_id = ?1")
+        return {r[0] for r in self.connect().execute(sql, (self.study_id(study),)) if r[0]}
 
     def studies(self) -> pd.DataFrame:
         """One row per study: name, description, created_at, revision, source (dict)."""

@@ -120,6 +120,7 @@ def forget_outcome() -> None:
     """Clear the last import's report and error (a new upload or import replaces them)."""
     st.session_state["data_report"] = None
     st.session_state["data_error"] = ""
+    st.session_state["data_warnings"] = []
 
 
 def describe_error(error: JudgmentError) -> tuple[str, str]:
@@ -286,6 +287,7 @@ def do_import(target: str) -> None:
         st.session_state["data_error"] = f"Nothing was imported: {readable(str(error))}"
         return
     st.session_state["data_report"] = report_table(report)
+    st.session_state["data_warnings"] = list(report.warnings)  # e.g. names that look alike (peercore.io.names)
     st.session_state[state.STUDY] = report.study
     shutil.rmtree(parsed.folder, ignore_errors=True)
     st.session_state[PARSED] = None

@@ -70,6 +70,20 @@ EXPECTED = {
     "conflict_question.jsonl": r"^conflict_question\.jsonl, line 1, column 'question_id': question 'q1' is already in study 'existing' "
                                r"with a different text",
     "answer_unknown_question.jsonl": r"^answer_unknown_question\.jsonl, line 1, column 'question_id': answer to question 'q404'",
+    # Issue 17, item 7: one output per (instruction, generator) within a file; Parquet bytes are UTF-8 text;
+    # no invisible character in an identifier (every format that checks identifiers).
+    "alpaca_two_outputs.json": r"^alpaca_two_outputs\.json, line 4, column 'output_2': output_2 of model 'mine' to "
+                               r"question 'alpaca:[0-9a-f]{12}' is 'I refuse\.', but line 2 \(output_2\) gives it 'Hey there'",
+    "binary_not_utf8.parquet": r"^binary_not_utf8\.parquet, row 1, column 'model_b': model_b is not UTF-8 text "
+                               r"\(byte 0xff at offset 2",
+    "zero_width_model.csv": r"^zero_width_model\.csv, line 3, column 'model_a': model_a 'gpt\\u200b4' holds an "
+                            r"invisible character, U\+200B ZERO WIDTH SPACE, at character 4; .* looks like 'gpt4'",
+    "bidi_judge.jsonl": r"^bidi_judge\.jsonl, line 2, column 'judge': judge 'gpt4\\u202e' holds an invisible "
+                        r"character, U\+202E RIGHT-TO-LEFT OVERRIDE",
+    "soft_hyphen_annotator.csv": r"^soft_hyphen_annotator\.csv, line 3, column 'annotator': annotator 'ali\\xadce' "
+                                 r"holds an invisible character, U\+00AD SOFT HYPHEN",
+    "zero_width_answer_model.jsonl": r"^zero_width_answer_model\.jsonl, line 2, column 'model': model 'c\\u2060' "
+                                     r"holds an invisible character, U\+2060 WORD JOINER",
 }
 
 
