@@ -51,6 +51,9 @@ if result is None:
             f"`peercore nlg compare` / `peercore nlg score` (or choose a judge above).")
     st.stop()
 
+for note in result.notes:  # e.g. a judge whose comparisons all went one way: raw scores only
+    st.warning(safe.md(note[0].upper() + note[1:] + "."), icon=":material/warning:")
+
 cells = st.columns(4)
 cells[0].metric("Contexts", f"{len(result.contexts):,}")
 cells[1].metric("Comparisons", f"{result.comparisons:,}")
@@ -79,8 +82,10 @@ with right:
     st.subheader("Position bias")
     if result.bias:
         b = result.bias
+        offsets = ("debiasing undefined (every comparison went one way)" if b["tau"] is None else
+                   f"mean p = {b['mean_p']:.3f}; debiasing threshold τ = {b['tau']:.3f}")
         st.markdown(f"P(first) = **{b['p_first']:.3f}** [{b['ci_low']:.3f}, {b['ci_high']:.3f}] over "
-                    f"{b['n']:,} comparisons; mean p = {b['mean_p']:.3f}; debiasing threshold τ = {b['tau']:.3f}.")
+                    f"{b['n']:,} comparisons; {offsets}.")
     else:
         st.caption("No comparisons chosen.")
 

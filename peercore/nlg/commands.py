@@ -231,7 +231,7 @@ def _evaluate(args) -> int:
                           "accuracy": json.loads(result.accuracy.to_json(orient="records")),
                           "systems": json.loads(result.systems.to_json(orient="records")),
                           "system_spearman": result.system_spearman,
-                          "position_bias": result.bias}, indent=2))
+                          "position_bias": result.bias, "notes": list(result.notes)}, indent=2))
         return 0
     if args.format == "csv":
         result.table.to_csv(sys.stdout, index=False)
@@ -253,8 +253,12 @@ def _evaluate(args) -> int:
                 f"{k} {v:.3f}" for k, v in result.system_spearman.items()))
     if result.bias:
         b = result.bias
+        offsets = ("debiasing undefined" if b["tau"] is None else
+                   f"mean p {b['mean_p']:.3f}, debiasing threshold tau {b['tau']:.3f}")
         print(f"\nposition bias: P(first) {b['p_first']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}] over "
-              f"{b['n']:,} comparisons; mean p {b['mean_p']:.3f}, debiasing threshold tau {b['tau']:.3f}")
+              f"{b['n']:,} comparisons; {offsets}")
+    for note in result.notes:
+        print(f"note: {note}")
     return 0
 
 

@@ -51,7 +51,8 @@ import scipy.stats
 
 from peercore.efficiency import METHODS, batch_scores, position_offsets
 
-__all__ = ["SCORERS", "SCORER_LABELS", "Offsets", "comparative_scores", "judge_offsets", "per_context_correlations",
+__all__ = ["SCORERS", "SCORER_LABELS", "Offsets", "comparative_scores", "judge_offsets", "one_way_note",
+           "per_context_correlations",
            "average_correlation", "pairwise_accuracy", "score_pairwise_accuracy", "evaluation_table"]
 
 SCORERS: tuple[str, ...] = METHODS
@@ -68,15 +69,38 @@ class Offsets:
     beta: float
 
 
-def judge_offsets(judgments: pd.DataFrame) -> Offsets:
+def judge_offsets(judgments: pd.DataFrame) -> Offsets | None:
     """:func:`peercore.efficiency.position_offsets` of a judge's comparisons (``p_a``, else 1 / 0.5 / 0).
+
+    Returns
+    -------
+    Offsets or None
+        None when every comparison went the same way (the first-shown response always
+        chosen, or the second always): the position offset would be infinite, so the
+        preference cannot be removed and only raw scores exist (:func:`one_way_note`
+        says so).
 
     Raises
     ------
     ValueError
-        If there is no comparison, or every one went the same way.
+        If there is no comparison.
     """
-    return Offsets(*position_offsets(_probabilities(judgments)))
+    p = _probabilities(judgments)
+    if np.isnan(p).all():
+        raise ValueError("no comparison to measure the judge's position preference from")
+    try:
+        return Offsets(*position_offsets(p))
+    except ValueError:  # mean p is 0 or 1: debiasing is undefined
+        return None
+
+
+def one_way_note(judgments: pd.DataFrame, *, judge: str | None = None) -> str:
+    """What the page and ``peercore nlg evaluate`` say about a judge whose comparisons all went one way."""
+    side = "first" if float(np.nanmean(_probabilities(judgments))) >= 0.5 else "second"
+    who = f"judge {judge!r}" if judge else "the judge"
+    return (f"every comparison by {who} chose the response shown {side}: its verdicts say nothing about the "
+            "candidates, and its position preference cannot be removed (the offset would be infinite), so only "
+            "raw scores are shown, without the debiased rows, threshold or curves")
 
 
 def _probabilities(judgments: pd.DataFrame) -> np.ndarray:
@@ -311,7 +335,8 @@ def evaluation_table(human: pd.DataFrame, *, judgments: pd.DataFrame | None = No
     scores : one judge's absolute scores (``question_id, model, value``, optionally
         ``score``: the text reading, reported as its own row), or None.
     methods : comparative scorers (:data:`SCORERS`).
-    debias : also the debiased row of each comparative scorer.
+    debias : also the debiased row of each comparative scorer (none when the judge's
+        comparisons all went one way: :func:`judge_offsets` is then None).
     level, rounds, seed : the bootstrap interval (:func:`average_correlation`).
     contexts : only these contexts (e.g. those the judge's comparisons and scores both
         cover); default every context.

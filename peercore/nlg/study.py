@@ -47,6 +47,8 @@ class Evaluation:
         ``model, contexts, human`` (mean human score), ``absolute`` (mean absolute score)
         and ``win_ratio`` (mean per-context win ratio, debiased), with their ranks.
     system_spearman : Spearman correlation of each system-level column with ``human``.
+    notes : what the reader must know about numbers that are missing (e.g. a judge
+        whose comparisons all went one way has no debiased scores).
     """
 
     attribute: str
@@ -61,6 +63,7 @@ class Evaluation:
     scores: int = 0
     systems: pd.DataFrame = field(default_factory=pd.DataFrame)
     system_spearman: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 class NLGStudy:
@@ -188,10 +191,12 @@ class NLGStudy:
         table = evaluation.evaluation_table(human, judgments=judgments, scores=scores, level=level, rounds=rounds,
                                             seed=seed, contexts=ordered)
         accuracy, bias = pd.DataFrame(columns=["reading", "n", "accuracy", "ci_low", "ci_high"]), {}
-        used = None
+        used, notes = None, []
         if judgments is not None:
             used = judgments[judgments["question_id"].isin(contexts)]
             offsets = evaluation.judge_offsets(used)
+            if offsets is None:
+                notes.append(evaluation.one_way_note(used, judge=judge))
             accuracy = evaluation.pairwise_accuracy(used, human, offsets=offsets, level=level)
             bias = _bias(used, offsets, level)
         if scores is not None:
@@ -206,12 +211,13 @@ class NLGStudy:
                           accuracy=accuracy, bias=bias, contexts=ordered,
                           comparisons=0 if used is None else len(used),
                           scores=0 if scores is None else int(scores["question_id"].isin(contexts).sum()),
-                          systems=systems, system_spearman=system_spearman)
+                          systems=systems, system_spearman=system_spearman, notes=tuple(notes))
 
     def context(self, attribute: str, question_id: str, *, judge: str | None = None, criterion: str | None = None,
                 score_judge: str | None = None) -> pd.DataFrame:
         """One context's candidates: ``model, answer, human``, the absolute score and the
-        comparative scores (win ratio and PoE-Gaussian, debiased), best human score first."""
+        comparative scores (win ratio and PoE-Gaussian, debiased; ``win_ratio (raw)`` ... when
+        the judge's comparisons all went one way), best human score first."""
         human = self.human(attribute)
         out = human[human["question_id"] == question_id][["model", "value"]].rename(columns={"value": "human"})
         answers = self.store.answers(self.name)
@@ -224,12 +230,13 @@ class NLGStudy:
             out = out.merge(scores, on="model", how="left")
         if judge:
             judgments = self.comparisons(judge, attribute if criterion is None else criterion)
-            offsets = evaluation.judge_offsets(judgments)
+            offsets = evaluation.judge_offsets(judgments)  # None: every comparison went one way, raw scores
             mine = judgments[judgments["question_id"] == question_id]
             for method in ("win_ratio", "poe_gaussian"):
                 if len(mine):
                     scored = evaluation.comparative_scores(mine, method=method, offsets=offsets)
-                    out = out.merge(scored[["model", "score"]].rename(columns={"score": method}), on="model",
+                    name = method if offsets is not None else f"{method} (raw)"
+                    out = out.merge(scored[["model", "score"]].rename(columns={"score": name}), on="model",
                                     how="left")
         return out[["model", "answer", *[c for c in out.columns if c not in ("model", "answer")]]].sort_values(
             "human", ascending=False, kind="stable").reset_index(drop=True)
@@ -240,7 +247,8 @@ class NLGStudy:
                band: tuple[float, float] = (0.1, 0.9), contexts: Sequence[str] | None = None) -> pd.DataFrame:
         """Spearman with the human scores against the number of comparisons per context (PoE paper Fig. 1).
 
-        Random vs greedy selection, raw vs debiased, for each scorer in ``methods``
+        Random vs greedy selection, raw vs debiased (raw only when the judge's comparisons
+        all went one way), for each scorer in ``methods``
         (:func:`peercore.efficiency.efficiency_curve` with ``reference="human"``), on
         ``contexts`` when given (e.g. :attr:`Evaluation.contexts`), else on every context
         the judge compared.
@@ -257,7 +265,8 @@ class NLGStudy:
         if contexts is not None:
             judgments = judgments[judgments["question_id"].isin(set(contexts))]
         parts = []
-        for debiased in (False, True):
+        debiasable = evaluation.judge_offsets(judgments) is not None  # else only the raw curves exist
+        for debiased in (False, True)[:2 if debiasable else 1]:
             curve = efficiency_curve(judgments, methods=methods, strategies=strategies, repeats=repeats, seed=seed,
                                      sizes=sizes, reference="human", human=human, debias=debiased)
             parts.append(summarise(curve, band=band).assign(debiased=debiased))
@@ -274,9 +283,9 @@ def _systems(human: pd.DataFrame, judgments: pd.DataFrame | None, scores: pd.Dat
         columns={"size": "contexts", "mean": "human"})
     if scores is not None and len(scores):
         table["absolute"] = scores.groupby("model")["value"].mean()
-    if judgments is not None and len(judgments):
-        wins = evaluation.comparative_scores(judgments, method="win_ratio",
-                                             offsets=evaluation.judge_offsets(judgments))
+    offsets = evaluation.judge_offsets(judgments) if judgments is not None and len(judgments) else None
+    if offsets is not None:  # the debiased win ratio (none when every comparison went one way)
+        wins = evaluation.comparative_scores(judgments, method="win_ratio", offsets=offsets)
         table["win_ratio"] = wins.groupby("model")["score"].mean()
     correlations = {}
     for column in ("absolute", "win_ratio"):
@@ -287,9 +296,11 @@ def _systems(human: pd.DataFrame, judgments: pd.DataFrame | None, scores: pd.Dat
     return table.reset_index(), correlations
 
 
-def _bias(judgments: pd.DataFrame, offsets: "evaluation.Offsets", level: float) -> dict:
+def _bias(judgments: pd.DataFrame, offsets: "evaluation.Offsets | None", level: float) -> dict:
+    """Position bias; ``mean_p`` and ``tau`` are None when the comparisons all went one way (no offsets)."""
     from peercore.bias import position_bias
 
     row = position_bias(judgments.assign(judge="judge"), level=level).iloc[0]
     return {"n": int(row["n"]), "p_first": float(row["p_first"]), "ci_low": float(row["ci_low"]),
-            "ci_high": float(row["ci_high"]), "mean_p": float(offsets.beta), "tau": float(offsets.tau)}
+            "ci_high": float(row["ci_high"]), "mean_p": None if offsets is None else float(offsets.beta),
+            "tau": None if offsets is None else float(offsets.tau)}
