@@ -131,6 +131,8 @@ class BradleyTerryEstimate:
     effective_labels : per model, :math:`n\\,\\mathrm{Var}_{classical}/\\mathrm{Var}_{PPI}`.
     n_labelled, n_unlabelled : labelled and unlabelled comparisons.
     iterations : Newton iterations of the final PPI fit.
+    clipped_pairs : model pairs whose rectified outcome was clipped to [0, 1] (see
+        :func:`ppi_bradley_terry`); 0 in the regime the intervals are for.
     """
 
     rating: np.ndarray
@@ -149,6 +151,7 @@ class BradleyTerryEstimate:
     n_labelled: int = 0
     n_unlabelled: int = 0
     iterations: int = 0
+    clipped_pairs: int = 0
 
     def to_frame(self) -> pd.DataFrame:
         """One row per model code: every array attribute as a column."""
@@ -637,6 +640,8 @@ def _solve(st: _PairStats, W: np.ndarray, S: np.ndarray, ridge: float, *, start=
         h[np.diag_indices(K)] += ridge
         h += max(float(np.mean(np.diag(h))), 1e-12) / K
         step = -scipy.linalg.solve(h, grad, assume_a="pos")
+        if float(-(grad @ step)) < 1e-24:    # Newton decrement at rounding level: nothing left to gain
+            return theta, iteration
         t = 1.0
         while True:
             candidate = theta + t * step
@@ -649,6 +654,34 @@ def _solve(st: _PairStats, W: np.ndarray, S: np.ndarray, ridge: float, *, start=
         if change < tol:
             return theta, iteration
     raise ConvergenceError("PPI Bradley-Terry Newton iteration", iterations=max_iter, change=change, tol=tol)
+
+
+def _rectified(st: _PairStats, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-pair weight and score of the rectified loss, the score clipped to [0, weight].
+
+    :math:`W_p = \\lambda u_p/N + (1-\\lambda) l_p/n`, :math:`S_p = \\lambda \\sum_U \\tilde Y/N
+    + \\sum_L (Y - \\lambda \\hat Y)/n`. Where a pair's comparisons are mostly labelled and the
+    judge is biased on it, :math:`S_p` can leave :math:`[0, W_p]` (an "outcome" below 0 or
+    above 1), and the rectified loss is then unbounded below: at 1,000 of PRD's 1,760 votes
+    labelled, Newton ran to its cap with ratings drifting apart. Clipping the pair's outcome
+    to [0, 1] keeps a finite minimiser; it changes nothing when no pair leaves the range (the
+    asymptotic regime, and every ``ppi_py`` comparison in the tests) and
+    :attr:`BradleyTerryEstimate.clipped_pairs` counts the pairs it touched.
+    """
+    n, nu = st.n, st.nu
+    if nu == 0 or lam == 0:
+        return st.l / n, st.sy / n
+    W = lam * st.u / nu + (1 - lam) * st.l / n
+    S = lam * st.su / nu + (st.sy - lam * st.sf) / n
+    return W, np.clip(S, 0.0, W)
+
+
+def _clipped(st: _PairStats, lam: float) -> int:
+    if st.nu == 0 or lam == 0:
+        return 0
+    W = lam * st.u / st.nu + (1 - lam) * st.l / st.n
+    S = lam * st.su / st.nu + (st.sy - lam * st.sf) / st.n
+    return int(((S < 0) | (S > W)).sum())
 
 
 def _pinv_laplacian(h: np.ndarray) -> np.ndarray:
@@ -765,7 +798,9 @@ def ppi_bradley_terry(a, b, judge_score_a, labelled_index, label_score_a, *, n_m
     (ratings are centred: a common shift is not identified). :math:`\\lambda` is the one
     scalar minimising :math:`\\mathrm{tr}\\,\\Sigma_\\lambda` (PPI++ eq. (7)), computed at the
     :math:`\\lambda = 1` estimate and clipped to [0, 1] (``ppi_py.ppi_logistic_ci``), which
-    also keeps the rectified loss convex. Ratings on the Elo scale, mean 1000, as
+    also keeps the rectified loss convex. A pair whose rectified outcome leaves [0, 1] (few
+    unlabelled comparisons, a biased judge) is clipped to it so that the loss keeps a
+    finite minimiser (:func:`_rectified`; ``clipped_pairs`` counts them). Ratings on the Elo scale, mean 1000, as
     ``peercore rank --method bt`` anchors them: :math:`R = 1000 + (\\theta - \\bar\\theta)
     \\cdot 400/\\ln 10`. A negligible ridge (``peercore.ranking.core.DEFAULT_L2`` per
     comparison, as ``peercore rank``) keeps a model that won every battle finite.
@@ -816,8 +851,7 @@ def _bradley_terry(st: _PairStats, n_models: int, fixed: float | None, z: float,
                                     judge, judge_se, np.zeros(K), 0, int(nu), 0)
 
     def fit(weight: float, start=None):
-        W = weight * st.u / nu + (1 - weight) * st.l / n if nu else st.l / n
-        S = weight * st.su / nu + (st.sy - weight * st.sf) / n if nu else st.sy / n
+        W, S = _rectified(st, weight)
         return _solve(st, W, S, DEFAULT_L2 / (n + nu if weight else n), start=start, tol=tol, max_iter=max_iter)
 
     if nu == 0:
@@ -827,6 +861,7 @@ def _bradley_terry(st: _PairStats, n_models: int, fixed: float | None, z: float,
     else:
         used = fixed
     theta, iterations = fit(used, start=judge_theta)
+    clipped = _clipped(st, used)
     cov = _ppi_covariance(st, theta, used)
     rating, se, low, high = _elo(theta, cov, z)
     if _connected(st, st.l) and n >= 2:
@@ -838,7 +873,7 @@ def _bradley_terry(st: _PairStats, n_models: int, fixed: float | None, z: float,
     else:
         classical = c_se = c_low = c_high = effective = nan
     return BradleyTerryEstimate(rating, se, low, high, used, cov * (ELO_SCALE / math.log(ELO_BASE)) ** 2, classical,
-                                c_se, c_low, c_high, judge, judge_se, effective, int(n), int(nu), iterations)
+                                c_se, c_low, c_high, judge, judge_se, effective, int(n), int(nu), iterations, clipped)
 
 
 # ============================================================== misclassification correction

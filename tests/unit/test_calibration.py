@@ -402,3 +402,25 @@ def test_coverage_of_win_rates_over_200_repetitions():
     assert ((covered / 200 >= 0.90) & (covered / 200 <= 0.99)).all(), covered / 200
     assert ((active_covered / 200 >= 0.90) & (active_covered / 200 <= 0.99)).all(), active_covered / 200
     assert narrower == 200
+
+
+def test_bradley_terry_clips_pairs_whose_rectified_outcome_leaves_0_1():
+    # A judge that always favours model 0 against model 1, where most of that pair's
+    # comparisons are labelled and people favour model 1: at lam = 1 the pair's rectified
+    # outcome (sum(f_U)/N + sum(y - f)_L/n) / W is negative, the loss is unbounded below and
+    # Newton ran to its iteration cap (ConvergenceError before the change). The pair's
+    # outcome is now clipped to [0, 1]: finite ratings, the pair counted.
+    rng = np.random.default_rng(13)
+    pair01 = np.tile([[0, 1], [1, 0]], (28, 1))[:55]
+    others = np.array([[0, 2], [2, 1], [1, 2], [2, 0]] * 50)
+    a, b = np.r_[pair01[:, 0], others[:, 0]], np.r_[pair01[:, 1], others[:, 1]]
+    f = np.where(a == 0, 1.0, np.where(b == 0, 0.0, rng.random(len(a))))
+    y = np.where(a == 1, 1.0, np.where(b == 1, 0.0, rng.random(len(a)).round()))
+    lab = np.r_[np.arange(50), 55 + rng.choice(200, 20, replace=False)]
+    est = C.ppi_bradley_terry(a, b, f, lab, y[lab], n_models=3, lam=1.0)
+    assert est.lam == 1.0 and est.clipped_pairs == 1
+    assert np.all(np.abs(est.rating - 1000.0) < 1500) and np.isfinite(est.se).all()
+    tuned = C.ppi_bradley_terry(a, b, f, lab, y[lab], n_models=3)
+    assert np.isfinite(tuned.rating).all()
+    clean = C.ppi_bradley_terry(*bt_world()[:3], bt_world()[4], bt_world()[3][bt_world()[4]], n_models=4)
+    assert clean.clipped_pairs == 0
