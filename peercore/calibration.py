@@ -242,34 +242,46 @@ def _comparisons(a, b, judge_score_a, n_models) -> tuple[np.ndarray, np.ndarray,
     return a, b, f
 
 
+def _label_arrays(labelled_index, label_score, n: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Checked ``(comparison index, score)`` of every label."""
+    index = np.asarray(labelled_index)
+    if index.size and not np.issubdtype(index.dtype, np.integer):
+        raise ValueError(f"labelled_index must be integer comparison indices, got dtype {index.dtype}")
+    index = index.astype(np.intp).reshape(-1)
+    score = _scores(label_score, name)
+    if len(index) != len(score):
+        raise ValueError(f"labelled_index and {name} must have one length, got {len(index)} and {len(score)}")
+    bad = (index < 0) | (index >= n)
+    if bad.any():
+        raise ValueError(f"labelled_index must index the {n} comparisons, got {int(index[bad][0])}")
+    return index, score
+
+
+def _inverse_probabilities(values, name: str, count: int) -> np.ndarray:
+    """Checked weights 1/pi >= 1, one per label."""
+    w = np.asarray(values, dtype=float).reshape(-1)
+    if len(w) != count:
+        raise ValueError(f"{name} must have one weight per label, got {len(w)} for {count} labels")
+    bad = ~(np.isfinite(w) & (w >= 1.0))
+    if bad.any():
+        raise ValueError(f"{name} must be 1/pi >= 1, got {float(w[bad][0])!r} at position {int(np.flatnonzero(bad)[0])}")
+    return w
+
+
 def _labels(labelled_index, label_score, n: int, label_weight=None):
     """Collapse labels to labelled comparisons: ``(mask, y per comparison, weight per comparison)``.
 
     ``y`` and ``weight`` are length-``n`` arrays (NaN / 1 where unlabelled); a comparison
     with several labels gets their mean.
     """
-    index = np.asarray(labelled_index)
-    if index.size and not np.issubdtype(index.dtype, np.integer):
-        raise ValueError(f"labelled_index must be integer comparison indices, got dtype {index.dtype}")
-    index = index.astype(np.intp).reshape(-1)
-    score = _scores(label_score, "label_score_a")
-    if len(index) != len(score):
-        raise ValueError(f"labelled_index and label_score_a must have one length, got {len(index)} and {len(score)}")
-    bad = (index < 0) | (index >= n)
-    if bad.any():
-        raise ValueError(f"labelled_index must index the {n} comparisons, got {int(index[bad][0])}")
+    index, score = _label_arrays(labelled_index, label_score, n, "label_score_a")
     count = np.bincount(index, minlength=n)
     mask = count > 0
     y = np.full(n, np.nan)
     y[mask] = np.bincount(index, score, minlength=n)[mask] / count[mask]
     weight = np.ones(n)
     if label_weight is not None:
-        w = np.asarray(label_weight, dtype=float).reshape(-1)
-        if len(w) != len(index):
-            raise ValueError(f"label_weight must have one weight per label, got {len(w)} for {len(index)} labels")
-        bad = ~(np.isfinite(w) & (w >= 1.0))
-        if bad.any():
-            raise ValueError(f"label_weight must be 1/pi >= 1, got {float(w[bad][0])!r} at position {int(np.flatnonzero(bad)[0])}")
+        w = _inverse_probabilities(label_weight, "label_weight", len(index))
         weight[index] = w
         if not np.allclose(weight[index], w):
             raise ValueError("label_weight must be the same for every label of one comparison")
@@ -342,14 +354,7 @@ def ppi_mean(y, yhat_labelled, yhat_unlabelled, *, lam=TUNED, level: float = 0.9
     f_u = _scores(yhat_unlabelled, "yhat_unlabelled")
     if len(y) != len(f_l):
         raise ValueError(f"y and yhat_labelled must have one length, got {len(y)} and {len(f_l)}")
-    w = None
-    if weights is not None:
-        w = np.asarray(weights, dtype=float).reshape(-1)
-        if len(w) != len(y):
-            raise ValueError(f"weights must have one weight per label, got {len(w)} for {len(y)} labels")
-        bad = ~(np.isfinite(w) & (w >= 1.0))
-        if bad.any():
-            raise ValueError(f"weights must be 1/pi >= 1, got {float(w[bad][0])!r} at position {int(np.flatnonzero(bad)[0])}")
+    w = None if weights is None else _inverse_probabilities(weights, "weights", len(y))
     group = np.zeros(len(y) + len(f_u), dtype=np.intp)
     labelled = np.r_[np.ones(len(y), dtype=bool), np.zeros(len(f_u), dtype=bool)]
     table = _grouped(group, np.r_[f_l, f_u], labelled, np.r_[y, np.full(len(f_u), np.nan)],
@@ -931,15 +936,7 @@ def rogan_gladen(judge_score, labelled_index, label_score, *, level: float = 0.9
     """
     z = _level_z(level)
     f = _scores(judge_score, "judge_score")
-    index = np.asarray(labelled_index)
-    if index.size and not np.issubdtype(index.dtype, np.integer):
-        raise ValueError(f"labelled_index must be integer comparison indices, got dtype {index.dtype}")
-    index = index.astype(np.intp).reshape(-1)
-    y = _scores(label_score, "label_score")
-    if len(index) != len(y):
-        raise ValueError(f"labelled_index and label_score must have one length, got {len(index)} and {len(y)}")
-    if ((index < 0) | (index >= len(f))).any():
-        raise ValueError(f"labelled_index must index the {len(f)} comparisons, got {int(index[(index < 0) | (index >= len(f))][0])}")
+    index, y = _label_arrays(labelled_index, label_score, len(f), "label_score")
     return _corrected(_classify(f), index, _classify(y), z)
 
 
@@ -1001,15 +998,7 @@ def corrected_win_rates(a, b, judge_score_a, labelled_index, label_score_a, *, n
     """
     z = _level_z(level)
     a, b, f = _comparisons(a, b, judge_score_a, n_models)
-    index = np.asarray(labelled_index)
-    if index.size and not np.issubdtype(index.dtype, np.integer):
-        raise ValueError(f"labelled_index must be integer comparison indices, got dtype {index.dtype}")
-    index = index.astype(np.intp).reshape(-1)
-    y = _scores(label_score_a, "label_score_a")
-    if len(index) != len(y):
-        raise ValueError(f"labelled_index and label_score_a must have one length, got {len(index)} and {len(y)}")
-    if ((index < 0) | (index >= len(a))).any():
-        raise ValueError(f"labelled_index must index the {len(a)} comparisons")
+    index, y = _label_arrays(labelled_index, label_score_a, len(a), "label_score_a")
     rows = []
     for m in range(n_models):
         as_a, as_b = np.flatnonzero(a == m), np.flatnonzero(b == m)
