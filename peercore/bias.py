@@ -38,6 +38,7 @@ __all__ = [
     "apply_threshold",
     "self_enhancement",
     "length_bias",
+    "larger_preference",
     "judge_health",
     "judge_health_from_counts",
     "JudgeBias",
@@ -380,23 +381,52 @@ def length_bias(judgments: pd.DataFrame, answers: pd.DataFrame, *, level: float 
             where = f" turn {judgments['turn'].iloc[position]!r}" if with_turn else ""
             raise ValueError(f"answers has no answer for (question_id, model) {missing}{where}")
         length[side] = found
+    out = larger_preference(judgments["judge"].to_numpy(dtype=object), judgments["winner"].to_numpy(dtype=object),
+                            length["model_a"], length["model_b"], level=level)
+    return out.rename(columns={"n_larger_won": "n_longer_won", "larger_win_rate": "longer_win_rate"})
+
+
+def larger_preference(judge, winner, value_a, value_b, *, level: float = 0.95) -> pd.DataFrame:
+    """How often each judge's decisive verdicts go to the answer with the larger value (length, list items, ...).
+
+    .. math:: P(\\text{larger}) = \\frac{\\#\\{\\text{decisive}, v_{winner} > v_{loser}\\}}
+              {\\#\\{\\text{decisive}, v_a \\ne v_b\\}}
+
+    Ties, unreadable verdicts and comparisons whose two values are equal or missing are
+    left out; with lengths this is the verbosity bias of Zheng et al. 2023 (section 3.3),
+    :func:`length_bias`'s number.
+
+    Parameters
+    ----------
+    judge : (n,) the judge of each verdict (names).
+    winner : (n,) ``model_a``, ``model_b``, ``tie`` or missing.
+    value_a, value_b : (n,) the two answers' values (NaN when unknown).
+    level : confidence level of the Wilson interval.
+
+    Returns
+    -------
+    DataFrame indexed by every judge given (sorted): ``n``, ``n_larger_won``,
+    ``larger_win_rate``, ``ci_low``, ``ci_high`` (NaN when ``n == 0``).
+    """
+    _check_level(level)
+    value_a, value_b = np.asarray(value_a, dtype=float), np.asarray(value_b, dtype=float)
+    winner = pd.Series(np.asarray(winner, dtype=object))
+    decisive = winner.isin(["model_a", "model_b"]).to_numpy()
     frame = pd.DataFrame(
         {
-            "judge": judgments["judge"].to_numpy(dtype=object),
-            "winner": judgments["winner"].to_numpy(dtype=object),
-            "a_longer": length["model_a"] > length["model_b"],
-            "counted": (judgments["winner"] != "tie").to_numpy() & (length["model_a"] != length["model_b"]),
+            "judge": np.asarray(judge, dtype=object),
+            "counted": decisive & (value_a != value_b) & ~np.isnan(value_a) & ~np.isnan(value_b),
         }
     )
-    frame["longer_won"] = frame["counted"] & ((frame["winner"] == "model_a") == frame["a_longer"])
+    frame["larger_won"] = frame["counted"] & ((winner == "model_a").to_numpy() == (value_a > value_b))
     grouped = frame.groupby("judge", sort=True)
     n = grouped["counted"].sum().astype("int64")
-    won = grouped["longer_won"].sum().astype("int64")
+    won = grouped["larger_won"].sum().astype("int64")
     ci_low, ci_high = _wilson(won.to_numpy(), n.to_numpy(), level)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(n > 0, won / n.where(n > 0, 1), np.nan)
     out = pd.DataFrame(
-        {"n": n, "n_longer_won": won, "longer_win_rate": rate, "ci_low": ci_low, "ci_high": ci_high}
+        {"n": n, "n_larger_won": won, "larger_win_rate": rate, "ci_low": ci_low, "ci_high": ci_high}
     )
     return _judge_indexed(out)
 
