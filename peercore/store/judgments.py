@@ -372,9 +372,10 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
 _KEY_FIELDS = ("question_id", "model_a", "model_b", "judge", "criterion", "turn", "round", "vote")
 _VERDICT_FIELDS = ("winner", "p_a", "valid", "rationale", "raw")
 _MAX_VOTE = 1_000_000  # the importers' bound (peercore.io.rules), for frames written directly too
-# The conflict check reads the stored verdicts of the incoming rows' judges; past this many
-# judges (an Arena log's voters) it reads the study's, rather than bind a longer list.
-_MAX_LISTED_JUDGES = 1000
+# The conflict check reads the stored verdicts of the incoming rows' judges and questions, each
+# named in a list up to this long (past it, an Arena log's voters or a large file's questions,
+# that restriction is left out rather than bind a longer list).
+_MAX_LISTED = 1000
 
 
 def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, lookup: np.ndarray) -> None:
@@ -388,7 +389,7 @@ def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, 
 
     The incoming rows go to a temporary table. Which stored verdict is each row's is found
     by sorting, not by a join: the incoming keys and the keys of the stored verdicts of the
-    same judges, one ``UNION ALL``, partitioned by key (``MAX(id) OVER (PARTITION BY key)``);
+    same judges (and questions, when there are few), one ``UNION ALL``, partitioned by key (``MAX(id) OVER (PARTITION BY key)``);
     only then is each row joined with its stored verdict, by primary key. Every plan the
     server may choose for that is linear in the rows (up to the sort's log). A join on the
     key itself was not: PostgreSQL may run it as a nested loop probing ``verdicts_tally``
@@ -410,8 +411,13 @@ def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, 
         zip(range(n), encoded.question_id, lookup[encoded.model_a].tolist(), lookup[encoded.model_b].tolist(),
             lookup[encoded.judge].tolist(), lookup[encoded.criterion].tolist(), encoded.turn.tolist(),
             encoded.round.tolist(), encoded.vote.tolist(), winner, p_a, encoded.valid.tolist(), rationale, raw))
+    # The stored side: the verdicts of the incoming judges (and questions, when few), named by value.
     judges = sorted(set(lookup[np.unique(encoded.judge)].tolist()))
-    of_judges = f" AND judge IN ({', '.join('?' * len(judges))})" if len(judges) <= _MAX_LISTED_JUDGES else ""
+    questions = sorted(set(encoded.question_id))
+    judges = judges if len(judges) <= _MAX_LISTED else []
+    questions = questions if len(questions) <= _MAX_LISTED else []
+    of = (f" AND s.judge IN ({', '.join('?' * len(judges))})" if judges else "") + \
+         (f" AND s.question_id IN ({', '.join('?' * len(questions))})" if questions else "")
     found = tx.execute(
         "SELECT m.row, v.winner, v.p_a, v.valid, v.rationale, v.raw FROM ("
         "SELECT k.row, k.winner, k.p_a, k.valid, k.rationale, k.raw, MAX(k.id) OVER (PARTITION BY k.question_id, "
@@ -419,11 +425,11 @@ def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, 
         "SELECT i.row, NULL AS id, i.question_id, i.model_a, i.model_b, i.judge, i.criterion, i.turn, i.round, "
         "i.vote, i.winner, i.p_a, i.valid, i.rationale, i.raw FROM _incoming i "
         "UNION ALL SELECT NULL, s.id, s.question_id, s.model_a, s.model_b, s.judge, s.criterion, s.turn, s.round, "
-        "s.vote, NULL, NULL, NULL, NULL, NULL FROM verdicts s WHERE s.study_id = ?" + of_judges + ") AS k) AS m "
+        "s.vote, NULL, NULL, NULL, NULL, NULL FROM verdicts s WHERE s.study_id = ?" + of + ") AS k) AS m "
         "JOIN verdicts v ON v.id = m.stored "
         "WHERE m.row IS NOT NULL AND NOT (v.winner IS m.winner AND v.valid = m.valid AND v.rationale IS m.rationale "
         "AND v.raw IS m.raw AND (v.p_a IS m.p_a OR ABS(v.p_a - m.p_a) <= 1e-12)) ORDER BY m.row LIMIT 1",
-        (study_id, *(judges if of_judges else ()))).fetchone()
+        (study_id, *judges, *questions)).fetchone()
     tx.execute("DELETE FROM _incoming")
     if found is None:
         return
