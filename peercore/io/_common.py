@@ -237,7 +237,8 @@ def dedupe_answers(answers: pd.DataFrame, *, source: str, where: Callable[[int],
         line, field = where(row)
         first_line, first_field = where(int(first[row]))
         at = f"line {first_line}" if first_line is not None else f"row {int(first[row])}"
-        fail(f"{field} of model {quote(answers['model'].iloc[row])} to question {quote(answers['question_id'].iloc[row])} "
+        model, question = answers["model"].iloc[row], answers["question_id"].iloc[row]
+        fail(f"{field} of model {quote(model)} to question {quote(question)} "
              f"is {quote(_short(texts[row]))}, but {at} ({first_field}) gives it {quote(_short(texts[first[row]]))}; "
              "one model has one answer per question: a verdict on one text would be stored beside the other",
              source=source, line=line, row=None if line is not None else row, column=field, value=quote(texts[row]))

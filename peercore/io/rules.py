@@ -119,7 +119,8 @@ def invisible_character(text: str) -> tuple[int, str] | None:
 
 def describe_character(char: str) -> str:
     """``U+200B ZERO WIDTH SPACE``: a character's code point and Unicode name, for messages."""
-    return f"U+{ord(char):04X} {unicodedata.name(char, 'control character' if unicodedata.category(char) == 'Cc' else 'unnamed character')}"
+    unnamed = "control character" if unicodedata.category(char) == "Cc" else "unnamed character"
+    return f"U+{ord(char):04X} {unicodedata.name(char, unnamed)}"
 
 
 def fail(problem: str, *, source, line=None, row=None, column=None, value=None):

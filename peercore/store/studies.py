@@ -91,7 +91,8 @@ class StudiesMixin:
         row = self.connect().execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
         if row is None:
             names = [r[0] for r in self.connect().execute("SELECT name FROM studies ORDER BY name")]
-            shown = ", ".join(quote(n, 60) for n in names[:20]) + (f", ... ({len(names) - 20} more)" if len(names) > 20 else "")
+            more = f", ... ({len(names) - 20} more)" if len(names) > 20 else ""
+            shown = ", ".join(quote(n, 60) for n in names[:20]) + more
             raise StoreError(f"no study named {quote(name)} in {self.path}; studies are [{shown}]")
         return int(row[0])
 
@@ -100,7 +101,8 @@ class StudiesMixin:
         criteria and score attributes, debate speakers (what an import's look-alike warning compares)."""
         sql = ("SELECT text FROM labels WHERE study_id = ?1 UNION SELECT name FROM judges WHERE study_id = ?1 "
                "UNION SELECT model FROM answers WHERE study_id = ?1 "
-               "UNION SELECT model_a FROM debates WHERE study_id = ?1 UNION SELECT model_b FROM debates WHERE study_id = ?1 "
+               "UNION SELECT model_a FROM debates WHERE study_id = ?1 "
+               "UNION SELECT model_b FROM debates WHERE study_id = ?1 "
                "UNION SELECT criterion FROM debates WHERE study_id = ?1 "
                "UNION SELECT t.speaker FROM debate_turns t JOIN debates d ON d.id = t.debate_id WHERE d.study_id = ?1 "
                "UNION SELECT model FROM human_scores WHERE study_id = ?1 "
