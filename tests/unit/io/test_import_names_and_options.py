@@ -62,16 +62,16 @@ def test_a_parquet_binary_column_is_read_as_utf8_text(tmp_path, capsys):
 # ---------------------------------------------------------------- look-alike names
 
 
-def test_names_that_look_alike_are_imported_with_a_warning(tmp_path, capsys):
-    db = tmp_path / "pb.sqlite"
+def test_names_that_look_alike_are_imported_with_a_warning(db, tmp_path, capsys):  # SQLite and PostgreSQL
+    db = str(db)
     first = tmp_path / "first.csv"
     first.write_text(HEADER + "q1,gpt4,claude,judge-x,model_a\nq2,GPT4,claude,judge-x,model_a\n")
-    code, out, _ = run(capsys, "import", str(first), "--study", "s", "--db", str(db))
+    code, out, _ = run(capsys, "import", str(first), "--study", "s", "--db", db)
     assert code == 0 and "warning" not in out  # case differs visibly: no warning
     second = tmp_path / "second.csv"  # a Cyrillic р, full-width letters, and a judge spelled with a Cyrillic х
     second.write_text(HEADER + "q3,gрt4,claude,judge-x,model_b\nq4,ｃｌａｕｄｅ,gpt4,judge-x,tie\n"
                                 "q5,gpt4,claude,judge-\u0445,model_a\n", encoding="utf-8")
-    code, out, _ = run(capsys, "import", str(second), "--study", "s", "--db", str(db))
+    code, out, _ = run(capsys, "import", str(second), "--study", "s", "--db", db)
     assert code == 0
     warnings = [line.strip() for line in out.splitlines() if line.strip().startswith("warning:")]
     assert len(warnings) == 3, out
@@ -83,6 +83,7 @@ def test_names_that_look_alike_are_imported_with_a_warning(tmp_path, capsys):
     store = Store(db)
     assert {"gpt4", "gрt4", "ｃｌａｕｄｅ"} <= set(store.judgments("s")["model_a"])  # imported as written
     assert store.imports("s")["counts"].iloc[-1]["warnings"] == warnings_text(warnings)
+    store.close()
 
 
 def warnings_text(lines: list[str]) -> list[str]:
