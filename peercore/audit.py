@@ -66,7 +66,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse
 from threadpoolctl import threadpool_limits
 
 from peercore.ranking import core
@@ -138,9 +137,9 @@ class _Categories:
     count: np.ndarray       # (C,) battles
     members: np.ndarray     # battle indices grouped by category, in row order within each
     start: np.ndarray       # (C + 1,) offsets into members
-    to_games: scipy.sparse.csr_matrix  # (P, C): w_c
-    to_wins: scipy.sparse.csr_matrix   # (P, C): w_c y_c
-    to_count: scipy.sparse.csr_matrix  # (P, C): 1
+    games: np.ndarray       # (P,) sum of weights per pair, no removal
+    wins: np.ndarray        # (P,) sum of weight x outcome of lo per pair
+    battles: np.ndarray     # (P,) battles per pair
 
 
 def _categorise(a, b, score_a, weight, n_models) -> _Categories:
@@ -156,28 +155,37 @@ def _categorise(a, b, score_a, weight, n_models) -> _Categories:
     cw = w_values[keys % len(w_values)]
     members = np.argsort(category, kind="stable")
     start = np.concatenate([[0], np.cumsum(count)])
-    n_pairs, columns = len(pair_keys), np.arange(len(keys))
-
-    def matrix(values):
-        return scipy.sparse.csr_matrix((values, (pair, columns)), shape=(n_pairs, len(keys)))
-
+    n_pairs = len(pair_keys)
     return _Categories((pair_keys // n_models).astype(np.intp), (pair_keys % n_models).astype(np.intp), pair, cy, cw,
-                       count.astype(np.int64), members, start, matrix(cw), matrix(cw * cy), matrix(np.ones(len(keys))))
+                       count.astype(np.int64), members, start, np.bincount(pair, count * cw, minlength=n_pairs),
+                       np.bincount(pair, count * cw * cy, minlength=n_pairs),
+                       np.bincount(pair, count, minlength=n_pairs).astype(float))
 
 
-def _pair_tables(cats: _Categories, removed: np.ndarray, reweight: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(wins, games)`` per pair, shape (R, P), after removing ``removed`` (R, C) battles per category."""
-    left = (cats.count[None, :] - removed).T.astype(float)  # (C, R)
-    games = np.asarray(cats.to_games @ left).T
-    wins = np.asarray(cats.to_wins @ left).T
+def _pair_tables(cats: _Categories, columns: np.ndarray, taken: np.ndarray,
+                 reweight: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(wins, games)`` per pair, shape (R, P), after removing ``taken[r, k]`` battles of category ``columns[k]``.
+
+    Only the categories a removal touches are read (a prefix of the removal order), so a
+    refit costs the same whatever the number of categories (soft outcomes make one per vote).
+    """
+    rounds, n_pairs = taken.shape[0], len(cats.lo)
+    index = (np.arange(rounds)[:, None] * n_pairs + cats.pair[columns][None, :]).ravel()
+
+    def minus(base, per_battle):
+        removed = np.bincount(index, (taken * per_battle[None, :]).ravel(), minlength=rounds * n_pairs)
+        return base[None, :] - removed.reshape(rounds, n_pairs)
+
+    w = cats.w[columns]
+    games, wins = minus(cats.games, w), minus(cats.wins, w * cats.y[columns])
     if reweight:
-        n = np.asarray(cats.to_count @ left).T
+        n = minus(cats.battles, np.ones(len(columns)))
         pair_weight = 1.0 / np.maximum(n, REWEIGHT_FLOOR)
         total = n.sum(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = np.where(total > 0, total / (n * pair_weight).sum(axis=1, keepdims=True), 1.0)
         games, wins = games * pair_weight * scale, wins * pair_weight * scale
-    return wins, games
+    return np.clip(wins, 0.0, None), np.clip(games, 0.0, None)
 
 
 def _design(cats: _Categories, n_models: int, wins: np.ndarray, games: np.ndarray) -> core.Design:
@@ -276,7 +284,7 @@ def _penalty(l2, prior, scale, base) -> float:
 
 def _fit(a, b, score, weight, n_models, penalty, reweight) -> _Fitted:
     cats = _categorise(a, b, score, weight, n_models)
-    wins, games = _pair_tables(cats, np.zeros((1, len(cats.count)), dtype=np.int64), reweight)
+    wins, games = _pair_tables(cats, np.zeros(0, dtype=np.intp), np.zeros((1, 0), dtype=np.int64), reweight)
     design = _design(cats, n_models, wins[0], games[0])
     return _Fitted(cats, design, core.fit(design, l2=penalty, tol=_VERIFY_TOL), games[0], reweight)
 
@@ -304,8 +312,7 @@ def _influence(fitted: _Fitted, chosen: list[tuple[int, int]]) -> np.ndarray:
     for k, (hi_model, lo_model) in enumerate(chosen):
         contrast[hi_model, k], contrast[lo_model, k] = 1.0, -1.0
     u = scipy.linalg.cho_solve(scipy.linalg.cho_factor(h), contrast)  # (n, pairs)
-    raw = cats.to_games @ cats.count
-    factor = fitted.games / np.where(raw > 0, raw, 1.0)
+    factor = fitted.games / np.where(cats.games > 0, cats.games, 1.0)
     p_lo = 1.0 / (1.0 + np.exp(-(theta[cats.lo] - theta[cats.hi])))
     own = cats.w * (cats.y - p_lo[cats.pair])               # w_r (y_r - p_r), per category
     change = -factor[cats.pair] * own                        # without reweighting
@@ -356,17 +363,28 @@ def _search(cats, design, solution, influence, hi_model, lo_model, gap, cap, rew
     if limit == 0:
         return None, amip
 
+    # The two models' battles per category of the order: a refit in which either has none
+    # left does not rank it at all (it would sit at the prior's centre), so it is no swap.
+    touches = (cats.lo[cats.pair[order]] == hi_model) | (cats.hi[cats.pair[order]] == hi_model), \
+        (cats.lo[cats.pair[order]] == lo_model) | (cats.hi[cats.pair[order]] == lo_model)
+    played = [float(np.sum(cats.battles[(cats.lo == m) | (cats.hi == m)])) for m in (hi_model, lo_model)]
+
     def removal(sizes):
+        """``(columns, taken)``: the categories a removal of each size touches and how many battles of each."""
         sizes = np.asarray(sizes, dtype=np.int64)
-        taken = np.clip(sizes[:, None] - (ends - counts)[None, :], 0, counts[None, :])
-        out = np.zeros((len(sizes), len(cats.count)), dtype=np.int64)
-        out[:, order] = taken
-        return out
+        m = int(np.searchsorted(ends, sizes.max(), side="left")) + 1
+        taken = np.clip(sizes[:, None] - (ends[:m] - counts[:m])[None, :], 0, counts[None, :m])
+        return order[:m], taken
+
+    def left_unranked(taken) -> np.ndarray:
+        m = taken.shape[1]
+        return (taken @ touches[0][:m] >= played[0]) | (taken @ touches[1][:m] >= played[1])
 
     def gaps(sizes):
-        wins, games = _pair_tables(cats, removal(sizes), reweight)
+        columns, taken = removal(sizes)
+        wins, games = _pair_tables(cats, columns, taken, reweight)
         theta = core.fit_rounds(design, wins, games, solution, tol=_REFIT_TOL, max_iter=200)
-        return theta[:, hi_model] - theta[:, lo_model]
+        return np.where(left_unranked(taken), np.inf, theta[:, hi_model] - theta[:, lo_model])
 
     # Bracket the first swap: counts around the AMIP prediction first (it is usually close),
     # then doubling; small removals keep the chord-Newton refits to a few iterations.
@@ -397,10 +415,11 @@ def _search(cats, design, solution, influence, hi_model, lo_model, gap, cap, rew
     # then step up until an exact refit swaps.
     step = 1
     while high <= limit:
-        verified_gap = _exact_gap(cats, design, solution, removal([high])[0], reweight, penalty, hi_model, lo_model)
-        if verified_gap < 0:
-            rows = _rows(cats, order, removal([high])[0][order])
-            return (high, rows, verified_gap), amip
+        columns, taken = removal([high])
+        if not left_unranked(taken)[0]:
+            verified_gap = _exact_gap(cats, design, solution, columns, taken, reweight, penalty, hi_model, lo_model)
+            if verified_gap < 0:
+                return (high, _rows(cats, columns, taken[0]), verified_gap), amip
         high, step = high + step, step * 2
     return None, amip
 
@@ -422,8 +441,8 @@ def _ladder(amip: int | None, limit: int):
     yield np.array([limit], dtype=np.int64)
 
 
-def _exact_gap(cats, design, solution, removed, reweight, penalty, hi_model, lo_model) -> float:
-    wins, games = _pair_tables(cats, removed[None, :], reweight)
+def _exact_gap(cats, design, solution, columns, taken, reweight, penalty, hi_model, lo_model) -> float:
+    wins, games = _pair_tables(cats, columns, taken, reweight)
     refit = core.fit(_design(cats, design.n, wins[0], games[0]), l2=penalty, tol=_VERIFY_TOL, start=solution)
     return float(refit.theta[hi_model] - refit.theta[lo_model])
 
@@ -448,8 +467,7 @@ def _rows(cats: _Categories, categories: np.ndarray, taken: np.ndarray) -> np.nd
 
 
 def _battles_between(cats: _Categories, n_models: int) -> dict[tuple[int, int], int]:
-    per_pair = np.bincount(cats.pair, cats.count, minlength=len(cats.lo)).astype(np.int64)
-    return {(int(i), int(j)): int(c) for i, j, c in zip(cats.lo, cats.hi, per_pair)}
+    return {(int(i), int(j)): int(c) for i, j, c in zip(cats.lo, cats.hi, cats.battles)}
 
 
 # --------------------------------------------------------------------------- win rate

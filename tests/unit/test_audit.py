@@ -290,3 +290,33 @@ def test_bad_input_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         audit_bradley_terry(arguments.pop("a"), arguments.pop("b"), arguments.pop("score_a"), n_models=3,
                             **arguments)
+
+
+def test_soft_outcomes_are_fractional_wins():
+    # A judge's p_a as the outcome (one category per vote): the refit is bradley_terry on the outcome_a column.
+    a, b, hard, _ = _synthetic(9, 4, 800)
+    rng = np.random.default_rng(9)
+    soft = np.clip(np.where(hard == 1, 0.7, np.where(hard == 0, 0.3, 0.5)) + rng.normal(0, 0.1, len(a)), 0, 1)
+    frame = _frame(a, b, hard).assign(outcome_a=soft)
+    pairs = audit_bradley_terry(a, b, soft, n_models=4)
+    assert all(p.verified for p in pairs)
+    for p in pairs:
+        assert _bt_gap_after(frame, p.rows, p.higher, p.lower) < 0
+
+
+def test_a_model_left_without_battles_is_no_swap():
+    # C lost its only 2 battles; removing them would leave C unranked (at the prior's centre, above B):
+    # that is not a swap. Any reported removal must leave both models in the refitted leaderboard.
+    a = np.r_[np.zeros(40, dtype=int), [0, 0]]
+    b = np.r_[np.ones(40, dtype=int), [2, 2]]
+    score = np.r_[np.tile([1.0, 1.0, 0.0], 14)[:40], [1.0, 1.0]]
+    frame = _frame(a, b, score)
+    names = encode(frame).models
+    (pair,) = audit_bradley_terry(a, b, score, n_models=3, pairs=[(1, 2)])
+    assert (pair.higher, pair.lower) == (1, 2)
+    assert not set(pair.rows) >= {40, 41}
+    if pair.verified:
+        keep = np.ones(len(a), dtype=bool)
+        keep[pair.rows] = False
+        ratings = bradley_terry(frame[keep].reset_index(drop=True))
+        assert ratings[names[2]] > ratings[names[1]]
