@@ -221,7 +221,7 @@ def summarise(results: dict, reps: int) -> list[str]:
     lines += ["", "Widths: ratio PPI++ / classical interval on the same labels, per model and repetition "
               "(wr = win rate, bt = Bradley-Terry); 'wider' = share of (repetition, model) where PPI++ was "
               "wider at all; effective labels = n x Var(classical) / Var(PPI++) (median over models, then "
-              "over repetitions; per model n = its labelled battles for win rates, all labels for BT).", ""]
+              "over repetitions; n = all labels).", ""]
     lines.append(markdown_table(
         ["judge", "labels", "mean lambda wr", "width ratio wr", "wider wr", "max ratio wr", "eff. labels wr",
          "lambda bt", "width ratio bt", "max ratio bt", "eff. labels bt", "RG width / classical"], width_rows))

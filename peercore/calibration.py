@@ -358,7 +358,7 @@ def ppi_mean(y, yhat_labelled, yhat_unlabelled, *, lam=TUNED, level: float = 0.9
     group = np.zeros(len(y) + len(f_u), dtype=np.intp)
     labelled = np.r_[np.ones(len(y), dtype=bool), np.zeros(len(f_u), dtype=bool)]
     table = _grouped(group, np.r_[f_l, f_u], labelled, np.r_[y, np.full(len(f_u), np.nan)],
-                     None if w is None else np.r_[w, np.ones(len(f_u))], 1, fixed, z)
+                     None if w is None else np.r_[w, np.ones(len(f_u))], 1, fixed, z, len(y))
     row = {k: float(v[0]) for k, v in table.items()}
     return MeanEstimate(
         estimate=row["estimate"], se=row["se"], ci_low=row["ci_low"], ci_high=row["ci_high"], lam=row["lam"],
@@ -398,7 +398,10 @@ def ppi_win_rates(a, b, judge_score_a, labelled_index, label_score_a, *, n_model
     DataFrame indexed by model code (``model``), columns ``battles, labelled, estimate, se,
     ci_low, ci_high, lam, classical, classical_se, classical_low, classical_high,
     judge_only, judge_only_se, effective_labels``. ``judge_only`` is the judge's own win
-    rate over all N comparisons (= ``win_rates`` of its verdicts).
+    rate over all N comparisons (= ``win_rates`` of its verdicts). ``effective_labels`` is
+    :math:`n\\,\\mathrm{Var}_{classical}/\\mathrm{Var}_{PPI}` with n all labelled comparisons
+    (not the model's): how many labels the people alone would need for this model's
+    interval; its median over models is the headline figure.
 
     Raises
     ------
@@ -412,7 +415,7 @@ def ppi_win_rates(a, b, judge_score_a, labelled_index, label_score_a, *, n_model
     mask, y, w = _labels(labelled_index, label_score_a, len(a), label_weight)
     group = np.r_[a, b]
     table = _grouped(group, np.r_[f, 1.0 - f], np.r_[mask, mask], np.r_[y, 1.0 - y],
-                     None if label_weight is None else np.r_[w, w], n_models, fixed, z)
+                     None if label_weight is None else np.r_[w, w], n_models, fixed, z, int(mask.sum()))
     return _frame(table, n_models)
 
 
@@ -444,7 +447,8 @@ def ppi_win_rates_vs_baseline(a, b, judge_score_a, labelled_index, label_score_a
     group = np.r_[a[a_side], b[b_side]]
     table = _grouped(group, np.r_[f[a_side], 1.0 - f[b_side]], np.r_[mask[a_side], mask[b_side]],
                      np.r_[y[a_side], 1.0 - y[b_side]],
-                     None if label_weight is None else np.r_[w[a_side], w[b_side]], n_models, fixed, z)
+                     None if label_weight is None else np.r_[w[a_side], w[b_side]], n_models, fixed, z,
+                     int(mask[a_side].sum() + mask[b_side].sum()))
     return _frame(table, n_models)
 
 
@@ -453,12 +457,14 @@ def _frame(table: dict, n_models: int) -> pd.DataFrame:
     return frame.astype({"battles": np.int64, "labelled": np.int64})
 
 
-def _grouped(group, f, labelled, y, w, n_groups: int, fixed: float | None, z: float) -> dict:
+def _grouped(group, f, labelled, y, w, n_groups: int, fixed: float | None, z: float, n_labels: int) -> dict:
     """PPI++ (``w is None``) or the weighted active estimator, for every group at once.
 
     Units are rows: ``group`` (int), the judge's outcome ``f``, whether the row is
     labelled and its label ``y`` (ignored where not), and the inverse inclusion
     probability ``w``. All sums are bincounts, so a million rows cost milliseconds.
+    ``n_labels`` is the n of the effective labels :math:`n\\,\\mathrm{Var}_{classical}/
+    \\mathrm{Var}_{PPI}`: all labelled comparisons behind the estimate, not one group's.
     """
     G = n_groups
     L = labelled
@@ -483,7 +489,8 @@ def _grouped(group, f, labelled, y, w, n_groups: int, fixed: float | None, z: fl
         few = n < 2
         se = np.where(few, np.nan, np.sqrt(np.clip(var, 0.0, None)))
         classical_se = np.where(few, np.nan, np.sqrt(np.clip(var0, 0.0, None)))
-        effective = np.where(var > 0, n * var0 / np.where(var > 0, var, 1.0), np.where(var0 > 0, np.inf, n))
+        effective = np.where(var > 0, n_labels * var0 / np.where(var > 0, var, 1.0),
+                             np.where(var0 > 0, np.inf, n_labels))
         effective = np.where(few, np.where(n == 0, 0.0, np.nan), effective)
     return {"battles": total.astype(np.int64), "labelled": n.astype(np.int64), "estimate": estimate, "se": se,
             "ci_low": estimate - z * se, "ci_high": estimate + z * se, "lam": lam, "classical": classical,

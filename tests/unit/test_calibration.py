@@ -173,6 +173,8 @@ def test_each_models_win_rate_is_ppi_mean_on_its_battles():
     row = table.loc[m]
     assert (row.estimate, row.ci_low, row.ci_high, row.lam) == pytest.approx(
         (ref.estimate, ref.ci_low, ref.ci_high, ref.lam))
+    # Effective labels count all 300 labels, the model's share of them being what it used.
+    assert row.effective_labels == pytest.approx(300 * ref.effective_labels / ref.n_labelled)
     assert row.battles == mine.sum() and row.labelled == (mine & labelled).sum()
 
 
