@@ -29,8 +29,8 @@ go through this module at all (the store keeps its ``sqlite3.Connection``), so S
 behaviour and speed are unchanged.
 
 Every connection has limits, so that neither a silent server nor a dead client holds the
-team's store: a connect timeout (``$PEERBOARD_CONNECT_TIMEOUT`` seconds, default 10, unless
-the URL sets ``connect_timeout``), a statement timeout (``$PEERBOARD_STATEMENT_TIMEOUT``
+team's store: a connect timeout (``$PEERBOARD_CONNECT_TIMEOUT`` seconds, default 10, at least
+2, unless the URL sets ``connect_timeout``), a statement timeout (``$PEERBOARD_STATEMENT_TIMEOUT``
 seconds, default 300, 0 for none; a statement still running then is cancelled and its
 transaction rolled back) and, on PostgreSQL 14 and later, ``client_connection_check_interval``
 (the server checks every 5 s that the client is still there while a statement runs, and
@@ -564,7 +564,7 @@ def _literal_value(text: str):
     return _UNKNOWN
 
 
-def seconds_setting(name: str, default: float) -> float:
+def _seconds_setting(name: str, default: float) -> float:
     """The number of seconds in the environment variable ``name`` (``default`` when unset or empty).
 
     Raises
@@ -584,6 +584,12 @@ def seconds_setting(name: str, default: float) -> float:
     return value
 
 
+def _connect_timeout_s() -> int:
+    """The connect timeout in whole seconds, at least 2 (libpq's own floor; its 0, "wait forever", is
+    what hung every command on a silent host, so it is not offered)."""
+    return max(2, math.ceil(_seconds_setting(ENV_CONNECT_TIMEOUT, CONNECT_TIMEOUT_S)))
+
+
 def connect_postgres(url: str) -> PgConnection:
     """Open ``url`` with psycopg 3 (autocommit; numpy numbers adapted as Python numbers).
 
@@ -596,11 +602,8 @@ def connect_postgres(url: str) -> PgConnection:
     from psycopg.conninfo import conninfo_to_dict
 
     integer, floating = _numpy_dumpers()
-    options = {}
-    if "connect_timeout" not in conninfo_to_dict(url):
-        # libpq counts whole seconds, at least 2; 0 would wait forever.
-        options["connect_timeout"] = max(2, math.ceil(seconds_setting(ENV_CONNECT_TIMEOUT, CONNECT_TIMEOUT_S)) or 2)
-    statement_ms = round(seconds_setting(ENV_STATEMENT_TIMEOUT, STATEMENT_TIMEOUT_S) * 1000)
+    options = {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": _connect_timeout_s()}
+    statement_ms = round(_seconds_setting(ENV_STATEMENT_TIMEOUT, STATEMENT_TIMEOUT_S) * 1000)
     raw = psycopg.connect(url, autocommit=True, **options)
     try:
         raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
@@ -665,8 +668,7 @@ def describe_error(exc: BaseException, url: str) -> str:
 
         given = conninfo_to_dict(url).get("connect_timeout")
         limit = (f"{given} s (connect_timeout in the URL)" if given else
-                 f"{max(2, math.ceil(seconds_setting(ENV_CONNECT_TIMEOUT, CONNECT_TIMEOUT_S)) or 2)} s "
-                 f"(${ENV_CONNECT_TIMEOUT} sets it)")
+                 f"{_connect_timeout_s()} s (${ENV_CONNECT_TIMEOUT} sets it)")
         return f"the server did not answer within {limit}; is it a PostgreSQL server, and is it up?"
     text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
     return redact_text(text, url)
