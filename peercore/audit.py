@@ -77,6 +77,7 @@ REWEIGHT_FLOOR = 50.0  # LMArena's min_pair_count (peercore.ranking._battles.pai
 _REFIT_TOL = 1e-6       # chord-Newton refits of candidate counts (natural units)
 _VERIFY_TOL = 1e-9      # the final exact refit
 _PROBES = 16            # counts evaluated at once inside a bracket
+_PARTIAL = 1 << 16      # categories sorted first when there are more (a partial sort)
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,8 @@ def audit_bradley_terry(a, b, score_a, *, n_models: int, weights=None, prior: fl
     chosen = adjacent_pairs(theta) if pairs is None else _oriented(pairs, theta, n_models)
     if not chosen:
         return []
-    influence = _influence(fitted, chosen)
+    change, u = _influence(fitted, chosen)
+    lo_of, hi_of = cats.lo[cats.pair], cats.hi[cats.pair]
     battles_between = _battles_between(cats, n_models)
     out = []
     # The refits solve many small (n x n) systems: BLAS threads cost more in synchronisation
@@ -259,7 +261,8 @@ def audit_bradley_terry(a, b, score_a, *, n_models: int, weights=None, prior: fl
     with threadpool_limits(limits=1, user_api="blas"):
         for k, (hi_model, lo_model) in enumerate(chosen):
             gap = float(theta[hi_model] - theta[lo_model])
-            found = _search(cats, design, solution, influence[:, k], hi_model, lo_model, gap, cap, reweight,
+            influence = change * (u[lo_of, k] - u[hi_of, k])  # one column at a time: C may be every vote
+            found = _search(cats, design, solution, influence, hi_model, lo_model, gap, cap, reweight,
                             penalty)
             between = battles_between.get((min(hi_model, lo_model), max(hi_model, lo_model)), 0)
             out.append(_report(hi_model, lo_model, found, len(a), between, gap, to_points))
@@ -289,8 +292,9 @@ def _fit(a, b, score, weight, n_models, penalty, reweight) -> _Fitted:
     return _Fitted(cats, design, core.fit(design, l2=penalty, tol=_VERIFY_TOL), games[0], reweight)
 
 
-def _influence(fitted: _Fitted, chosen: list[tuple[int, int]]) -> np.ndarray:
-    """(C, pairs): the first-order change of each pair's gap from removing one battle of each category.
+def _influence(fitted: _Fitted, chosen: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(change, u)``: pair k's gap moves by ``change[c] * (u[lo_c, k] - u[hi_c, k])`` to first order when one
+    battle of category c is removed.
 
     One factorisation of :math:`H`, one solve per pair: :math:`u = H^{-1}(e_h - e_l)`; the
     gauge (a multiple of :math:`11^\\top/n`) leaves the solve of a contrast unchanged and
@@ -322,7 +326,7 @@ def _influence(fitted: _Fitted, chosen: list[tuple[int, int]]) -> np.ndarray:
         moves = n_p[cats.pair] > REWEIGHT_FLOOR
         scaled = factor[cats.pair] / np.maximum(n_p[cats.pair] - 1.0, 1.0)
         change = np.where(moves, scaled * (total[cats.pair] - n_p[cats.pair] * own), change)
-    return change[:, None] * (u[cats.lo[cats.pair]] - u[cats.hi[cats.pair]])
+    return change, u
 
 
 def vote_influence(a, b, score_a, *, n_models: int, higher: int, lower: int, weights=None,
@@ -346,16 +350,35 @@ def vote_influence(a, b, score_a, *, n_models: int, higher: int, lower: int, wei
     if len(a) == 0:
         return np.zeros(0)
     fitted = _fit(a, b, score, weight, n_models, _penalty(l2, prior, scale, base), reweight)
-    per_category = _influence(fitted, [(int(higher), int(lower))])[:, 0]
+    change, u = _influence(fitted, [(int(higher), int(lower))])
+    cats = fitted.cats
+    per_category = change * (u[cats.lo[cats.pair], 0] - u[cats.hi[cats.pair], 0])
     category = np.empty(len(a), dtype=np.int64)
     category[fitted.cats.members] = np.repeat(np.arange(len(fitted.cats.count)), fitted.cats.count)
     return per_category[category] * (scale / math.log(base))
 
 
 def _search(cats, design, solution, influence, hi_model, lo_model, gap, cap, reweight, penalty):
-    """Remove the most helpful categories first; the smallest count whose refit swaps the pair."""
+    """Remove the most helpful categories first; the smallest count whose refit swaps the pair.
+
+    With many categories (soft outcomes: one per vote) only the most helpful
+    :data:`_PARTIAL` are sorted first (a partial sort); the whole order is sorted only if
+    no swap is found among them.
+    """
     helpful = np.flatnonzero(influence < 0)
+    if len(helpful) > _PARTIAL:
+        part = helpful[np.argpartition(influence[helpful], _PARTIAL)[:_PARTIAL]]
+        order = part[np.argsort(influence[part], kind="stable")]
+        found, amip = _search_order(cats, design, solution, influence, order, hi_model, lo_model, gap, cap, reweight,
+                                    penalty)
+        if found is not None:
+            return found, amip
     order = helpful[np.argsort(influence[helpful], kind="stable")]
+    return _search_order(cats, design, solution, influence, order, hi_model, lo_model, gap, cap, reweight, penalty)
+
+
+def _search_order(cats, design, solution, influence, order, hi_model, lo_model, gap, cap, reweight, penalty):
+    """:func:`_search` along one removal order (categories, most helpful first)."""
     counts = cats.count[order]
     ends = np.cumsum(counts)
     limit = int(min(cap, ends[-1])) if len(ends) else 0

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import peercore.audit as audit_module
 from peerboard_testing import require_dataset
 from peercore.audit import adjacent_pairs, audit_bradley_terry, audit_win_rate, vote_influence
 from peercore.io.importer import read_path
@@ -320,3 +321,17 @@ def test_a_model_left_without_battles_is_no_swap():
         keep[pair.rows] = False
         ratings = bradley_terry(frame[keep].reset_index(drop=True))
         assert ratings[names[2]] > ratings[names[1]]
+
+
+def test_a_partial_sort_of_many_categories_finds_the_same_removals(monkeypatch):
+    # With more helpful categories than _PARTIAL only the most helpful are sorted first; the result
+    # must be the one the full order gives (soft outcomes: one category per vote).
+    a, b, hard, _ = _synthetic(12, 5, 1500)
+    soft = np.clip(np.where(hard == 1, 0.75, np.where(hard == 0, 0.25, 0.5))
+                   + np.random.default_rng(12).normal(0, 0.1, len(a)), 0, 1)
+    full = audit_bradley_terry(a, b, soft, n_models=5)
+    monkeypatch.setattr(audit_module, "_PARTIAL", 40)
+    partial = audit_bradley_terry(a, b, soft, n_models=5)
+    assert [(p.higher, p.lower, p.drop, p.rows.tolist()) for p in partial] == \
+        [(p.higher, p.lower, p.drop, p.rows.tolist()) for p in full]
+    assert max(p.drop for p in full) > 40  # some pair needed more than the partial order held: the fallback ran
