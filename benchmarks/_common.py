@@ -40,3 +40,11 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def publish(path, lines: list[str]) -> int:
+    """Write a result file (Markdown lines) under ``results/``, print it, and return 0 (an exit status)."""
+    text = "\n".join(lines)
+    path.write_text(text)
+    print(text)
+    return 0
