@@ -11,15 +11,16 @@ one path, :meth:`ItemContext.complete`, which gives:
   store is never made again; a successful call is written to the cache *before* the
   item's results are committed, so a crash between the two loses nothing that was
   paid for. Identical calls in flight at the same time are made once.
-- **retries** on :class:`RetryableError` (429, 5xx, timeouts, dropped connections,
-  malformed replies) with exponential backoff and full jitter
+- **retries** (tenacity, :class:`RetryPolicy`) of what the providers' shared
+  :func:`~peercore.reviewers._sdk.should_retry` accepts (429, 5xx, timeouts, dropped
+  connections, malformed replies) with exponential backoff and full jitter
   (``delay = U(0, min(cap, base * 2**attempt))``, the AWS "full jitter" scheme),
-  never shorter than the server's ``Retry-After``; a 429 also pauses the whole
-  provider for that long.
+  never shorter than the server's ``Retry-After`` / ``retry-after-ms``; a 429 also
+  pauses the whole provider for that long.
 - **limits**: a global concurrency limit, and per provider (or per judge name) an
-  optional concurrency limit and token buckets for requests/minute and tokens/minute
-  (tokens are estimated before the call, ``chars / 4 + max_tokens``, and corrected
-  with the reported usage after it).
+  optional concurrency limit and leaky buckets (aiolimiter) for requests/minute and
+  tokens/minute (tokens are estimated before the call, ``chars / 4 + max_tokens``, and
+  corrected with the reported usage after it).
 - **accounting**: prompt/completion tokens and dollars (from a
   :class:`peercore.jobs.pricing.PriceTable`) per item, summed per run in the store.
 
@@ -37,8 +38,9 @@ done marks; progress events follow each commit, so ``done`` is always what is du
 
 - ``await Runner(store, ...).run(job, on_progress=..., cancel=event)`` inside a loop;
 - :func:`run_job_sync` for scripts and the CLI (own event loop);
-- :func:`start_run` for a GUI: runs in a background thread with its own event loop
-  and returns a :class:`RunHandle` with ``progress``, ``cancel()``, ``wait()``.
+- :func:`start_run` for a GUI: runs in a background thread (a ``concurrent.futures``
+  executor) with its own event loop and returns a :class:`RunHandle` with ``progress``,
+  ``cancel()``, ``wait()``.
 
 From a dashboard page (no event loop of its own)::
 
@@ -57,6 +59,7 @@ follows Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import hashlib
 import json
@@ -65,16 +68,21 @@ import math
 import random
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiolimiter
 import pandas as pd
+import tenacity
 
 from peercore import db as _db
 from peercore.errors import PeercoreError
-from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, MissingCredentials, RetryableError
+from peercore.reviewers._sdk import should_retry
+from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, MissingCredentials
 from peercore.store import scrub_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,11 +132,15 @@ class CallFailed(BackendError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with full jitter, honouring ``Retry-After``.
+    """When to try a failed call again and how long to wait first: one policy on tenacity.
 
-    The wait before retry ``k`` (k = 0, 1, ...) is ``U(0, min(cap_s, base_s * 2**k))``
-    and never less than the server's ``Retry-After`` (itself capped at
-    ``max_retry_after_s``).
+    Every retried request of peercore goes through :meth:`retrying` (a
+    :class:`tenacity.AsyncRetrying`): the runner's live calls and the batch driver's
+    requests (:mod:`peercore.jobs.batch`). What is retried is the providers' shared
+    decision, :func:`peercore.reviewers._sdk.should_retry`. The wait before retry ``k``
+    (k = 0, 1, ...) is :meth:`delay`: ``U(0, min(cap_s, base_s * 2**k))`` (full jitter)
+    and never less than the server's ``Retry-After`` / ``retry-after-ms`` (itself capped
+    at ``max_retry_after_s``).
 
     Parameters
     ----------
@@ -152,11 +164,42 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     def delay(self, attempt: int, *, retry_after: float | None = None, rng: random.Random) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
+        """Seconds to wait after failed attempt number ``attempt`` (0-based).
+
+        The jitter is drawn from ``rng`` (the runner's, seeded by ``Runner(seed=)``):
+        tenacity's ``wait_random_exponential`` draws the same ``U(0, min(cap, base * 2**k))``
+        from the global :mod:`random` module, which nothing could seed per run.
+        """
         backoff = rng.uniform(0.0, min(self.cap_s, self.base_s * (2.0 ** attempt)))
         if retry_after is not None and retry_after > 0:
             return max(min(float(retry_after), self.max_retry_after_s), backoff)
         return backoff
+
+    def retrying(self, *, rng: random.Random | None = None, sleep: Callable[[float], Any] | None = None,
+                 before_sleep: Callable[[tenacity.RetryCallState], Any] | None = None) -> tenacity.AsyncRetrying:
+        """A fresh :class:`tenacity.AsyncRetrying` for one call (it keeps that call's state).
+
+        Use as ``async for attempt in policy.retrying(): with attempt: ...``. An error
+        :func:`~peercore.reviewers._sdk.should_retry` refuses is raised at once; after
+        ``max_attempts`` the last error is raised (``reraise``).
+
+        Parameters
+        ----------
+        rng : draws the jitter (default: a fresh unseeded one).
+        sleep : awaited with each wait in seconds (the runner's wakes on a cancel);
+            default :func:`asyncio.sleep`.
+        before_sleep : called with tenacity's ``RetryCallState`` before each wait.
+        """
+        rng = rng or random.Random()
+
+        def wait(retry_state: tenacity.RetryCallState) -> float:  # the failed attempt's delay, its error's Retry-After
+            error = retry_state.outcome.exception()
+            return self.delay(retry_state.attempt_number - 1, retry_after=getattr(error, "retry_after", None), rng=rng)
+
+        options = {} if sleep is None else {"sleep": sleep}
+        return tenacity.AsyncRetrying(stop=tenacity.stop_after_attempt(self.max_attempts), wait=wait,
+                                      retry=tenacity.retry_if_exception(should_retry), before_sleep=before_sleep,
+                                      reraise=True, **options)
 
 
 @dataclass(frozen=True)
@@ -189,39 +232,47 @@ class ProviderLimits:
             raise ValueError(f"burst_s must be > 0, got {self.burst_s!r}")
 
 
-class _TokenBucket:
-    """Async token bucket allowing debt: a request larger than the bucket waits for a
-    full bucket, then leaves it negative (so the long-run rate is exact)."""
+class _TokenBucket(aiolimiter.AsyncLimiter):
+    """aiolimiter's leaky bucket of ``burst_s`` seconds' worth of ``per_minute``, with debt and refunds.
 
-    def __init__(self, per_minute: float, *, burst_s: float, minimum: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, sleep=asyncio.sleep) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(minimum, self.rate * burst_s)
-        self.level = self.capacity
-        self._clock = clock
-        self._sleep = sleep
-        self._stamp = clock()
-        self._lock = asyncio.Lock()
+    aiolimiter does the waiting (a timer to the moment the level allows the request,
+    no polling). It refuses an amount larger than the bucket and has no way to give
+    capacity back; a tokens-per-minute limit needs both, so :meth:`take` and
+    :meth:`adjust` set the bucket's level (``_level``: aiolimiter 1.3's, pinned; the
+    bucket tests in ``tests/unit/runner`` fail if it changes):
 
-    def _refill(self) -> None:
-        now = self._clock()
-        self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
-        self._stamp = now
+    - **debt**: a request larger than the bucket waits for a full bucket, then leaves it
+      below empty, so the long-run rate is exact. At 30,000 tokens/minute (OpenAI's
+      tier-1 gpt-4o) the bucket holds 500 tokens and a review (a ~500-token prompt +
+      ``max_tokens`` 512) asks ~1,000: every call would be refused.
+    - **refunds**: a call is charged ``prompt + max_tokens`` before it is made and
+      corrected with the usage it reports. Without the refund a TPM limit runs at
+      used/estimated of its rate: at 30,000 tokens/minute, 30.5 calls/minute instead of
+      55.3 / 47.0 / 38.3 for 50 / 150 / 300-token replies to a 500-token prompt with
+      ``max_tokens`` 512 (``benchmarks/results/rate_limit_refund.md``).
 
-    async def acquire(self, amount: float) -> None:
-        async with self._lock:  # FIFO: a big request is not starved by small ones
-            need = min(amount, self.capacity)
-            while True:
-                self._refill()
-                if self.level >= need:
-                    self.level -= amount
-                    return
-                await self._sleep((need - self.level) / self.rate)
+    A lock keeps requests first come, first served (aiolimiter wakes the smallest
+    waiting amount first, which could hold a big request back behind small ones).
+    """
+
+    def __init__(self, per_minute: float, *, burst_s: float, minimum: float = 1.0) -> None:
+        rate = per_minute / 60.0
+        capacity = max(minimum, rate * burst_s)
+        super().__init__(capacity, capacity / rate)
+        self._turn = asyncio.Lock()
+
+    async def take(self, amount: float) -> None:
+        """Wait until ``amount`` may go (a full bucket at most), then charge all of it."""
+        async with self._turn:
+            part = min(amount, self.max_rate)
+            await self.acquire(part)
+            self._level += amount - part
 
     def adjust(self, delta: float) -> None:
         """Take ``delta`` more (or give back ``-delta``) once the real usage is known."""
-        self._refill()
-        self.level = min(self.capacity, self.level - delta)
+        self._leak()
+        self._level = max(0.0, self._level + delta)
+        self._wake_next()
 
 
 class _Provider:
@@ -586,65 +637,75 @@ class Runner:
         state: _RunState = self._state
         provider = self._provider(backend)
         estimate = estimate_tokens(request) + request.max_tokens
-        last: BaseException | None = None
-        for attempt in range(self.retry.max_attempts):
-            wait = provider.paused_until - time.monotonic()
-            if wait > 0:
-                await state.sleep(wait)
-            if provider.requests is not None:
-                await provider.requests.acquire(1)
-            if provider.tokens is not None:
-                await provider.tokens.acquire(estimate)
-            async with (provider.semaphore or _NULL), self._semaphore:
-                state.check_cancel_for_new_attempt()
-                if attempt:  # an attempt after the call's first, made now
-                    state.retries += 1
-                started = time.monotonic()
-                try:
-                    if self.call_timeout_s is not None:
-                        completion = await asyncio.wait_for(backend.complete(request), self.call_timeout_s)
-                    else:
-                        completion = await backend.complete(request)
-                except MissingCredentials:
-                    raise
-                except RetryableError as exc:
-                    last, retry_after, status = exc, exc.retry_after, exc.status
-                except (TimeoutError, asyncio.TimeoutError, ConnectionError) as exc:
-                    last, retry_after, status = exc, None, None
-                except BackendError as exc:
-                    raise CallFailed(backend.redact(f"{backend.name}: {exc}"), attempts=attempt + 1) from None
-                else:
-                    latency = time.monotonic() - started
-                    used = completion.prompt_tokens + completion.completion_tokens
-                    if provider.tokens is not None and used:
-                        provider.tokens.adjust(used - estimate)
-                    completion = backend.redact_completion(completion)  # a reply may echo the key
-                    self._holding.add(key)  # paid and in hand: a cancel waits for it to be written
-                    try:
-                        await self._keep(lambda: self.store.store_call(
-                            key, backend=backend.backend, model=backend.model, request=_shallow(request),
-                            response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
-                            completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
-                            item_key=item,
-                        ), what="a paid response")
-                    finally:
-                        self._holding.discard(key)
-                    state.calls += 1
-                    state.prompt_tokens += completion.prompt_tokens
-                    state.completion_tokens += completion.completion_tokens
-                    cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens,
-                                            completion.completion_tokens)
-                    state.cost_usd = None if (cost is None or state.cost_usd is None) else state.cost_usd + cost
-                    return completion
-            if attempt + 1 >= self.retry.max_attempts:
-                break
-            delay = self.retry.delay(attempt, retry_after=retry_after, rng=self._rng)
-            if status == 429 and retry_after:
-                provider.paused_until = max(provider.paused_until, time.monotonic() + min(retry_after, self.retry.max_retry_after_s))
-            log.debug("%s: attempt %d failed (%s); retrying in %.3fs", backend.name, attempt + 1, last, delay)
-            await state.sleep(delay)
-        raise CallFailed(backend.redact(f"{backend.name}: gave up after {self.retry.max_attempts} attempts: {last}"),
-                         attempts=self.retry.max_attempts) from None
+
+        def before_sleep(retry_state: tenacity.RetryCallState) -> None:
+            error = retry_state.outcome.exception()
+            retry_after = getattr(error, "retry_after", None)
+            if getattr(error, "status", None) == 429 and retry_after:  # the whole provider waits, not just this call
+                provider.paused_until = max(provider.paused_until,
+                                            time.monotonic() + min(retry_after, self.retry.max_retry_after_s))
+            log.debug("%s: attempt %d failed (%s); retrying in %.3fs", backend.name, retry_state.attempt_number,
+                      error, retry_state.upcoming_sleep)
+
+        attempts, answered = 0, False
+        try:
+            async for attempt in self.retry.retrying(rng=self._rng, sleep=state.sleep, before_sleep=before_sleep):
+                wait = provider.paused_until - time.monotonic()
+                if wait > 0:
+                    await state.sleep(wait)
+                if provider.requests is not None:
+                    await provider.requests.take(1)
+                if provider.tokens is not None:
+                    await provider.tokens.take(estimate)
+                async with (provider.semaphore or _NULL), self._semaphore:
+                    state.check_cancel_for_new_attempt()
+                    attempts = attempt.retry_state.attempt_number
+                    if attempts > 1:  # an attempt after the call's first, made now
+                        state.retries += 1
+                    started = time.monotonic()
+                    with attempt:  # only the call itself is retried; tenacity decides, waits, or raises
+                        if self.call_timeout_s is not None:
+                            completion = await asyncio.wait_for(backend.complete(request), self.call_timeout_s)
+                        else:
+                            completion = await backend.complete(request)
+                    if attempt.retry_state.outcome.failed:
+                        continue
+                    latency, answered = time.monotonic() - started, True
+                    return await self._paid(backend, request, completion, key=key, run_id=run_id, item=item,
+                                            provider=provider, estimate=estimate, latency=latency)
+        except MissingCredentials:
+            raise
+        except (BackendError, TimeoutError, ConnectionError) as exc:  # a permanent error, or the last attempt's
+            if answered:  # storing the answer failed: not the call's failure
+                raise
+            why = f"gave up after {self.retry.max_attempts} attempts: {exc}" if should_retry(exc) else str(exc)
+            raise CallFailed(backend.redact(f"{backend.name}: {why}"), attempts=attempts) from None
+        raise AssertionError("tenacity ended the attempts without a result or an error")  # pragma: no cover
+
+    async def _paid(self, backend: Backend, request: ChatRequest, completion: Completion, *, key: str, run_id: str,
+                    item: str | None, provider: _Provider, estimate: int, latency: float) -> Completion:
+        """A call answered: its response in the cache at once, then counted (still inside the limits)."""
+        state: _RunState = self._state
+        used = completion.prompt_tokens + completion.completion_tokens
+        if provider.tokens is not None and used:
+            provider.tokens.adjust(used - estimate)
+        completion = backend.redact_completion(completion)  # a reply may echo the key
+        self._holding.add(key)  # paid and in hand: a cancel waits for it to be written
+        try:
+            await self._keep(lambda: self.store.store_call(
+                key, backend=backend.backend, model=backend.model, request=_shallow(request),
+                response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
+                item_key=item,
+            ), what="a paid response")
+        finally:
+            self._holding.discard(key)
+        state.calls += 1
+        state.prompt_tokens += completion.prompt_tokens
+        state.completion_tokens += completion.completion_tokens
+        cost = self.prices.cost(backend.backend, backend.model, completion.prompt_tokens, completion.completion_tokens)
+        state.cost_usd = None if (cost is None or state.cost_usd is None) else state.cost_usd + cost
+        return completion
 
     async def _keep(self, write: Callable[[], Any], *, what: str) -> Any:
         """Run a store write; while another process holds the store's write lock, wait and retry.
@@ -652,24 +713,24 @@ class Runner:
         The data to write (a paid response, a batch of results) stays in memory until it
         is written: a long lock delays the run, it never loses what was paid for. Each
         attempt waits at most 0.25 s inside SQLite so the event loop stays free; between
-        attempts the run sleeps with exponential backoff (up to 2 s) and says why.
+        attempts the run sleeps with exponential backoff (0.05 s doubling, up to 2 s; no
+        limit on attempts) and says why.
         """
-        delay, waited = 0.05, 0.0
-        while True:
-            try:
-                with self.store.busy_timeout(250):
-                    return write()
-            except Exception as exc:  # SQLite's "locked" / "busy", PostgreSQL's lock timeout (peercore.db)
-                if not _is_locked(exc):
-                    raise
-                state = getattr(self, "_state", None)
-                if state is not None and waited == 0.0:
-                    state.message = f"the database is locked by another process; keeping {what} and retrying"
-                    state.emit()
-                log.info("database locked while writing %s; retrying in %.2fs (%.1fs so far)", what, delay, waited)
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, 2.0)
+        def before_sleep(retry_state: tenacity.RetryCallState) -> None:
+            state = getattr(self, "_state", None)
+            if state is not None and retry_state.attempt_number == 1:
+                state.message = f"the database is locked by another process; keeping {what} and retrying"
+                state.emit()
+            log.info("database locked while writing %s; retrying in %.2fs (%.1fs so far)", what,
+                     retry_state.upcoming_sleep, retry_state.idle_for - retry_state.upcoming_sleep)
+
+        # SQLite's "locked" / "busy", PostgreSQL's lock timeout (peercore.db)
+        async for attempt in tenacity.AsyncRetrying(retry=tenacity.retry_if_exception(_is_locked),
+                                                    wait=tenacity.wait_exponential(multiplier=0.05, max=2.0),
+                                                    before_sleep=before_sleep, reraise=True):
+            with attempt, self.store.busy_timeout(250):
+                return write()
+        raise AssertionError("tenacity ended the attempts without a result or an error")  # pragma: no cover
 
 
 def _refuse_other_job(store: "Store", run_id: str, kind: str, config: dict) -> None:
@@ -1048,7 +1109,8 @@ class RunHandle:
 
     Use :func:`start_run` to get one. Thread-safe: read :attr:`progress` from any
     thread (e.g. a Streamlit rerun polling every second), call :meth:`cancel` and
-    :meth:`wait` from any thread.
+    :meth:`wait` from any thread. The run is a :class:`concurrent.futures.Future` of a
+    one-thread executor; :meth:`wait` is its ``result``.
 
     Attributes
     ----------
@@ -1064,22 +1126,25 @@ class RunHandle:
         self._on_progress = on_progress
         self._runner_options = runner_options
         self._cancel = threading.Event()
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name=f"peercore-run-{self.run_id}", daemon=True)
+        self._future: Future | None = None
 
-    def _main(self) -> None:
+    def _start(self) -> None:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"peercore-run-{self.run_id}")
+        self._future = executor.submit(self._main)
+        executor.shutdown(wait=False)  # its one thread ends with the run
+        _LIVE_RUNS.add(self)
+
+    def _main(self) -> RunResult:
         def progress(event: ProgressEvent) -> None:
             self.progress = event
             if self._on_progress is not None:
                 self._on_progress(event)
 
         try:
-            self._result = run_job_sync(self._job, self._store, run_id=self.run_id, on_progress=progress,
-                                        cancel=self._cancel, **self._runner_options)
-            self.progress = self._result
-        except BaseException as exc:  # noqa: BLE001 - handed to wait()
-            self._error = exc
+            result = run_job_sync(self._job, self._store, run_id=self.run_id, on_progress=progress,
+                                  cancel=self._cancel, **self._runner_options)
+            self.progress = result
+            return result
         finally:
             self._store.close()  # this thread's connection
 
@@ -1089,7 +1154,7 @@ class RunHandle:
 
     def done(self) -> bool:
         """True once the run has ended (finished, failed or cancelled)."""
-        return not self._thread.is_alive() and (self._result is not None or self._error is not None)
+        return self._future is not None and self._future.done()
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """Block until the run ends; return its :class:`RunResult` (re-raises its exception).
@@ -1099,13 +1164,29 @@ class RunHandle:
         TimeoutError
             If ``timeout`` seconds pass first (the run goes on).
         """
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise TimeoutError(f"run {self.run_id} still running after {timeout} s")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
+        assert self._future is not None, "start the run with start_run()"
+        try:
+            return self._future.result(timeout)
+        except TimeoutError:
+            if self._future.done():  # the run itself raised it
+                raise
+            raise TimeoutError(f"run {self.run_id} still running after {timeout} s") from None
+
+
+# Runs still going when the interpreter exits are cancelled as the dashboard's Cancel does
+# (calls in flight land in the cache, finished items are stored), so that the exit, which
+# waits for the executors' threads, waits at most about ``cancel_grace_s``. The hook is
+# threading's, which concurrent.futures itself uses to join its threads at exit: atexit's
+# come after those joins, too late. Registered after concurrent.futures', it runs first.
+_LIVE_RUNS: "weakref.WeakSet[RunHandle]" = weakref.WeakSet()
+
+
+def _cancel_live_runs() -> None:
+    for handle in list(_LIVE_RUNS):
+        handle.cancel()
+
+
+getattr(threading, "_register_atexit", atexit.register)(_cancel_live_runs)
 
 
 def start_run(job: Job, store: "Store", *, run_id: str | None = None,
@@ -1136,5 +1217,5 @@ def start_run(job: Job, store: "Store", *, run_id: str | None = None,
     'cancelled'
     """
     handle = RunHandle(job, store, run_id=run_id, on_progress=on_progress, runner_options=runner_options)
-    handle._thread.start()
+    handle._start()
     return handle

@@ -68,9 +68,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from peercore.errors import PeercoreError
-from peercore.reviewers._sdk import catchable, import_sdk, map_error, response_json
-from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, RetryableError
-from peercore.runner import RunResult, RunnerError, _refuse_other_job, _shallow
+from peercore.reviewers._sdk import catchable, import_sdk, map_error, response_json, should_retry
+from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion
+from peercore.runner import RetryPolicy, RunResult, RunnerError, _refuse_other_job, _shallow
 from peercore.store import scrub_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,12 +104,15 @@ _ENDED_OPENAI = ("completed", "failed", "expired", "cancelled")
 class BatchError(PeercoreError):
     """A batch could not be submitted or read (after retries); the run can be resumed.
 
-    ``retryable`` is True for transient failures (429, 5xx, timeouts, dropped connections).
+    ``retryable`` is True for transient failures (429, 5xx, timeouts, dropped connections:
+    :func:`~peercore.reviewers._sdk.should_retry` of the provider's error, which reads
+    this attribute back); ``retry_after`` is the server's ``Retry-After`` in seconds, if any.
     """
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 def check_batchable(job: "Job") -> None:
@@ -247,33 +250,40 @@ class _Provider:
 
     provider = ""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, retry: RetryPolicy | None = None) -> None:
         self.backend = backend
+        self.retry = retry or RetryPolicy()
         self.sdk = import_sdk(self.provider, self.provider)
 
     @property
     def client(self):
         return self.backend._clients.get(self.backend._make_client)
 
-    async def call(self, what: str, make, *, attempts: int = 6):
-        """``await make()`` with the backend's error mapping; transient failures retried with backoff.
+    async def call(self, what: str, make, *, idempotent: bool = True):
+        """``await make()`` with the backend's error mapping; failures raised as :class:`BatchError`.
 
-        Only for reads and idempotent requests: a create whose reply was lost may have
-        created the batch, so creates and uploads are made once (``attempts=1``) and the
-        driver looks for what they made before trying again (:meth:`_Driver._once`).
+        An idempotent request (a read) is retried by the run's :class:`RetryPolicy` when
+        :func:`should_retry` says so. A create or an upload is made once here: one whose
+        reply was lost may have been carried out, so the driver looks for what it made
+        before trying again (:meth:`_Driver._once`, the same policy).
         """
-        delay = 0.2
-        for attempt in range(attempts):
-            try:
-                return await make()
-            except catchable(self.sdk) as exc:
-                secret = self.backend._secret.reveal() if getattr(self.backend, "_secret", None) else None
-                error = map_error(exc, self.sdk, provider=self.backend.name, env_var=self.backend.env_var,
-                                  secret=secret)
-                if not isinstance(error, RetryableError) or attempt + 1 == attempts:
-                    raise BatchError(f"{what}: {error}", retryable=isinstance(error, RetryableError)) from None
-                await asyncio.sleep(max(delay, error.retry_after or 0.0))
-                delay = min(delay * 2, 10.0)
+        try:
+            if not idempotent:
+                return await self._mapped(make)
+            async for attempt in self.retry.retrying():
+                with attempt:
+                    return await self._mapped(make)
+        except BackendError as error:
+            raise BatchError(f"{what}: {error}", retryable=should_retry(error),
+                             retry_after=getattr(error, "retry_after", None)) from None
+
+    async def _mapped(self, make):
+        try:
+            return await make()
+        except catchable(self.sdk) as exc:
+            secret = self.backend._secret.reveal() if getattr(self.backend, "_secret", None) else None
+            raise map_error(exc, self.sdk, provider=self.backend.name, env_var=self.backend.env_var,
+                            secret=secret) from None
 
     def completion(self, body: dict) -> Completion:
         raise NotImplementedError
@@ -296,7 +306,7 @@ class _OpenAIBatches(_Provider):
 
     async def upload(self, filename: str, data: bytes) -> str:
         file = await self.call("uploading the batch file", lambda: self.client.files.create(
-            file=(filename, data, "application/jsonl"), purpose="batch"), attempts=1)
+            file=(filename, data, "application/jsonl"), purpose="batch"), idempotent=False)
         return file.id
 
     async def find_batch(self, row: dict, claimed: set[str]) -> str | None:
@@ -315,7 +325,7 @@ class _OpenAIBatches(_Provider):
     async def create(self, row: dict, lines: list[dict]) -> str:
         batch = await self.call("creating the batch", lambda: self.client.batches.create(
             input_file_id=row["input_file_id"], endpoint="/v1/chat/completions", completion_window="24h",
-            metadata={"peercore_token": row["token"], "peercore_run": row["run_id"][:500]}), attempts=1)
+            metadata={"peercore_token": row["token"], "peercore_run": row["run_id"][:500]}), idempotent=False)
         return batch.id
 
     async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
@@ -378,7 +388,7 @@ class _AnthropicBatches(_Provider):
 
     async def create(self, row: dict, lines: list[dict]) -> str:
         batch = await self.call("creating the message batch",
-                                lambda: self.client.messages.batches.create(requests=lines), attempts=1)
+                                lambda: self.client.messages.batches.create(requests=lines), idempotent=False)
         return batch.id
 
     async def retrieve(self, batch_id: str) -> tuple[str, bool, dict]:
@@ -479,8 +489,8 @@ class _Tally:
 
 class _Driver:
     def __init__(self, job: "Job", store: "Store", run_id: str, *, prices: "PriceTable", poll_s: float,
-                 max_requests: int | None, say: Callable[[str], None]) -> None:
-        self.job, self.store, self.run_id = job, store, run_id
+                 max_requests: int | None, say: Callable[[str], None], retry: RetryPolicy) -> None:
+        self.job, self.store, self.run_id, self.retry = job, store, run_id, retry
         self.prices, self.poll_s, self.max_requests, self.say = prices, poll_s, max_requests, say
         self.backends = {(b.name, b.base_url): b for b in job.backends()}
         self.providers: dict = {}
@@ -495,7 +505,7 @@ class _Driver:
             if backend is None:
                 raise BatchError(f"batch {row['token']} belongs to judge {row['judge']!r}, which this job does not "
                                  "have; resume it with the job that made it")
-            self.providers[key] = _PROVIDERS[row["provider"]](backend)
+            self.providers[key] = _PROVIDERS[row["provider"]](backend, self.retry)
         return self.providers[key]
 
     async def run(self, items: Sequence[str]) -> None:
@@ -578,26 +588,23 @@ class _Driver:
             row.update(status="submitted", batch_id=batch_id)
             self.say(f"batch {token}: created {batch_id} ({row['n_requests']} requests)")
 
-    async def _once(self, make, find, *, attempts: int = 6):
+    async def _once(self, make, find):
         """``make()`` (an upload or a create) without making it twice.
 
         After a transient failure the request may still have been carried out (the reply
-        was lost): ``find()`` looks for its result first, and only when there is none is
-        the request sent again.
+        was lost): after the wait the run's :class:`RetryPolicy` gives it, ``find()`` looks
+        for its result first, and only when there is none is the request sent again.
         """
-        delay = 0.2
-        for attempt in range(attempts):
-            try:
+        def looking(retry_state) -> None:
+            self.say(f"{retry_state.outcome.exception()}; looking for what it made before trying again")
+
+        async for attempt in self.retry.retrying(before_sleep=looking):
+            if attempt.retry_state.attempt_number > 1:
+                found = await find()  # outside the attempt: a failed look-up is not a failed request
+                if found is not None:
+                    return found
+            with attempt:
                 return await make()
-            except BatchError as exc:
-                if not exc.retryable or attempt + 1 == attempts:
-                    raise
-                self.say(f"{exc}; looking for what it made before trying again")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
-            found = await find()
-            if found is not None:
-                return found
 
     def _lines(self, provider: _Provider, token: str) -> list[dict]:
         return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.batch_requests(token)]
@@ -757,7 +764,10 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
     max_requests : most lines per batch (default the provider's limit).
     on_status : called with a line for each step (planned, created, ended, stored).
     on_progress : the runner's progress callback while items are judged from the cache.
-    **runner_options : :class:`peercore.runner.Runner` options (concurrency, ...).
+    **runner_options : :class:`peercore.runner.Runner` options (concurrency, ...); their
+        ``retry`` (:class:`~peercore.runner.RetryPolicy`, default ``RetryPolicy()``) also
+        retries the batch requests (reads, and creates or uploads after looking for what
+        a lost reply made).
 
     Returns
     -------
@@ -790,7 +800,8 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
         store.create_run(job.study, job.kind, config, items=items, run_id=run_id)
         store.set_run_status(run_id, "running")
         job.on_start(store)
-    driver = _Driver(job, store, run_id, prices=batch_prices, poll_s=float(poll_s), max_requests=max_requests, say=say)
+    driver = _Driver(job, store, run_id, prices=batch_prices, poll_s=float(poll_s), max_requests=max_requests, say=say,
+                     retry=runner_options.get("retry") or RetryPolicy())
     try:
         await driver.run(items)
     except (BatchError, RunnerError) as exc:

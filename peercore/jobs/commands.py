@@ -34,6 +34,8 @@ import threading
 import time
 from collections import Counter
 
+from tqdm import tqdm
+
 from peercore.cli import add_db_option, fail, int_at_least
 from peercore.db import is_postgres_url, redact_url
 
@@ -490,34 +492,42 @@ def accounting_line(accounting: dict) -> str:
 
 
 class _ProgressBar:
-    """A one-line progress bar on a terminal; a line every 10 % (or 30 s) otherwise."""
+    """The run's progress on stderr: a tqdm bar on a terminal; a line every 10 % (or 30 s) otherwise.
 
-    def __init__(self, stream, *, width: int = 30) -> None:
+    tqdm redraws its line with carriage returns, which a log file or a CI log keeps as
+    one ever-growing line (and ``disable=None``, tqdm's answer to a stream that is not a
+    terminal, shows nothing): a log gets whole lines instead.
+    """
+
+    def __init__(self, stream) -> None:
         self.stream = stream
-        self.width = width
         self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.bar: tqdm | None = None
         self._last_decile = -1
         self._last_time = 0.0
-        self._drawn = False
 
     def __call__(self, event) -> None:
         cost = "cost ?" if event.cost_usd is None else f"${event.cost_usd:,.4f}"
-        text = (f"{event.done}/{event.total} items  {event.calls} calls  {event.cached} cached  "
-                f"{event.retries} retries  {event.failed} failed  {cost}  {event.elapsed_s:.0f}s")
+        counts = f"{event.calls} calls  {event.cached} cached  {event.retries} retries  {event.failed} failed  {cost}"
         if self.tty:
-            filled = int(round(self.width * event.fraction))
-            self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {text}\x1b[K")
-            self.stream.flush()
-            self._drawn = True
+            if self.bar is None:
+                self.bar = tqdm(total=event.total, initial=event.done, file=self.stream, unit="item",
+                                dynamic_ncols=True)
+            self.bar.set_postfix_str(counts, refresh=False)
+            if event.done > self.bar.n:
+                self.bar.update(event.done - self.bar.n)  # redraws at most every 0.1 s
+            if event.status != "running":
+                self.bar.refresh()
             return
         decile = int(10 * event.fraction)
         now = time.monotonic()
         if decile != self._last_decile or now - self._last_time > 30 or event.status != "running":
             self._last_decile, self._last_time = decile, now
-            self.stream.write(f"[{100 * event.fraction:5.1f}%] {text}\n")
+            self.stream.write(f"[{100 * event.fraction:5.1f}%] {event.done}/{event.total} items  {counts}  "
+                              f"{event.elapsed_s:.0f}s\n")
             self.stream.flush()
 
     def close(self) -> None:
-        if self.tty and self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

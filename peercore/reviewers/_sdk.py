@@ -1,4 +1,10 @@
-"""Shared plumbing for the SDK backends: lazy imports, per-event-loop clients, error mapping."""
+"""Shared plumbing for the SDK backends: lazy imports, per-event-loop clients, error mapping, the retry decision.
+
+:func:`should_retry` is the one decision every provider shares (inspect_ai's
+``ModelAPI.should_retry``): the runner's live calls and the batch driver's requests both
+retry exactly the errors it accepts, waiting as :class:`peercore.runner.RetryPolicy` says
+(Retry-After first). It lives here rather than in :mod:`.base` beside the error classes
+it reads, which another change owns; it needs nothing but them."""
 
 from __future__ import annotations
 
@@ -12,6 +18,9 @@ import weakref
 from .base import BackendError, MissingCredentials, RetryableError
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+
+__all__ = ["import_sdk", "LoopClients", "response_json", "retry_after_seconds", "map_error", "catchable",
+           "should_retry"]
 
 
 def import_sdk(module: str, package: str):
@@ -132,3 +141,24 @@ def catchable(sdk) -> tuple[type[BaseException], ...]:
     """The exception types :func:`map_error` understands."""
     names = ("APIError", "APIStatusError", "APIConnectionError", "APITimeoutError", "APIResponseValidationError")
     return tuple(getattr(sdk, n) for n in names if hasattr(sdk, n)) + (json.JSONDecodeError,)
+
+
+def should_retry(error: BaseException) -> bool:
+    """Whether a failed attempt is worth another: the retry decision every provider shares.
+
+    Yes for :class:`~.base.RetryableError` (429, 5xx, 408/409/425, timeouts, dropped
+    connections and malformed bodies, as :func:`map_error` maps the OpenAI and Anthropic
+    SDKs' exceptions, OpenAI-compatible servers' included) and for a bare
+    :class:`TimeoutError` or :class:`ConnectionError` (the runner's own per-attempt
+    timeout, a local server going away); an error that says for itself (a ``retryable``
+    attribute, as :class:`peercore.jobs.batch.BatchError` does) is taken at its word.
+    No for everything else: a missing or refused key, a bad request, a bug.
+    """
+    if isinstance(error, MissingCredentials):
+        return False
+    if isinstance(error, RetryableError):
+        return True
+    says = getattr(error, "retryable", None)
+    if isinstance(says, bool):
+        return says
+    return isinstance(error, (TimeoutError, ConnectionError))

@@ -12,7 +12,9 @@ continues; the API rejects a final assistant message ending in whitespace, so tr
 whitespace of the prefill is dropped (the reply then usually starts with a space).
 Newer models refuse prefill with a 400, so judging only relies on it when the backend
 is built with ``prefill=True``. System messages go to the ``system`` parameter.
-SDK retries are disabled (``max_retries=0``); the key comes from ``api_key=``,
+SDK retries are disabled (``max_retries=0``): the runner retries, as for every provider
+(:class:`peercore.runner.RetryPolicy`, :func:`~peercore.reviewers._sdk.should_retry`),
+waiting the reply's ``Retry-After`` / ``retry-after-ms``. The key comes from ``api_key=``,
 ``ANTHROPIC_API_KEY`` or ``.streamlit/secrets.toml``.
 """
 

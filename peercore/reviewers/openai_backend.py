@@ -3,8 +3,10 @@
 Soft probabilities come from ``logprobs=True, top_logprobs=k`` on the first generated
 token, where the model allows it (Liusie et al. 2024: p = P(A) / (P(A) + P(B))).
 SDK retries are disabled (``max_retries=0``): retrying, backoff and rate limiting are
-the runner's job, driven by :class:`~peercore.reviewers.base.RetryableError` and its
-``retry_after``. The key comes from ``api_key=``, ``OPENAI_API_KEY`` or
+the runner's job, one policy for every provider (:class:`peercore.runner.RetryPolicy` on
+tenacity, deciding with :func:`~peercore.reviewers._sdk.should_retry`), driven by
+:class:`~peercore.reviewers.base.RetryableError` and its ``retry_after`` (the reply's
+``retry-after-ms`` or ``Retry-After``, OpenAI-compatible servers' included). The key comes from ``api_key=``, ``OPENAI_API_KEY`` or
 ``.streamlit/secrets.toml`` (:mod:`peercore.reviewers.credentials`) and never appears in
 ``repr``, errors or logs.
 """

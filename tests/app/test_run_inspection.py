@@ -9,7 +9,6 @@ run is never a green success and the run log names items in words, not raw lists
 from __future__ import annotations
 
 import sys
-import time
 
 import pandas as pd
 import pytest
@@ -149,22 +148,20 @@ def _add_reviewer(at, url: str) -> None:
     at.button(key="FormSubmitter:add_reviewer-Add reviewer").click().run()
 
 
-def _rerun_until(at, predicate, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.25)
-        at.run()
-
-
 def test_a_cancelled_run_is_a_warning_never_a_green_success_and_its_log_reads_in_words(synthetic):
-    with FakeLLMServer(latency_s=1.5) as server:
+    from peercore.ui import state
+
+    with FakeLLMServer() as server:
+        server.hold_after(2)  # two reviews answered, every later call held: the run cannot end before the cancel
         at = open_page(app_test(), "reviewers")
         _add_reviewer(at, server.openai_base_url)
         at.multiselect(key="rv_contestants").set_value(["alpha", "bravo"]).run()
-        at.button(key="rv_launch").click().run()  # 18 reviews, 1.5 s each, 8 at a time
-        _rerun_until(at, lambda: "judged by" in "\n".join(c.value for c in at.code), seconds=15)
+        at.button(key="rv_launch").click().run()  # 18 reviews, 8 at a time
+        assert server.wait_until(lambda s: s.successes >= 2 and s.held >= 1)  # under way, and held
         at.button(key="rv_cancel").click().run()
-        _rerun_until(at, lambda: any("cancelled" in w.value for w in at.warning))
+        server.release()  # the calls in flight land in the cache, as a cancel lets them
+        at.session_state[state.RUN_HANDLE].handle.wait(timeout=120)  # the run's end, not a clock
+        at.run()
         assert any("Run cancelled:" in w.value for w in at.warning), [w.value for w in at.warning]
         assert not at.success, [s.value for s in at.success]
         log = "\n".join(c.value for c in at.code)

@@ -50,6 +50,8 @@ status ``expired``). Batch endpoints draw no faults and never sleep ``latency_s`
 are queued per endpoint with :meth:`inject_batch_error`: a status (``500``, ``401`` ...)
 answers the next request to that endpoint with that error and does nothing, ``"lost"``
 carries the request out and then answers 500 (a reply lost after the batch or file was made).
+An error may carry a wait: ``(429, 1.5)`` answers 429 with ``Retry-After: 1.5``.
+``endpoint_log`` lists ``(endpoint, time.monotonic())`` of every batch request as it arrives.
 ``endpoint_counts`` counts requests per endpoint (``"POST /v1/batches"``,
 ``"GET /v1/batches/{id}"``, ...; chat calls as ``"POST /v1/chat/completions"`` and
 ``"POST /v1/messages"``) and ``batch_log`` lists every answered batch line
@@ -65,7 +67,9 @@ The lines are logged in ``batch_log`` as answered (the provider would bill them)
 
 :meth:`wait_until` blocks until a predicate over the server's counters holds (it is
 re-checked whenever a request arrives), so a test can act when the N-th request is in,
-without sleeping.
+without sleeping. :meth:`hold_after` answers N more chat requests and then holds every
+later one (counted in ``held``) until :meth:`release`: a run that cannot end by itself
+while the test acts on it.
 
 Default reply
 -------------
@@ -111,13 +115,19 @@ uniform over ``faults``), or takes the next fault queued with :meth:`inject`:
 ``"400"``, ``"401"``, ``"403"``, ``"404"`` (:data:`HTTP_ERROR_KINDS`, opt-in only)
     That status with a provider-shaped error body: permanent errors a client must not retry.
 
+:meth:`inject_rate_limit` queues ``times`` refusals with a wait of the test's choosing:
+status 429 (or 503) and ``Retry-After: <seconds>`` or ``retry-after-ms: <milliseconds>``
+(logged as fault ``"429"`` / ``"503"``). Every entry of ``request_log`` carries ``t``, the
+server's ``time.monotonic()`` when the request arrived, so a test can check that a client
+waited at least as long as it was told (a lower bound, never a race).
+
 Latency ``latency_s`` is slept in every request's own thread before it is answered
 (faulted or not), so concurrent requests overlap: 32 concurrent requests at 0.2 s
 latency complete in about 0.2 s.
 
 Counters ``requests_total``, ``faults_injected``, ``successes`` and ``max_in_flight``
 (the peak number of POSTs being handled at once) and the list
-``request_log`` (one ``{"api", "fault", "body", "path", "has_key", "key_sha256"}`` dict
+``request_log`` (one ``{"api", "fault", "body", "path", "has_key", "key_sha256", "t"}`` dict
 per request; ``has_key`` says whether an API key header arrived and ``key_sha256`` is the
 SHA-256 of the key sent (``Authorization: Bearer`` or ``x-api-key``) so tests can tell
 which key was used -- the key itself is never kept) are updated under a lock.
@@ -245,12 +255,14 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
 
-    def _send_routed(self, status: int, payload, content_type: str) -> None:
+    def _send_routed(self, status: int, payload, content_type: str, headers: dict | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
             self.wfile.flush()
@@ -309,11 +321,17 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake.endpoint_counts[f"POST {_ROUTE_NAMES.get(api, path)}"] += 1
             fake._lock.notify_all()
-        fault = fake._begin(api, body, path, bool(key), key_digest)
+        fault, wait_headers, hold = fake._begin(api, body, path, bool(key), key_digest)
+        if hold:
+            fake._released.wait()
         if fake.latency_s > 0:
             fake._stop_event.wait(fake.latency_s)
         if fault == "reset":
             self._reset()
+            return
+        if wait_headers is not None:  # inject_rate_limit: 429 or 503 with the wait the test chose
+            status = int(fault)
+            self._send(status, _error_body(api, status, f"refused with a wait (fake {status})"), headers=wait_headers)
             return
         if fault == "429":
             self._send(429, _error_body(api, 429, "rate limit exceeded (fake)"),
@@ -431,6 +449,7 @@ class FakeLLMServer:
         self._batch_edits: deque[dict] = deque()
         self._batch_errors: dict[str, deque] = {}
         self.endpoint_counts: Counter[str] = Counter()
+        self.endpoint_log: list[tuple[str, float]] = []
         self.batch_log: list[dict] = []
         self._batches = _Batches(self)
         self.reply = reply
@@ -444,8 +463,11 @@ class FakeLLMServer:
         self._sample_rng = random.Random(seed + 1)
         # a Condition, so that wait_until() wakes when a counter changes (``with self._lock`` as a lock)
         self._lock = threading.Condition()
-        self._queued: deque[str] = deque()
+        self._queued: deque = deque()  # fault kinds, or (kind, wait headers) from inject_rate_limit
         self._stop_event = threading.Event()
+        self._released = threading.Event()  # hold_after: held requests go on once it is set
+        self._hold_budget: int | None = None
+        self.held = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.requests_total = 0
@@ -474,6 +496,7 @@ class FakeLLMServer:
         if self._httpd is None:
             return
         self._stop_event.set()
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -515,6 +538,46 @@ class FakeLLMServer:
         with self._lock:
             self._queued.extend(faults)
 
+    def hold_after(self, answered: int) -> None:
+        """Answer the next ``answered`` chat requests as usual, then hold every later one until :meth:`release`.
+
+        ``held`` counts the requests held (:meth:`wait_until` can wait for it); :meth:`stop`
+        releases them too.
+        """
+        if not isinstance(answered, int) or answered < 0:
+            raise ValueError(f"answered must be an integer >= 0, got {answered!r}")
+        with self._lock:
+            self._released.clear()
+            self._hold_budget = answered
+
+    def release(self) -> None:
+        """Let the held requests (and every later one) be answered."""
+        with self._lock:
+            self._hold_budget = None
+            self._released.set()
+
+    def inject_rate_limit(self, times: int = 1, *, retry_after_s: float = 1.0, header: str = "Retry-After",
+                          status: int = 429) -> None:
+        """Queue ``times`` refusals (after the faults already queued): ``status`` with a wait header.
+
+        ``header`` is ``"Retry-After"`` (seconds, as given) or ``"retry-after-ms"``
+        (milliseconds, as OpenAI sends it); ``status`` is 429 or 503.
+        """
+        if not isinstance(times, int) or times < 1:
+            raise ValueError(f"times must be an integer >= 1, got {times!r}")
+        if not retry_after_s >= 0:
+            raise ValueError(f"retry_after_s must be >= 0, got {retry_after_s!r}")
+        if status not in (429, 503):
+            raise ValueError(f"status must be 429 or 503, got {status!r}")
+        if header.lower() == "retry-after":
+            value = _fmt_seconds(retry_after_s)
+        elif header.lower() == "retry-after-ms":
+            value = _fmt_seconds(retry_after_s * 1000.0)
+        else:
+            raise ValueError(f"header must be 'Retry-After' or 'retry-after-ms', got {header!r}")
+        with self._lock:
+            self._queued.extend([(str(status), {header: value})] * times)
+
     def inject_batch(self, *modes: str) -> None:
         """Queue batch modes (``"ok"``, ``"partial"``, ``"expired"``) for the next batches created, in order."""
         unknown = [m for m in modes if m not in BATCH_MODES]
@@ -549,15 +612,17 @@ class FakeLLMServer:
     def inject_batch_error(self, endpoint: str, *errors) -> None:
         """Queue errors for the next requests to a batch ``endpoint`` (e.g. ``"POST /v1/batches"``).
 
-        Each error is an HTTP status (the request is refused and nothing happens) or
-        ``"lost"`` (the request is carried out, then answered with a 500).
+        Each error is an HTTP status (the request is refused and nothing happens), a
+        ``(status, seconds)`` pair (refused with ``Retry-After: <seconds>``) or ``"lost"``
+        (the request is carried out, then answered with a 500).
         """
         names = {name for _, _, name in _ROUTES}
         if endpoint not in names:
             raise ValueError(f"endpoint must be one of {sorted(names)}, got {endpoint!r}")
         for error in errors:
-            if error != "lost" and not (isinstance(error, int) and 400 <= error <= 599):
-                raise ValueError(f"errors must be HTTP statuses (400-599) or 'lost', got {error!r}")
+            status = error[0] if isinstance(error, tuple) and len(error) == 2 and error[1] >= 0 else error
+            if error != "lost" and not (isinstance(status, int) and 400 <= status <= 599):
+                raise ValueError(f"errors must be HTTP statuses (400-599), (status, seconds) or 'lost', got {error!r}")
         with self._lock:
             self._batch_errors.setdefault(endpoint, deque()).extend(errors)
 
@@ -575,6 +640,7 @@ class FakeLLMServer:
         """Zero the counters and clear the request log (queued faults are kept)."""
         with self._lock:
             self.endpoint_counts = Counter()
+            self.endpoint_log = []
             self.batch_log = []
             self.requests_total = 0
             self.faults_injected = 0
@@ -583,11 +649,25 @@ class FakeLLMServer:
             self.max_in_flight = self.in_flight
 
     # -- used by the handler ---------------------------------------------------------
-    def _begin(self, api: str, body, path: str, has_key: bool, key_digest: str | None = None) -> str | None:
+    def _begin(self, api: str, body, path: str, has_key: bool,
+               key_digest: str | None = None) -> tuple[str | None, dict | None, bool]:
+        """``(fault, headers, hold)``: the fault drawn or queued, the wait headers of an
+        :meth:`inject_rate_limit`, and whether to hold the request until :meth:`release`."""
+        arrived = time.monotonic()
+        headers = None
+        hold = False
         with self._lock:
             self.requests_total += 1
+            if self._hold_budget is not None:
+                if self._hold_budget > 0:
+                    self._hold_budget -= 1
+                else:
+                    hold = True
+                    self.held += 1
             if self._queued:
                 fault = self._queued.popleft()
+                if isinstance(fault, tuple):
+                    fault, headers = fault
             elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
                 fault = self._rng.choice(self.faults)
             else:
@@ -595,9 +675,9 @@ class FakeLLMServer:
             if fault is not None:
                 self.faults_injected += 1
             self.request_log.append({"api": api, "fault": fault, "body": body, "path": path, "has_key": has_key,
-                                     "key_sha256": key_digest})
+                                     "key_sha256": key_digest, "t": arrived})
             self._lock.notify_all()
-        return fault
+        return fault, headers, hold
 
     def _handler_started(self) -> None:
         with self._lock:
@@ -767,12 +847,18 @@ class _Batches:
         if name is None:
             return None
         fake = self.fake
+        arrived = time.monotonic()
         with fake._lock:
             fake.endpoint_counts[name] += 1
+            fake.endpoint_log.append((name, arrived))
             queued = fake._batch_errors.get(name)
             error = queued.popleft() if queued else None
             fake._lock.notify_all()
         api = "anthropic" if "/messages/" in path else "openai"
+        if isinstance(error, tuple):
+            status, wait = error
+            return status, _error_body(api, status, f"injected error {status} (fake)"), "application/json", {
+                "Retry-After": _fmt_seconds(wait)}
         if isinstance(error, int):
             return error, _error_body(api, error, f"injected error {error} (fake)"), "application/json"
         with self.lock:  # one batch request at a time: a batch is answered once, by the first read after its delay

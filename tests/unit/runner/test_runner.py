@@ -25,6 +25,7 @@ from peercore.runner import (
 )
 from peercore.store import Store
 from runner.fakes import EchoJob, FakeBackend
+from virtual_time import in_virtual_time
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.001, cap_s=0.002)
 PRICES = PriceTable({"fake": {"judge": Price(input=1.0, output=2.0)}})
@@ -203,18 +204,15 @@ def test_local_models_run_one_call_at_a_time_by_default(store, demo):
 def test_token_bucket_spaces_requests_at_the_rate():
     clock = [0.0]
 
-    async def sleep(seconds):
-        clock[0] += seconds
-
     async def main():
-        bucket = _TokenBucket(60, burst_s=1.0, clock=lambda: clock[0], sleep=sleep)  # 1 per second
+        bucket = _TokenBucket(60, burst_s=1.0)  # 1 per second
         stamps = []
         for _ in range(10):
-            await bucket.acquire(1)
+            await bucket.take(1)
             stamps.append(clock[0])
         return stamps
 
-    stamps = asyncio.run(main())
+    stamps = in_virtual_time(main, clock)
     assert stamps[0] == 0.0  # a full bucket lets the first one through
     assert stamps[-1] == pytest.approx(9.0)  # then exactly one per second
 
@@ -222,17 +220,14 @@ def test_token_bucket_spaces_requests_at_the_rate():
 def test_token_bucket_lets_a_big_request_through_then_repays_the_debt():
     clock = [0.0]
 
-    async def sleep(seconds):
-        clock[0] += seconds
-
     async def main():
-        bucket = _TokenBucket(600, burst_s=1.0, minimum=0.0, clock=lambda: clock[0], sleep=sleep)  # 10 tokens/s
-        await bucket.acquire(50)   # bigger than the bucket (10): goes when full, leaves -40
+        bucket = _TokenBucket(600, burst_s=1.0, minimum=0.0)  # 10 tokens/s
+        await bucket.take(50)   # bigger than the bucket (10): goes when full, leaves -40
         first = clock[0]
-        await bucket.acquire(10)   # must wait for 50 tokens of refill: 5 s
+        await bucket.take(10)   # must wait for 50 tokens of refill: 5 s
         return first, clock[0]
 
-    first, second = asyncio.run(main())
+    first, second = in_virtual_time(main, clock)
     assert first == 0.0 and second == pytest.approx(5.0)
 
 
