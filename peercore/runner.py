@@ -1089,6 +1089,9 @@ def run_job_sync(job: Job, store: "Store", *, run_id: str | None = None,
         event = asyncio.Event()
         watcher = None
         if cancel is not None:
+            # Polled every 50 ms: a threading.Event has no callback, and waiting on it in a
+            # thread (asyncio.to_thread) would park that thread until someone sets the
+            # caller's event; asyncio.run then waits for it at the end.
             async def watch() -> None:
                 while not cancel.is_set():
                     await asyncio.sleep(0.05)
