@@ -944,29 +944,35 @@ def rogan_gladen(judge_score, labelled_index, label_score, *, level: float = 0.9
     z = _level_z(level)
     f = _scores(judge_score, "judge_score")
     index, y = _label_arrays(labelled_index, label_score, len(f), "label_score")
-    return _corrected(_classify(f), index, _classify(y), z)
-
-
-def _corrected(judge_class: np.ndarray, index: np.ndarray, label_class: np.ndarray, z: float) -> CorrectedScore:
-    labelled = np.zeros(len(judge_class), dtype=bool)
+    judge_class = _classify(f)
+    labelled = np.zeros(len(f), dtype=bool)
     labelled[index] = True
-    pool = judge_class[~labelled] if (~labelled).any() else judge_class
-    judge_counts = np.bincount(pool, minlength=3).astype(float)
-    raw = float(judge_counts @ np.asarray(_CLASSES) / max(len(pool), 1))
-    table = np.zeros((3, 3))
-    np.add.at(table, (judge_class[index], label_class), 1.0)
+    counts = _judge_pool(np.bincount(judge_class[~labelled], minlength=3), np.bincount(judge_class, minlength=3))
+    table = np.bincount(judge_class[index] * 3 + _classify(y), minlength=9).reshape(3, 3)
+    return _corrected(counts.astype(float), table.astype(float), z)
+
+
+def _judge_pool(counts_unlabelled: np.ndarray, counts_all: np.ndarray) -> np.ndarray:
+    """The judge's class counts over the unlabelled comparisons, or all of them when every one is labelled."""
+    return counts_unlabelled if counts_unlabelled.sum() > 0 else counts_all
+
+
+def _corrected(judge_counts: np.ndarray, table: np.ndarray, z: float) -> CorrectedScore:
+    """:func:`rogan_gladen` from the judge's class counts (3,) and the (judge x reference) label counts (3, 3)."""
+    size, n_labels = int(judge_counts.sum()), int(table.sum())
+    raw = float(judge_counts @ np.asarray(_CLASSES) / max(size, 1))
     ref = np.flatnonzero(table.sum(axis=0) > 0)
     judged = np.flatnonzero((judge_counts > 0) | (table.sum(axis=1) > 0))
-    nan = CorrectedScore(math.nan, math.nan, math.nan, math.nan, raw, table, _CLASSES, len(pool), len(index))
-    if len(index) == 0 or len(pool) == 0:
+    nan = CorrectedScore(math.nan, math.nan, math.nan, math.nan, raw, table, _CLASSES, size, n_labels)
+    if n_labels == 0 or size == 0:
         return nan
     m_l = table[:, ref].sum(axis=0)
     M = table[np.ix_(judged, ref)] / m_l
-    p = judge_counts[judged] / len(pool)
+    p = judge_counts[judged] / size
     c = np.asarray(_CLASSES)[ref]
     if np.linalg.matrix_rank(M) < len(ref) or np.linalg.cond(M) > 1e8:
         return CorrectedScore(math.nan, math.nan, math.nan, math.nan, raw, table[np.ix_(judged, ref)],
-                              tuple(np.asarray(_CLASSES)[ref]), len(pool), len(index))
+                              tuple(np.asarray(_CLASSES)[ref]), size, n_labels)
     mtm_inv = np.linalg.inv(M.T @ M)
     m_plus = mtm_inv @ M.T
     pi = m_plus @ p
@@ -974,7 +980,7 @@ def _corrected(judge_class: np.ndarray, index: np.ndarray, label_class: np.ndarr
     u = m_plus.T @ c
     v = mtm_inv @ c
     r = p - M @ pi
-    var = u @ (np.diag(p) - np.outer(p, p)) @ u / len(pool)
+    var = u @ (np.diag(p) - np.outer(p, p)) @ u / size
     for col in range(len(ref)):
         g = -pi[col] * u + v[col] * r
         ml = M[:, col]
@@ -982,7 +988,7 @@ def _corrected(judge_class: np.ndarray, index: np.ndarray, label_class: np.ndarr
     se = math.sqrt(max(float(var), 0.0))
     clip = lambda x: min(1.0, max(0.0, x))  # noqa: E731
     return CorrectedScore(clip(theta), se, clip(theta - z * se), clip(theta + z * se), raw,
-                          table[np.ix_(judged, ref)] / m_l, tuple(np.asarray(_CLASSES)[ref]), len(pool), len(index))
+                          table[np.ix_(judged, ref)] / m_l, tuple(np.asarray(_CLASSES)[ref]), size, n_labels)
 
 
 def corrected_win_rates(a, b, judge_score_a, labelled_index, label_score_a, *, n_models: int,
@@ -1006,17 +1012,22 @@ def corrected_win_rates(a, b, judge_score_a, labelled_index, label_score_a, *, n
     z = _level_z(level)
     a, b, f = _comparisons(a, b, judge_score_a, n_models)
     index, y = _label_arrays(labelled_index, label_score_a, len(a), "label_score_a")
+    K = n_models
+    labelled = np.zeros(len(a), dtype=bool)
+    labelled[index] = True
+    # Every battle oriented to its model: (model, judge class) for both sides of each comparison.
+    model = np.r_[a, b]
+    judge_class = np.r_[_classify(f), _classify(1.0 - f)]
+    unl = np.r_[~labelled, ~labelled]
+    pools_unl = np.bincount(model[unl] * 3 + judge_class[unl], minlength=3 * K).reshape(K, 3)
+    pools_all = np.bincount(model * 3 + judge_class, minlength=3 * K).reshape(K, 3)
+    lab_model = np.r_[a[index], b[index]]
+    lab_judge = np.r_[_classify(f[index]), _classify(1.0 - f[index])]
+    lab_ref = np.r_[_classify(y), _classify(1.0 - y)]
+    tables = np.bincount((lab_model * 3 + lab_judge) * 3 + lab_ref, minlength=9 * K).reshape(K, 3, 3)
     rows = []
-    for m in range(n_models):
-        as_a, as_b = np.flatnonzero(a == m), np.flatnonzero(b == m)
-        mine = np.r_[as_a, as_b]
-        position = np.full(len(a), -1)
-        position[mine] = np.arange(len(mine))
-        judge_m = np.r_[f[as_a], 1.0 - f[as_b]]
-        keep = position[index] >= 0
-        flip = b[index[keep]] == m
-        label_m = np.where(flip, 1.0 - y[keep], y[keep])
-        result = _corrected(_classify(judge_m), position[index[keep]], _classify(label_m), z)
+    for m in range(K):
+        result = _corrected(_judge_pool(pools_unl[m], pools_all[m]).astype(float), tables[m].astype(float), z)
         rows.append({"estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
                      "ci_high": result.ci_high, "judge_score": result.judge_score,
                      "judge_battles": result.n_judge, "labels": result.n_labels})
