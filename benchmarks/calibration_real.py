@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import machine, markdown_table  # noqa: E402
+from _common import machine, markdown_table, publish  # noqa: E402
 
 from peercore import calibration as C  # noqa: E402
 from peercore.io.importer import read_path  # noqa: E402
@@ -195,11 +195,10 @@ def main(argv=None) -> int:
         f"says {lfqa_judge[0]:.4f} / {lfqa_judge[1]:.4f}.", "",
         markdown_table(["n", "cover PPI++", "cover classical", "width PPI++", "width classical", "ratio",
                         "lambda", "eff. labels", "cover RG", "width RG / classical"], lfqa_rows), ""]
-    text = "\n".join(lines)
-    print(text)
-    if not args.no_write:
-        RESULTS.write_text(text)
-    return 0
+    if args.no_write:
+        print("\n".join(lines))
+        return 0
+    return publish(RESULTS, lines)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from scipy.special import expit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import machine, markdown_table, median_time  # noqa: E402
+from _common import machine, markdown_table, median_time, publish  # noqa: E402
 
 from peercore import calibration as C  # noqa: E402
 
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         rows.append([f"{n_verdicts:,}", f"{n_labels:,}", n_models, f"{t_bt:.3f}", f"{t_wr:.3f}", f"{t_rg:.2f}",
                      f"{bt.lam:.2f}", bt.iterations, f"{np.median(bt.effective_labels):,.0f}"])
         print(rows[-1], file=sys.stderr, flush=True)
-    text = "\n".join([
+    lines = [
         "# Calibration speed (the maths of `peercore calibrate`)", "",
         f"`.venv/bin/python benchmarks/calibration_speed.py` on {machine()}; load average at start "
         f"{os.getloadavg()[0]:.1f}. Median of {args.repeats} runs (1 for the correction), seconds, in process, "
@@ -65,11 +65,11 @@ def main(argv=None) -> int:
                         "ppi_win_rates", "corrected_win_rates", "lambda bt", "Newton iterations",
                         "eff. labels bt (median)"], rows), "",
         "Budget: the whole `peercore calibrate` process under 5 s at 1,000,000 verdicts and 10,000 labels; the "
-        "maths takes the first row's seconds of it (the rest is start-up and reading the store).", ""])
-    print(text)
-    if not args.no_write:
-        RESULTS.write_text(text)
-    return 0
+        "maths takes the first row's seconds of it (the rest is start-up and reading the store).", ""]
+    if args.no_write:
+        print("\n".join(lines))
+        return 0
+    return publish(RESULTS, lines)
 
 
 if __name__ == "__main__":
