@@ -21,7 +21,7 @@ vs machine); the 145 human-vs-machine votes are the population (the 115 human-vs
 votes have no contestant pair); n = 50 and 100 (300 and 1,000 exceed the data).
 
 Run: ``.venv/bin/python benchmarks/calibration_real.py [--reps 500]``; writes
-``benchmarks/results/calibration_real.md`` unless ``--no-write``.
+``benchmarks/results/calibration_real.md``.
 """
 
 from __future__ import annotations
@@ -133,7 +133,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=2403)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     human, a, b, y, judges, truth_wr, truth_bt = prd_population()
@@ -195,9 +194,6 @@ def main(argv=None) -> int:
         f"says {lfqa_judge[0]:.4f} / {lfqa_judge[1]:.4f}.", "",
         markdown_table(["n", "cover PPI++", "cover classical", "width PPI++", "width classical", "ratio",
                         "lambda", "eff. labels", "cover RG", "width RG / classical"], lfqa_rows), ""]
-    if args.no_write:
-        print("\n".join(lines))
-        return 0
     return publish(RESULTS, lines)
 
 

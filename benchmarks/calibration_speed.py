@@ -7,7 +7,7 @@ misclassification correction. Budget: the whole ``peercore calibrate`` process u
 5 s, so the maths should take well under that.
 
 Run: ``.venv/bin/python benchmarks/calibration_speed.py``; writes
-``benchmarks/results/calibration_speed.md`` unless ``--no-write``.
+``benchmarks/results/calibration_speed.md``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ def data(n_models: int, n_verdicts: int, n_labels: int, seed: int = 0):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     rows = []
     for n_models, n_verdicts, n_labels in ((100, 1_000_000, 10_000), (20, 1_000_000, 10_000), (100, 100_000, 1_000)):
@@ -66,9 +65,6 @@ def main(argv=None) -> int:
                         "eff. labels bt (median)"], rows), "",
         "Budget: the whole `peercore calibrate` process under 5 s at 1,000,000 verdicts and 10,000 labels; the "
         "maths takes the first row's seconds of it (the rest is start-up and reading the store).", ""]
-    if args.no_write:
-        print("\n".join(lines))
-        return 0
     return publish(RESULTS, lines)
 
 
