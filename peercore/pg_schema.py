@@ -332,7 +332,17 @@ CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 # Versions after the baseline: version -> PostgreSQL SQL (run as one script, in the same
 # transaction as its schema_migrations row). Every migration added to
 # peercore.store._MIGRATIONS after version 8 needs its entry here.
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {
+    9: """
+ALTER TABLE verdicts ADD COLUMN order_known INTEGER NOT NULL DEFAULT 0 CHECK (order_known = 0 OR order_known = 1);
+UPDATE verdicts SET order_known = 1
+WHERE run_id IS NOT NULL
+   OR import_id IN (SELECT id FROM imports WHERE format IN ('prd', 'prd-file', 'scaleeval', 'debates', 'arena'))
+   OR ((import_id IS NULL OR import_id NOT IN (SELECT id FROM imports WHERE format = 'alpacaeval'))
+       AND EXISTS (SELECT 1 FROM verdicts o WHERE o.study_id = verdicts.study_id AND o.judge = verdicts.judge
+                   AND o.model_a = verdicts.model_b AND o.model_b = verdicts.model_a));
+""",
+}
 
 
 def upgrade(store, migrations: list[tuple[int, str, str]], *, now: str) -> None:

@@ -104,6 +104,11 @@ class Bundle:
     judgment_lines : row -> line of the judgments (or ``(file, line)`` for a bundle of
         several files), to name the line of a verdict the store refuses.
     parts : for a folder, the bundle of each file (errors then name the file).
+    order : what the format knows of the order its judge saw the answers in, for the
+        judgments without an ``order_known`` column: ``known`` (``model_a`` was shown
+        first: PRD, ScaleEval, Arena battles, FastChat's two games), ``unknown``
+        (AlpacaEval randomises it) or ``auto`` (a canonical file: known for the pairs a
+        judge judged in both orientations, :func:`peercore.domain.verdicts.infer_order`).
     """
 
     source: str
@@ -118,6 +123,7 @@ class Bundle:
     answer_lines: LineOf | None = None  # where answer row i came from (for referential errors)
     parts: list["Bundle"] = field(default_factory=list)  # the files of a folder import, each as read
     judgment_lines: Callable[[int], object] | None = None  # where judgment row i came from
+    order: str = "auto"
 
     def is_empty(self) -> bool:
         return not (len(self.questions) or len(self.answers) or len(self.judgments) or self.debates)

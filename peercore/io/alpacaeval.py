@@ -127,7 +127,7 @@ def read_alpacaeval(path: str | Path) -> Bundle:
                                    frame["output_2"].astype(str).to_numpy(dtype=object)]).ravel(),
     })
     answers = dedupe_answers(answers, source=name, where=lambda row: (line_of(row // 2), f"output_{row % 2 + 1}"))
-    return Bundle(source=str(path), format="alpacaeval", questions=questions, answers=answers,
+    return Bundle(source=str(path), format="alpacaeval", order="unknown", questions=questions, answers=answers,
                   judgments=judgments, judges=_judges_of(judgments), files=[path], judgment_lines=line_of)
 
 

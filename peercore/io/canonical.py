@@ -73,7 +73,7 @@ IDENTIFIER_COLUMNS = ("question_id", "model_a", "model_b", "judge", "criterion")
 _WINNER_ALIASES = {"model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie"}
 _FAST_PATH_BYTES = 1 << 20  # files smaller than 1 MiB are simply read row by row
 # The columns a judgment file may use (others are not kept; Parquet does not even decode them).
-READ_COLUMNS = (*COLUMNS, "valid", "raw", "vote")
+READ_COLUMNS = (*COLUMNS, "valid", "raw", "vote", "order_known")
 # Python's str.strip() whitespace beyond what Arrow's utf8_trim_whitespace removes.
 _PY_WHITESPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006" \
                  "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -105,7 +105,7 @@ def read_canonical_judgments(path: str | Path, *, judge_prefix: str | None = Non
     path = Path(path)
     frame, line_of = _judgments_and_lines(path, judge_prefix=judge_prefix, default_judge=default_judge)
     return Bundle(source=str(path), format=format, judgments=frame, judges=_judges_of(frame), files=[path],
-                  judgment_lines=line_of)
+                  judgment_lines=line_of, order="known" if format == "arena" else "auto")
 
 
 def judgments_frame(path: Path, *, judge_prefix: str | None = None, default_judge: str | None = None) -> pd.DataFrame:
@@ -161,6 +161,29 @@ def _careful_canonical(frame: pd.DataFrame, *, name: str, line_of, judge_prefix:
     out = with_validity(canonical, valid=valid, raw=None if raw is None else raw.tolist())
     if "vote" in frame.columns:
         out["vote"] = whole_numbers(frame, "vote", source=name, line_of=line_of, default=0).astype(np.int64).to_numpy()
+    if "order_known" in frame.columns:
+        out["order_known"] = _order_known(frame["order_known"], name=name, line_of=line_of)
+    return out
+
+
+_ORDER_VALUES = {"true": True, "1": True, "yes": True, "known": True, "false": False, "0": False, "no": False,
+                 "unknown": False}
+
+
+def _order_known(values: pd.Series, *, name: str, line_of) -> np.ndarray:
+    """A file's ``order_known`` column (true / false, 1 / 0, known / unknown; empty: unknown)."""
+    out = np.zeros(len(values), dtype=bool)
+    for row, value in enumerate(values.tolist()):
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
+            out[row] = bool(value)
+            continue
+        flag = _ORDER_VALUES.get(str(value).strip().lower()) if isinstance(value, str) else None
+        if flag is None:
+            fail(f"order_known {quote(value)} is not true or false (whether model_a is the answer the judge saw "
+                 "first)", source=name, line=line_of(row), row=row, column="order_known", value=quote(value))
+        out[row] = flag
     return out
 
 
@@ -313,7 +336,7 @@ def fast_canonical(raw: pd.DataFrame, *, judge_prefix: str | None = None) -> pd.
     checks this); None means "ask the careful path", which names the first bad row.
     """
     if any(c not in raw.columns for c in REQUIRED_COLUMNS) or "valid" in raw.columns or "raw" in raw.columns \
-            or "vote" in raw.columns:
+            or "vote" in raw.columns or "order_known" in raw.columns:
         return None
     n = len(raw)
     if n == 0:

@@ -36,6 +36,11 @@ def add_commands(subparsers) -> None:
     imp.add_argument("--study", metavar="NAME", help="study to import into (created if needed; default: the "
                      "file or folder name)")
     imp.add_argument("--format", choices=FORMATS, default="auto", help="default: detected from the layout and fields")
+    imp.add_argument("--order", choices=("auto", "known", "unknown"), default=None,
+                     help="whether model_a is the answer each judge saw first: known, unknown, or auto (known for "
+                          "the pairs a judge judged in both orientations); default: what the format records (PRD, "
+                          "ScaleEval, Arena, FastChat pairs: known; AlpacaEval: unknown; canonical files: auto, or "
+                          "their order_known column)")
     add_db_option(imp)
     imp.set_defaults(handler=_import)
 
@@ -73,7 +78,7 @@ def _import(args) -> int:
     try:
         bundle = read_path(args.path, format=args.format)  # everything is checked before the database opens
         store = Store(args.db)
-        report = import_bundle(bundle, store=store, study=study)
+        report = import_bundle(bundle, store=store, study=study, order=args.order)
     except PeercoreError as exc:
         return fail(str(exc))
     except (ValueError, OSError) as exc:

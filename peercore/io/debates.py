@@ -149,7 +149,7 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
                          "judge": judge, "winner": final[0], "criterion": head["criterion"] or None,
                          "rationale": f"consensus of {len(speakers)} speakers after {last} discussion round(s)"})
             row_lines.append(line_of(int(first)))
-    bundle = Bundle(source=str(path), format="debates", debates=debates, files=[path])
+    bundle = Bundle(source=str(path), format="debates", order="known", debates=debates, files=[path])
     speakers = list(dict.fromkeys(table["speaker"]))
     bundle.judges = [{"name": s, "kind": "human" if s.startswith("human:") else "llm"} for s in speakers]
     if rows:

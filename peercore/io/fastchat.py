@@ -175,5 +175,5 @@ def read_fastchat_pairs(path: str | Path) -> Bundle:
     frame = pd.DataFrame(columns)
     judgments = _careful_canonical(frame, name=name, line_of=lambda row: row_lines[row], judge_prefix=None)
     judges = [{**j, "settings": {"prompt": sorted(templates.get(j["name"], []))}} for j in _judges_of(judgments)]
-    return Bundle(source=str(path), format="fastchat-pair", judgments=judgments, judges=judges, files=[path],
+    return Bundle(source=str(path), format="fastchat-pair", order="known", judgments=judgments, judges=judges, files=[path],
                   judgment_lines=lambda row: row_lines[row])

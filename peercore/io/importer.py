@@ -23,8 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from peercore.domain.verdicts import infer_order
 from peercore.errors import JudgmentError
 from peercore.io._common import Bundle, fail, merge, quote, sha256_of
 from peercore.io.names import look_alike_warnings
@@ -89,6 +91,9 @@ def read_path(path: str | Path, *, format: str = "auto") -> Bundle:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {quote(format)}")
     if not path.exists():
         fail("no such file or folder", source=str(path))
+    if not path.is_dir() and not path.is_file():  # a named pipe or a device would block the read, or never end
+        fail("is neither a regular file nor a folder (a named pipe, socket or device cannot be imported)",
+             source=str(path))
     if path.is_dir():
         check_folder(path)  # before anything inside is read
     chosen = detect_format(path) if format == "auto" else format
@@ -167,6 +172,9 @@ class ImportReport:
                        if table == "judgments" and self.invalid_judgments else "")
             out.append(f"  {table:<10} {counts.added:>9,} added{invalid}, {counts.skipped:,} skipped as already "
                        "stored (identical)")
+            if table == "judgments" and counts.repeated:
+                out.append(f"  {'':<10} {counts.repeated:>9,} of them repeated votes of a judge on a comparison it "
+                           "had voted on (rankings count their majority by default; --each-vote counts each)")
         for key, value in self.notes.items():
             if key != "files":
                 out.append(f"  {key.replace('_', ' ')}: {value}")
@@ -180,8 +188,16 @@ def default_study_name(path: str | Path) -> str:
     return path.name if path.is_dir() else path.stem
 
 
-def import_path(path: str | Path, *, store, study: str | None = None, format: str = "auto") -> ImportReport:
+def import_path(path: str | Path, *, store, study: str | None = None, format: str = "auto",
+                order: str | None = None) -> ImportReport:
     """Import ``path`` into ``study`` of ``store`` (see the module docstring for the order).
+
+    Parameters
+    ----------
+    order : whether ``model_a`` is the answer the judge saw first, for every verdict of
+        the import (``known`` or ``unknown``; ``auto``: a pair judged in both orientations
+        has a known order); None: what the format knows (:attr:`Bundle.order`), a file's
+        ``order_known`` column wins either way.
 
     Returns
     -------
@@ -190,10 +206,10 @@ def import_path(path: str | Path, *, store, study: str | None = None, format: st
         ``unresolved_debates`` for ScaleEval).
     """
     bundle = read_path(path, format=format)
-    return import_bundle(bundle, store=store, study=study or default_study_name(path))
+    return import_bundle(bundle, store=store, study=study or default_study_name(path), order=order)
 
 
-def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
+def import_bundle(bundle: Bundle, *, store, study: str, order: str | None = None) -> ImportReport:
     """Write a parsed bundle into ``study`` (created if needed), all or nothing.
 
     Every check against the stored study runs inside the write transaction, so a
@@ -208,7 +224,6 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
     """
     checksum = sha256_of(bundle.files) if bundle.files else None
     counts: dict = {}
-    bundle_invalid = int((bundle.judgments["valid"] == 0).sum()) if "valid" in bundle.judgments.columns else 0
     with store.transaction():
         exists = store.has_study(study)
         stored_questions = set(store.questions(study)["question_id"]) if exists else set()
@@ -217,36 +232,82 @@ def import_bundle(bundle: Bundle, *, store, study: str) -> ImportReport:
             _check_conflicts(bundle, store, study)
         registered = store.registered_judges(study) if exists else set()
         store.create_study(study, exist_ok=True)
-        invalid_before = store.summary(study)["invalid_judgments"] if exists and bundle_invalid else 0
         import_id = store.record_import(study, source=bundle.source, format=bundle.format, sha256=checksum)
         counts["questions"] = store.add_questions(study, bundle.questions)
         counts["answers"] = store.add_answers(study, bundle.answers)
         new_judges = [j for j in bundle.judges if j["name"] not in registered]
         if new_judges:
             store.add_judges(study, new_judges)
+        counts["judgments"], unknown_order = _write_judgments(bundle, store, study, import_id, order)
+        counts["debates"] = store.add_debates(study, bundle.debates)
+        _write_scores(bundle, store, study, import_id, counts)
+        invalid = counts["judgments"].invalid
+        notes = dict(bundle.notes)
+        warnings = look_alike_warnings(bundle_names(bundle), store.names(study) if exists else ())
+        if unknown_order:
+            warnings.append(unknown_order)
+        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes,
+                                            **({"warnings": warnings} if warnings else {})})
+    return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
+                        counts=counts, notes=notes, invalid_judgments=invalid, warnings=warnings)
+
+
+def _write_judgments(bundle: Bundle, store, study: str, import_id: int, order: str | None):
+    """The bundle's verdicts written file by file (a folder as its files one after another), and a warning
+    about verdicts stored with an unknown display order (or None).
+
+    Writing each file on its own gives a folder the answer its files give imported one
+    after the other (:meth:`peercore.store.Store.add_judgments`'s one rule for votes).
+    """
+    total = WriteCounts(0, 0)
+    inferred = 0
+    offset = 0
+    for part in _parts(bundle):
+        frame = part.judgments
+        if len(frame) == 0:
+            continue
+        policy = order or part.order
+        if "order_known" not in frame.columns:
+            frame = frame.assign(order_known=_order_of(frame, policy))
+            if policy == "auto":
+                inferred += int((~frame["order_known"].to_numpy(dtype=bool)).sum())
         try:
-            counts["judgments"] = store.add_judgments(study, bundle.judgments, import_id=import_id)
+            total = total + store.add_judgments(study, frame, import_id=import_id)
         except JudgmentError as exc:
+            if exc.row is not None and bundle.parts:
+                exc.row = exc.row + offset
             if _is_conflict(exc):
                 _refuse_conflict(bundle, exc, study)
             if exc.row is not None and exc.source is None:  # the store names its row: name the file's line
                 _refuse_row(bundle, exc)
             raise
-        counts["debates"] = store.add_debates(study, bundle.debates)
-        _write_scores(bundle, store, study, import_id, counts)
-        added = counts["judgments"].added
-        if not bundle_invalid or not added:
-            invalid = 0
-        elif not counts["judgments"].skipped:
-            invalid = bundle_invalid
-        else:
-            invalid = store.summary(study)["invalid_judgments"] - invalid_before
-        notes = dict(bundle.notes)
-        warnings = look_alike_warnings(bundle_names(bundle), store.names(study) if exists else ())
-        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes,
-                                            **({"warnings": warnings} if warnings else {})})
-    return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
-                        counts=counts, notes=notes, invalid_judgments=invalid, warnings=warnings)
+        offset += len(frame)
+    warning = None
+    if inferred:
+        warning = (f"{inferred:,} verdicts are on pairs of models their judge judged in one orientation only, so "
+                   "whether model_a was the answer shown first is unknown: position bias, swap consistency and the "
+                   "health check leave them out. If model_a is the answer the judge saw first, import with "
+                   "--order known (or give an order_known column)")
+    return total, warning
+
+
+def _order_of(frame: pd.DataFrame, policy: str) -> np.ndarray:
+    """``order_known`` of a file's verdicts under ``policy`` (known, unknown, auto)."""
+    if policy == "known":
+        return np.ones(len(frame), dtype=bool)
+    if policy == "unknown":
+        return np.zeros(len(frame), dtype=bool)
+    if policy != "auto":
+        raise ValueError(f"order must be auto, known or unknown, got {policy!r}")
+    (a, b), models = _codes_of([frame["model_a"], frame["model_b"]])
+    (judge,), _ = _codes_of([frame["judge"]])
+    return infer_order(a, b, judge, len(models))
+
+
+def _codes_of(columns):
+    uniques = sorted({str(v) for column in columns for v in pd.unique(column)})
+    index = {name: k for k, name in enumerate(uniques)}
+    return [column.astype(str).map(index).to_numpy(dtype=np.int64) for column in columns], uniques
 
 
 def bundle_names(bundle: Bundle) -> set[str]:

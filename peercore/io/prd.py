@@ -163,7 +163,7 @@ def read_prd_folder(folder: str | Path) -> Bundle:
     judgments["raw"] = None
     origins = [origin for frame in frames for origin in frame.attrs["origin"]]
     files = sorted(p for p in folder.glob("ratings-*/answer_*.jsonl"))
-    bundle = Bundle(source=str(folder), format="prd", judgments=judgments, files=files,
+    bundle = Bundle(source=str(folder), format="prd", order="known", judgments=judgments, files=files,
                     judgment_lines=lambda row: origins[row])
     questions_file = folder / "prompts" / "vicuna_questions.jsonl"
     if questions_file.is_file():
@@ -218,7 +218,7 @@ def read_prd_file(path: str | Path) -> Bundle:
     judgments["valid"] = 1
     judgments["raw"] = None
     origins = frame.attrs["origin"]
-    return Bundle(source=str(path), format="prd-file", judgments=judgments, files=[path],
+    return Bundle(source=str(path), format="prd-file", order="known", judgments=judgments, files=[path],
                   judges=[{"name": judge, "kind": "human" if reviewer == "human" else "llm"}],
                   judgment_lines=lambda row: origins[row], notes={"reviewer": judge, "pair": f"{model_a} vs {model_b}"})
 
@@ -409,7 +409,7 @@ def read_prd_discussions(path: str | Path) -> Bundle:
     judgments["vote"] = frame["vote"].astype(int).to_numpy()
     reviewers = sorted(set(debates["metadata"].map(lambda m: m["leader"])))
     return Bundle(
-        source=str(path), format="prd-discussions",
+        source=str(path), format="prd-discussions", order="known",
         questions=questions_frame(questions, name=path.name, line_of=lambda row: lines[row]), answers=answers,
         judgments=judgments, files=[path],
         judges=[*({"name": r, "kind": "llm"} for r in reviewers), {"name": PRD_EXPERT_JUDGE, "kind": "human"}],

@@ -425,7 +425,7 @@ class _Reader:
     # -------------------------------------------------------------------- bundle
 
     def bundle(self, *, source: str) -> Bundle:
-        out = Bundle(source=source, format="scaleeval", files=list(dict.fromkeys(self.files)))
+        out = Bundle(source=source, format="scaleeval", order="known", files=list(dict.fromkeys(self.files)))
         if self.question_rows:
             out.questions = pd.DataFrame(list(self.question_rows.values())).astype(
                 {"question_id": "str", "text": "str", "category": "str"})

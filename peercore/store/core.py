@@ -67,13 +67,21 @@ class ScoreConflict(JudgmentError):
 
 @dataclass(frozen=True)
 class WriteCounts:
-    """How many rows a write added, and how many it skipped as already present."""
+    """How many rows a write added, and how many it skipped as already present.
+
+    For verdicts, ``repeated`` counts the rows added as a repeated vote of a judge on a
+    comparison it had voted on already (in the same write or before), ``invalid`` the
+    rows added with no readable verdict.
+    """
 
     added: int
     skipped: int
+    repeated: int = 0
+    invalid: int = 0
 
     def __add__(self, other: "WriteCounts") -> "WriteCounts":
-        return WriteCounts(self.added + other.added, self.skipped + other.skipped)
+        return WriteCounts(self.added + other.added, self.skipped + other.skipped, self.repeated + other.repeated,
+                           self.invalid + other.invalid)
 
 
 def default_db_path() -> Path | str:

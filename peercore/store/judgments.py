@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from peercore.domain.verdicts import infer_order
 from peercore.errors import JudgmentError, VerdictConflict
 from peercore.judgments import COLUMNS, WINNERS, judgments_from_frame
 from peercore.store.core import VERDICTS, WriteCounts, _now
@@ -23,15 +24,27 @@ class JudgmentsMixin:
     # --------------------------------------------------------------------- judgments
 
     def add_judgments(self, study: str, judgments: pd.DataFrame, *, run_id: str | None = None,
-                      import_id: int | None = None) -> WriteCounts:
-        """Insert verdicts in the canonical shape; a stored identical verdict is skipped, another refused.
+                      import_id: int | None = None, order: str = "auto") -> WriteCounts:
+        """Insert verdicts in the canonical shape: new votes added, votes already stored skipped.
 
-        The natural key is (question_id, model_a, model_b, judge, criterion, turn, round,
-        vote). ``vote`` (optional column) numbers repeated verdicts by one judge on one
-        key, e.g. anonymous crowd votes; when absent, repeats within ``judgments`` are
-        numbered 0, 1, 2 ... in row order, so importing the same file twice adds nothing.
+        A comparison is (question_id, model_a, model_b, judge, criterion, turn, round); a
+        judge may vote on it more than once (anonymous crowd votes, PRD's three human
+        votes per pair), each vote numbered (``vote``). One rule decides what a row is,
+        however the rows are split into writes (a file, a folder, one file after
+        another): per comparison, the rows and the stored votes are matched verdict by
+        verdict (winner, p_a, validity, rationale, raw text); a row whose verdict is
+        stored as often as it has appeared so far is that stored vote again (skipped:
+        importing a file twice, or a grown file, adds only what is new), any other row is
+        a new vote, numbered after the comparison's stored votes. ``WriteCounts.repeated``
+        says how many rows were added as a second or later vote on a comparison.
+
+        With a ``vote`` column the numbers are the file's own: a row whose comparison and
+        vote are stored with another verdict is refused (:class:`VerdictConflict`).
         Optional columns ``valid`` (default 1) and ``raw`` keep an unparseable verdict
-        (``winner`` empty) with its raw text.
+        (``winner`` empty) with its raw text; ``order_known`` (booleans) says whether
+        ``model_a`` is the answer the judge saw first, else ``order`` does for every row
+        (``known``, ``unknown``, or ``auto``: known for the pairs a judge judged in both
+        orientations here, :func:`peercore.domain.verdicts.infer_order`).
 
         A frame already in canonical dtypes (as :func:`~peercore.judgments.judgments_from_frame`
         returns) is checked with a few vectorised tests on its distinct values instead
@@ -47,7 +60,7 @@ class JudgmentsMixin:
             verdict (winner, p_a, validity, rationale or raw text); nothing is written.
         """
         sid = self.study_id(study)
-        encoded = _encode_judgments(judgments)
+        encoded = _encode_judgments(judgments, order=order)
         with self.transaction() as tx:
             if import_id is not None:
                 self._refuse_run_judges(tx, sid, study, encoded)
@@ -174,6 +187,8 @@ class _Encoded:
     p_a: np.ndarray              # float, NaN = not given
     rationale: list | None       # None when no row has one
     raw: list | None
+    order_known: np.ndarray      # 1: model_a was shown first; 0: not recorded
+    explicit_vote: bool = False  # the frame numbered its votes itself (column 'vote')
 
 
 def _arrow(series: pd.Series) -> pa.Array:
@@ -227,7 +242,7 @@ def _trusted_canonical(frame: pd.DataFrame) -> bool:
     return True
 
 
-def _encode_judgments(judgments: pd.DataFrame) -> _Encoded:
+def _encode_judgments(judgments: pd.DataFrame, *, order: str = "auto") -> _Encoded:
     """Validate (see :meth:`Store.add_judgments`) and encode a judgment table."""
     if not isinstance(judgments, pd.DataFrame):
         raise TypeError(f"judgments must be a pandas DataFrame, got {type(judgments).__name__}")
@@ -258,7 +273,8 @@ def _encode_judgments(judgments: pd.DataFrame) -> _Encoded:
     turn = frame["turn"].fillna(0).to_numpy(dtype=np.int64)
     round_ = frame["round"].fillna(0).to_numpy(dtype=np.int64)
     question = _arrow(frame["question_id"])
-    if "vote" in judgments.columns:
+    explicit_vote = "vote" in judgments.columns
+    if explicit_vote:
         numbers = pd.to_numeric(judgments["vote"], errors="coerce").fillna(0).to_numpy(dtype=float)
         bad = ~np.isfinite(numbers) | (numbers < 0) | (numbers > _MAX_VOTE) | (numbers % 1 != 0)
         if bad.any():
@@ -271,6 +287,17 @@ def _encode_judgments(judgments: pd.DataFrame) -> _Encoded:
     else:
         vote = _vote_numbers(question, coded["model_a"], coded["model_b"], coded["judge"], coded["criterion"],
                              turn, round_)
+    if "order_known" in judgments.columns:
+        order_known = judgments["order_known"].astype(object).map(_order_flag).to_numpy(dtype=np.int64)
+    elif order == "known":
+        order_known = np.ones(n, dtype=np.int64)
+    elif order == "unknown":
+        order_known = np.zeros(n, dtype=np.int64)
+    elif order == "auto":
+        order_known = infer_order(coded["model_a"], coded["model_b"], coded["judge"],
+                                  len(labels)).astype(np.int64)
+    else:
+        raise ValueError(f"order must be auto, known or unknown, got {order!r}")
     rationale = frame["rationale"]
     raw = judgments["raw"] if "raw" in judgments.columns else None
     if raw is not None:
@@ -285,7 +312,22 @@ def _encode_judgments(judgments: pd.DataFrame) -> _Encoded:
         round=round_, vote=vote, valid=valid.astype(np.int64), p_a=frame["p_a"].to_numpy(dtype=float),
         rationale=_nullable_list(rationale) if rationale.notna().any() else None,
         raw=_nullable_list(raw) if raw is not None and raw.notna().any() else None,
+        order_known=order_known, explicit_vote=explicit_vote,
     )
+
+
+def _order_flag(value) -> int:
+    """An ``order_known`` cell as 0 / 1 (booleans, 0 / 1, true / false, known / unknown)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "1", "yes", "known"):
+            return 1
+        if text in ("false", "0", "no", "unknown", ""):
+            return 0
+        raise ValueError(f"order_known must be true or false, got {value!r}")
+    if value is None or (isinstance(value, float) and value != value):
+        return 0
+    return int(bool(value))
 
 
 def _vote_numbers(question_id: pa.Array, *codes: np.ndarray) -> np.ndarray:
@@ -316,11 +358,18 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
     if n == 0:
         return WriteCounts(0, 0)
     lookup = np.append(codes, 0)  # index -1 (no criterion) -> code 0
+    if encoded.explicit_vote:
+        new = np.ones(n, dtype=bool)
+    else:
+        encoded.vote, new = _place_votes(tx, study_id, encoded, lookup)
+    rows = np.flatnonzero(new)
+    if len(rows) == 0:
+        return WriteCounts(0, n)
     columns: dict[str, list] = {
-        "question_id": encoded.question_id,
-        "model_a": lookup[encoded.model_a].tolist(),
-        "model_b": lookup[encoded.model_b].tolist(),
-        "judge": lookup[encoded.judge].tolist(),
+        "question_id": [encoded.question_id[k] for k in rows] if len(rows) < n else encoded.question_id,
+        "model_a": lookup[encoded.model_a[rows]].tolist(),
+        "model_b": lookup[encoded.model_b[rows]].tolist(),
+        "judge": lookup[encoded.judge[rows]].tolist(),
     }
     # Constants are SQL literals: bound once per statement, not once per row. They are
     # integers we computed and a timestamp we formatted, never user text.
@@ -328,45 +377,116 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
     if import_id is not None:
         literals["import_id"] = str(int(import_id))
     filled = set()
-    for name, values in (("criterion", lookup[encoded.criterion]), ("turn", encoded.turn), ("round", encoded.round),
-                         ("vote", encoded.vote), ("valid", encoded.valid)):
-        if name != "valid" and (values != 0).any():
+    for name, values in (("criterion", lookup[encoded.criterion[rows]]), ("turn", encoded.turn[rows]),
+                         ("round", encoded.round[rows]), ("vote", encoded.vote[rows]), ("valid", encoded.valid[rows]),
+                         ("order_known", encoded.order_known[rows])):
+        if name not in ("valid", "order_known") and (values != 0).any():
             filled.add(name)
         if (values == values[0]).all():
-            if values[0] != 0 or name == "valid":
+            if values[0] != 0 or name in ("valid", "order_known"):
                 literals[name] = str(int(values[0]))
         else:
             columns[name] = values.tolist()
-    winner = encoded.winner
+    winner = encoded.winner[rows]
     if (winner == winner[0]).all() and winner[0] >= 0:
         literals["winner"] = str(int(winner[0]))
     elif (winner >= 0).all():
         columns["winner"] = winner.tolist()
     else:
         columns["winner"] = [None if w < 0 else w for w in winner.tolist()]
-    if not np.isnan(encoded.p_a).all():
-        columns["p_a"] = [None if p != p else p for p in encoded.p_a.tolist()]
+    p_a = encoded.p_a[rows]
+    if not np.isnan(p_a).all():
+        columns["p_a"] = [None if p != p else p for p in p_a.tolist()]
         filled.add("p_a")
-    if encoded.rationale is not None:
-        columns["rationale"] = encoded.rationale
-        filled.add("rationale")
-    if encoded.raw is not None:
-        columns["raw"] = encoded.raw
-        filled.add("raw")
+    for name in ("rationale", "raw"):
+        values = getattr(encoded, name)
+        if values is not None:
+            columns[name] = [values[k] for k in rows] if len(rows) < n else values
+            filled.add(name)
     if run_id is not None:
-        columns["run_id"] = [run_id] * n
+        columns["run_id"] = [run_id] * len(rows)
     names = list(literals) + list(columns)
     sql = (f"INSERT OR IGNORE INTO verdicts ({', '.join(names)}) "
            f"VALUES ({', '.join(list(literals.values()) + ['?'] * len(columns))})")
     before = tx.total_changes
     tx.executemany(sql, zip(*columns.values()))
     added = tx.total_changes - before
-    if added < n:  # some keys were there already: identical verdicts are fine, others are refused
+    if added < len(rows):  # only with the file's own vote numbers: identical verdicts are fine, others refused
         _refuse_conflicts(tx, study_id, encoded, lookup)
     if added and filled:
         tx.executemany("INSERT OR IGNORE INTO verdict_columns (study_id, name) VALUES (?, ?)",
                        [(study_id, name) for name in sorted(filled)])
-    return WriteCounts(added, n - added)
+    return WriteCounts(added, n - added, repeated=int((encoded.vote[rows] > 0).sum()),
+                       invalid=int((encoded.valid[rows] == 0).sum()))
+
+
+def _place_votes(tx: sqlite3.Connection, study_id: int, encoded: _Encoded,
+                 lookup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's vote number and whether it is a new vote (see :meth:`Store.add_judgments`).
+
+    Without stored verdicts of these judges, every row is new and the n-th row of a
+    comparison is its vote n - 1. Otherwise the rows and the stored votes of the same
+    judges (and questions, when few) are sorted together in one query (``UNION ALL``,
+    window functions partitioned by comparison and by comparison and verdict): a row is
+    the stored vote again when its verdict appeared at most as often in the rows so far
+    as it is stored; a new vote is numbered after the comparison's highest stored vote.
+    Every plan the server may choose is a sort (no join on the key; see
+    :func:`_refuse_conflicts` for why that matters on PostgreSQL).
+    """
+    n = encoded.n
+    judges = sorted(set(lookup[np.unique(encoded.judge)].tolist()))
+    listed = judges if len(judges) <= _MAX_LISTED else []
+    of = f" AND judge IN ({', '.join('?' * len(listed))})" if listed else ""
+    stored = tx.execute(f"SELECT 1 FROM verdicts WHERE study_id = ?{of} LIMIT 1", (study_id, *listed)).fetchone()
+    if stored is None:
+        return encoded.vote, np.ones(n, dtype=bool)
+    _fill_incoming(tx, encoded, lookup)
+    questions = sorted(set(encoded.question_id))
+    questions = questions if len(questions) <= _MAX_LISTED else []
+    of = (f" AND s.judge IN ({', '.join('?' * len(listed))})" if listed else "") + \
+         (f" AND s.question_id IN ({', '.join('?' * len(questions))})" if questions else "")
+    comparison = "k.question_id, k.model_a, k.model_b, k.judge, k.criterion, k.turn, k.round"
+    verdict = f"{comparison}, k.winner, k.p_a, k.valid, k.rationale, k.raw"
+    rows = tx.execute(
+        "SELECT m.row, m.stored_same, m.occurrence, m.top FROM ("
+        f"SELECT k.row, SUM(k.stored) OVER (PARTITION BY {verdict}) AS stored_same, "
+        f"SUM(1 - k.stored) OVER (PARTITION BY {verdict} ORDER BY k.row ROWS UNBOUNDED PRECEDING) AS occurrence, "
+        f"MAX(k.vote) OVER (PARTITION BY {comparison}) AS top FROM ("
+        "SELECT i.row, 0 AS stored, NULL AS vote, i.question_id, i.model_a, i.model_b, i.judge, i.criterion, i.turn, "
+        "i.round, i.winner, i.p_a, i.valid, i.rationale, i.raw FROM _incoming i "
+        "UNION ALL SELECT NULL, 1, s.vote, s.question_id, s.model_a, s.model_b, s.judge, s.criterion, s.turn, "
+        "s.round, s.winner, s.p_a, s.valid, s.rationale, s.raw FROM verdicts s WHERE s.study_id = ?" + of +
+        ") AS k) AS m WHERE m.row IS NOT NULL ORDER BY m.row",
+        (study_id, *listed, *questions)).fetchall()
+    tx.execute("DELETE FROM _incoming")
+    table = np.array([[r[0], r[1], r[2], -1 if r[3] is None else r[3]] for r in rows], dtype=np.int64)
+    new = table[:, 2] > table[:, 1]
+    top = table[:, 3]
+    key = pd.DataFrame({"q": pd.factorize(pd.Series(encoded.question_id))[0], "a": encoded.model_a,
+                        "b": encoded.model_b, "j": encoded.judge, "c": encoded.criterion, "t": encoded.turn,
+                        "r": encoded.round})
+    rank = key[new].groupby(list(key.columns), sort=False).cumcount().to_numpy(dtype=np.int64)
+    vote = np.zeros(n, dtype=np.int64)
+    vote[new] = top[new] + 1 + rank
+    return vote, new
+
+
+def _fill_incoming(tx: sqlite3.Connection, encoded: _Encoded, lookup: np.ndarray) -> None:
+    """The rows to write, in a temporary table ``_incoming`` (keys as label codes, verdicts as stored)."""
+    n = encoded.n
+    tx.execute("CREATE TEMP TABLE IF NOT EXISTS _incoming (row INTEGER, question_id TEXT, model_a INTEGER, "
+               "model_b INTEGER, judge INTEGER, criterion INTEGER, turn INTEGER, round INTEGER, vote INTEGER, "
+               "winner INTEGER, p_a REAL, valid INTEGER, rationale TEXT, raw TEXT)")
+    tx.execute("DELETE FROM _incoming")
+    winner = [None if w < 0 else w for w in encoded.winner.tolist()]
+    p_a = [None if p != p else p for p in encoded.p_a.tolist()]
+    rationale = encoded.rationale if encoded.rationale is not None else [None] * n
+    raw = encoded.raw if encoded.raw is not None else [None] * n
+    tx.executemany(
+        "INSERT INTO _incoming VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        zip(range(n), encoded.question_id, lookup[encoded.model_a].tolist(), lookup[encoded.model_b].tolist(),
+            lookup[encoded.judge].tolist(), lookup[encoded.criterion].tolist(), encoded.turn.tolist(),
+            encoded.round.tolist(), encoded.vote.tolist(), winner, p_a, encoded.valid.tolist(), rationale, raw))
 
 
 _KEY_FIELDS = ("question_id", "model_a", "model_b", "judge", "criterion", "turn", "round", "vote")
@@ -397,20 +517,12 @@ def _refuse_conflicts(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, 
     stored verdict of the pair (a grown file of 12,000 rows: 29.9 s; 40,000: over 13 minutes,
     holding the write lock; benchmarks/results/import_growth.md).
     """
+    _fill_incoming(tx, encoded, lookup)
     n = encoded.n
-    tx.execute("CREATE TEMP TABLE IF NOT EXISTS _incoming (row INTEGER, question_id TEXT, model_a INTEGER, "
-               "model_b INTEGER, judge INTEGER, criterion INTEGER, turn INTEGER, round INTEGER, vote INTEGER, "
-               "winner INTEGER, p_a REAL, valid INTEGER, rationale TEXT, raw TEXT)")
-    tx.execute("DELETE FROM _incoming")
     winner = [None if w < 0 else w for w in encoded.winner.tolist()]
     p_a = [None if p != p else p for p in encoded.p_a.tolist()]
     rationale = encoded.rationale if encoded.rationale is not None else [None] * n
     raw = encoded.raw if encoded.raw is not None else [None] * n
-    tx.executemany(
-        "INSERT INTO _incoming VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        zip(range(n), encoded.question_id, lookup[encoded.model_a].tolist(), lookup[encoded.model_b].tolist(),
-            lookup[encoded.judge].tolist(), lookup[encoded.criterion].tolist(), encoded.turn.tolist(),
-            encoded.round.tolist(), encoded.vote.tolist(), winner, p_a, encoded.valid.tolist(), rationale, raw))
     # The stored side: the verdicts of the incoming judges (and questions, when few), named by value.
     judges = sorted(set(lookup[np.unique(encoded.judge)].tolist()))
     questions = sorted(set(encoded.question_id))

@@ -426,6 +426,21 @@ CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 -- it so that counting the verdicts with a probability reads nothing else.
 CREATE INDEX verdicts_tally ON verdicts (study_id, judge, model_a, model_b, valid, winner, p_a);
 """),
+    (9, "what a verdict's order means: whether model_a is the answer the judge saw first (issue 18)", """
+-- 1: model_a is the answer the judge saw first; 0: the source did not record the order
+-- (AlpacaEval randomises it, many files fix or sort a pair's orientation). Position
+-- statistics use known orders only (peercore.position).
+ALTER TABLE verdicts ADD COLUMN order_known INTEGER NOT NULL DEFAULT 0 CHECK (order_known = 0 OR order_known = 1);
+-- What was stored before: PeerBoard's runs and the formats that record the order know it;
+-- for the rest, a pair its judge judged in both orientations has a known order, a pair seen
+-- one way round (and every AlpacaEval annotation) an unknown one.
+UPDATE verdicts SET order_known = 1
+WHERE run_id IS NOT NULL
+   OR import_id IN (SELECT id FROM imports WHERE format IN ('prd', 'prd-file', 'scaleeval', 'debates', 'arena'))
+   OR ((import_id IS NULL OR import_id NOT IN (SELECT id FROM imports WHERE format = 'alpacaeval'))
+       AND EXISTS (SELECT 1 FROM verdicts o WHERE o.study_id = verdicts.study_id AND o.judge = verdicts.judge
+                   AND o.model_a = verdicts.model_b AND o.model_b = verdicts.model_a));
+"""),
 ]
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]

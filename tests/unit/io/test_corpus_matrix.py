@@ -226,28 +226,35 @@ def test_a_symlink_inside_the_folder_is_fine(tmp_path):
     assert len(read_path(folder).judgments) == 2
 
 
-CONFLICTS = {
-    # file name: (content, line of the contradicting row)
-    "day2.csv": ("question_id,model_a,model_b,judge,winner\nq2,a,b,j,tie\nq1,a,b,j,model_b\n", 3),
+REPEATS = {
+    # file name: content holding one row that votes again, differently, on a stored comparison (q1, a, b)
+    "day2.csv": "question_id,model_a,model_b,judge,winner\nq2,a,b,j,tie\nq1,a,b,j,model_b\n",
     "day2.jsonl": ('{"question_id": "q2", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie"}\n'
-                   '{"question_id": "q1", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie"}\n', 2),
-    "arena_day2.jsonl": ('{"question_id": "q1", "model_a": "a", "model_b": "b", "winner": "model_b", "tstamp": 1}\n', 1),
-    "votes_day2.csv": ("question_id,model_a,model_b,annotator,winner\nq7,a,b,alice,tie\nq1,a,b,alice,tie\n", 3),
+                   '{"question_id": "q1", "model_a": "a", "model_b": "b", "judge": "j", "winner": "tie"}\n'),
+    "arena_day2.jsonl": '{"question_id": "q1", "model_a": "a", "model_b": "b", "winner": "model_b", "tstamp": 1}\n',
+    "votes_day2.csv": "question_id,model_a,model_b,annotator,winner\nq7,a,b,alice,tie\nq1,a,b,alice,tie\n",
     "gpt-4_pair.jsonl": ('{"question_id": "q1", "model_1": "a", "model_2": "b", "g1_winner": "model_2", '
-                         '"g2_winner": "model_2", "judge": ["gpt-4", "pair-v2"], "turn": 0}\n', 1),
+                         '"g2_winner": "model_2", "judge": ["gpt-4", "pair-v2"], "turn": 0}\n'),
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFLICTS))
-def test_a_verdict_that_contradicts_a_stored_one_is_refused_naming_file_line_and_key(name, db, tmp_path, capsys):
-    """On main these were 'skipped as duplicates' and dropped; now the import is refused."""
-    content, line = CONFLICTS[name]
+@pytest.mark.parametrize("name", sorted(REPEATS))
+def test_another_verdict_on_a_stored_comparison_is_a_repeated_vote_and_the_import_says_so(name, db, tmp_path, capsys):
+    """One rule for a comparison seen again with another verdict (issue 18, item 3): a repeated vote, whether it
+    comes in the same file or in a later import (before: a vote in one file, a refused conflict across two)."""
+    from peercore.cli import main
+    from peercore.store import Store
+
     path = tmp_path / name
-    path.write_text(content)
-    message = reject(path, db, capsys)
-    assert re.search(rf"^{re.escape(name)}, line {line}, column 'winner': a different verdict \(another winner\) for "
-                     r"question_id 'q1', model_a 'a', model_b 'b', judge '[^']+'.* is already stored in study "
-                     r"'existing'", message), message
+    path.write_text(REPEATS[name])
+    before = Store(db).judgments("existing", with_vote=True)
+    assert main(["import", str(path), "--study", "existing", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"of them repeated votes of a judge on a comparison it had voted on \(rankings count their "
+                     r"majority by default; --each-vote counts each\)", out), out
+    after = Store(db).judgments("existing", with_vote=True)
+    added = after.iloc[len(before):]
+    assert (added["vote"] > 0).any() and (added.loc[added["vote"] > 0, "question_id"] == "q1").all()
 
 
 def test_the_same_verdicts_again_are_skipped_as_already_stored(db, tmp_path, capsys):

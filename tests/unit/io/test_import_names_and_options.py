@@ -66,12 +66,12 @@ def test_names_that_look_alike_are_imported_with_a_warning(db, tmp_path, capsys)
     db = str(db)
     first = tmp_path / "first.csv"
     first.write_text(HEADER + "q1,gpt4,claude,judge-x,model_a\nq2,GPT4,claude,judge-x,model_a\n")
-    code, out, _ = run(capsys, "import", str(first), "--study", "s", "--db", db)
+    code, out, _ = run(capsys, "import", str(first), "--study", "s", "--db", db, "--order", "known")
     assert code == 0 and "warning" not in out  # case differs visibly: no warning
     second = tmp_path / "second.csv"  # a Cyrillic р, full-width letters, and a judge spelled with a Cyrillic х
     second.write_text(HEADER + "q3,gрt4,claude,judge-x,model_b\nq4,ｃｌａｕｄｅ,gpt4,judge-x,tie\n"
                                 "q5,gpt4,claude,judge-\u0445,model_a\n", encoding="utf-8")
-    code, out, _ = run(capsys, "import", str(second), "--study", "s", "--db", db)
+    code, out, _ = run(capsys, "import", str(second), "--study", "s", "--db", db, "--order", "known")
     assert code == 0
     warnings = [line.strip() for line in out.splitlines() if line.strip().startswith("warning:")]
     assert len(warnings) == 3, out

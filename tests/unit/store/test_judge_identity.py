@@ -27,15 +27,32 @@ def _verdicts(judge: str, winners, **extra) -> pd.DataFrame:
                          "judge": judge, "winner": list(winners), **extra})
 
 
-def test_identical_verdicts_are_skipped_and_a_different_one_refused_naming_the_key(store):
+def test_identical_verdicts_are_skipped_and_a_different_one_is_a_repeated_vote(store):
+    """One rule for a comparison seen again with another verdict (issue 18, item 3): a new vote, numbered after
+    the stored ones, however the rows are split into writes; the same verdict again is the stored vote."""
     assert store.add_judgments("s", _verdicts("j", ["model_a", "tie"])).added == 2
     assert store.add_judgments("s", _verdicts("j", ["model_a", "tie"])).skipped == 2
-    before = store.judgments("s")
-    with pytest.raises(VerdictConflict, match=r"question_id 'q1', model_a 'a', model_b 'b', judge 'j', vote 0\): "
-                                              r"winner 'tie' stored, 'model_b' in this row") as info:
-        store.add_judgments("s", _verdicts("j", ["model_a", "model_b"]))
-    assert info.value.row == 1 and info.value.key["question_id"] == "q1"
-    pd.testing.assert_frame_equal(store.judgments("s"), before)  # nothing written
+    counts = store.add_judgments("s", _verdicts("j", ["model_a", "model_b"]))
+    assert (counts.added, counts.skipped, counts.repeated) == (1, 1, 1)
+    stored = store.judgments("s", with_vote=True)
+    assert list(zip(stored["question_id"], stored["winner"], stored["vote"])) == [
+        ("q0", "model_a", 0), ("q1", "tie", 0), ("q1", "model_b", 1)]
+    assert store.add_judgments("s", _verdicts("j", ["model_a", "model_b"])).skipped == 2  # again: nothing new
+
+
+def test_the_same_rows_give_the_same_votes_however_they_are_split_into_writes(tmp_path):
+    """Two writes one after the other, or the same rows in one write: the same stored votes (issue 18, item 3)."""
+    rows = _verdicts("j", ["model_a", "tie"]).assign(question_id="q")
+    first, second = rows.iloc[[0]], rows.iloc[[1]]
+    stores = [Store(tmp_path / f"{k}.sqlite") for k in range(2)]
+    for store in stores:
+        store.create_study("s")
+    stores[0].add_judgments("s", rows)
+    stores[1].add_judgments("s", first)
+    stores[1].add_judgments("s", second)
+    one, two = (s.judgments("s", with_vote=True)[["question_id", "winner", "vote"]] for s in stores)
+    pd.testing.assert_frame_equal(one, two)
+    assert one["vote"].tolist() == [0, 1]
 
 
 def test_a_key_repeated_with_another_verdict_in_one_frame_is_refused(store):

@@ -173,8 +173,7 @@ def test_human_and_judge_scores(db):
 
 def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
     """20,000 verdicts with every optional column (COPY on PostgreSQL), a repeat (all skipped), an overlapping
-    write (only the new rows added, in order), a conflict (refused)."""
-    from peercore.errors import VerdictConflict
+    write (only the new rows added, in order), another verdict on a stored comparison (a repeated vote)."""
     from peercore.judgments import judgments_from_frame
 
     n, more = 20_000, 4_000
@@ -195,11 +194,10 @@ def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
     assert store.add_judgments("s", everything.iloc[::-1]) == WriteCounts(more, n)  # new rows last-first
     pd.testing.assert_frame_equal(store.judgments("s"), pd.concat([frame, everything.iloc[n:][::-1]],
                                                                    ignore_index=True))
-    clash = frame.iloc[[5]].copy()
-    clash["winner"] = "model_b" if clash["winner"].iloc[0] != "model_b" else "model_a"
-    with pytest.raises(VerdictConflict, match="question_id 'q5'"):
-        store.add_judgments("s", clash)
-    assert store.summary("s")["judgments"] == n + more
+    again = frame.iloc[[5]].copy()
+    again["winner"] = "model_b" if again["winner"].iloc[0] != "model_b" else "model_a"
+    assert store.add_judgments("s", again) == WriteCounts(1, 0, repeated=1)  # another vote on q5 (issue 18)
+    assert len(store.judgments("s")) == n + more + 1
 
 
 def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):

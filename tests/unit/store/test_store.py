@@ -117,7 +117,7 @@ def test_round_trip_of_an_empty_study(store):
 
 def test_same_judgment_twice_is_one_row_and_repeats_are_votes(store):
     rows = frame([("q", "a", "b", "crowd", "model_a"), ("q", "a", "b", "crowd", "tie"), ("q", "b", "a", "crowd", "tie")])
-    assert store.add_judgments("s", rows) == WriteCounts(3, 0)
+    assert store.add_judgments("s", rows) == WriteCounts(3, 0, repeated=1)
     assert store.add_judgments("s", rows) == WriteCounts(0, 3)
     out = store.judgments("s", with_vote=True)
     assert list(out["vote"]) == [0, 1, 0]
@@ -134,7 +134,7 @@ def test_vote_column_given_explicitly(store):
 def test_invalid_verdicts_keep_key_and_raw_text(store):
     rows = frame([("q", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", None)], valid=[1, 0],
                  raw=[None, "I cannot decide [[?]]"])
-    assert store.add_judgments("s", rows) == WriteCounts(2, 0)
+    assert store.add_judgments("s", rows) == WriteCounts(2, 0, invalid=1)
     assert len(store.judgments("s")) == 1
     everything = store.judgments("s", include_invalid=True)
     assert list(everything["valid"]) == [1, 0]
