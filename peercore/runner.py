@@ -1032,7 +1032,7 @@ class _RunState:
         with store.transaction():
             rows = [row for c in batch if c.outcome for row in c.outcome.judgments]
             for columns, group in _by_columns(rows).items():
-                store.add_judgments(study, pd.DataFrame(group, columns=list(columns)), run_id=run_id)
+                store.add_judgments(study, pd.DataFrame(group, columns=list(columns)), run_id=run_id, order="known")
             answers = [row for c in batch if c.outcome for row in c.outcome.answers]
             if answers:
                 store.add_answers(study, pd.DataFrame(answers), run_id=run_id)
