@@ -44,7 +44,9 @@ from _common import machine, markdown_table  # noqa: E402
 
 from peercore.io.importer import import_path  # noqa: E402
 from peercore.judgments import judgments_from_frame  # noqa: E402
-from peercore.store import _MIGRATIONS, Store, _statements  # noqa: E402
+from peercore.store import Store
+from peercore.store.legacy import LEGACY  # noqa: E402
+from peercore.store.schema import statements  # noqa: E402
 
 N_MODELS, N_BATTLES, N_VOTERS, TIE_RATE = 100, 1_000_000, 5_000, 0.10
 
@@ -91,7 +93,7 @@ class VersionOneStore:
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
             self.connection.execute(f"PRAGMA {pragma}")
         self.connection.execute("BEGIN")
-        for statement in _statements(_MIGRATIONS[0][2]):
+        for statement in statements(LEGACY[0][2]):
             self.connection.execute(statement)
         self.connection.execute("INSERT INTO studies (id, name, created_at) VALUES (1, 'arena', 'now')")
         self.connection.execute("COMMIT")

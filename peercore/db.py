@@ -21,7 +21,7 @@ SQLite                             PostgreSQL
 tables)
 ``PRAGMA busy_timeout = N``        ``SET lock_timeout``; other PRAGMAs answer no rows
 ``ORDER BY rowid``                 a ``rowid`` identity column in the PostgreSQL schema
-                                   (:mod:`peercore.pg_schema`), hidden from ``dict(row)``
+                                   (:mod:`peercore.store.schema`), hidden from ``dict(row)``
 =================================  ===================================================
 
 Only text outside string literals and quoted names is rewritten. The SQLite path does not

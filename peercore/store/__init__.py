@@ -19,8 +19,8 @@ One database file holds many studies. Properties:
 - **Provenance**: every import is recorded in ``imports`` (file, format, checksum, counts,
   time) and merged into the study's ``source``.
 - **PostgreSQL** too: ``Store("postgresql://...")`` runs the same code through a thin
-  dialect layer (:mod:`peercore.db`: psycopg 3, COPY for bulk writes) on the schema of
-  :mod:`peercore.pg_schema` (same versions; later migrations carry both forms).
+  dialect layer (:mod:`peercore.db`: psycopg 3, COPY for bulk writes) on the same schema,
+  defined once for both engines (:mod:`peercore.store.schema`).
   ``$PEERBOARD_DB`` (the CLI's and the dashboard's database) takes files only, for now.
 - **No secrets**: nothing here stores API keys; run configurations are scrubbed of
   keys named like secrets before they are written (:func:`scrub_secrets`).
@@ -29,8 +29,8 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 8)
-------------------
+Schema (version 10)
+-------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
 =================  ==========================================================  =============================
@@ -98,7 +98,7 @@ from peercore.store.studies import StudiesMixin
 from peercore.store.adjudication import _CLAIM_CANDIDATES, _offerable_sql, _overlap  # noqa: F401
 from peercore.store.core import DEBATE_STATUSES, DECISIONS, ENV_DB, JUDGE_KINDS, MAX_OVERLAP, RUN_STATUSES, ScoreConflict, StoreError, VERDICTS, WriteCounts, _BUSY_TIMEOUT_MS, _ENV_PAUSE_BEFORE_COMMIT, _SECRET_WORDS, _URL, _is_secret_key, _is_secret_name, _now, _require, _text_or, database_location, default_db_path, scrub_secrets  # noqa: F401
 from peercore.store.judgments import _Encoded, _KEY_FIELDS, _Labels, _MAX_VOTE, _OPTIONAL, _TEXT, _VERDICT_FIELDS, _WINNER_CODE, _WINNER_TEXT, _arrow, _brief, _decode, _dictionary, _encode_judgments, _insert_encoded, _is_canonical_dtypes, _nullable_list, _refuse_conflicts, _same, _trusted_canonical, _vote_numbers  # noqa: F401
-from peercore.store.migrations import SCHEMA_VERSION, _MIGRATIONS, _statements  # noqa: F401
+from peercore.store.schema import SCHEMA_VERSION
 from peercore.store.scores import _finite, _names, _score_key  # noqa: F401
 from peercore.store.studies import _json_default  # noqa: F401
 
@@ -113,7 +113,7 @@ class Store(StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin
     path : the SQLite file (created if missing), or None for :func:`default_db_path`.
         ``":memory:"`` is refused: every thread needs to see the same database. A
         ``postgresql://`` URL opens PostgreSQL through :mod:`peercore.db` (its schema from
-        :mod:`peercore.pg_schema`), as does ``$PEERBOARD_DB`` holding one.
+        :mod:`peercore.store.schema`), as does ``$PEERBOARD_DB`` holding one.
     create : when False, a missing file is an error instead of a new empty database
         (for commands that only read).
 

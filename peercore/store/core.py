@@ -22,7 +22,8 @@ from peercore import db as _db
 from peercore.errors import JudgmentError, PeercoreError
 from peercore.redaction import SECRET_WORDS as _SECRET_WORDS  # noqa: F401 (re-exported)
 from peercore.redaction import is_secret_name as _is_secret_name
-from peercore.store.migrations import _statements
+from peercore.store import schema
+from peercore.store.legacy import LEGACY
 
 
 ENV_DB = "PEERBOARD_DB"
@@ -280,32 +281,7 @@ class StoreCore:
         self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _migrate(self) -> None:
-        # peercore.store's names, looked up there at each call (tests replace them on the package).
-        from peercore import store as _package
-
-        if self.url is not None:  # PostgreSQL: the baseline, then later versions' PostgreSQL forms, under the lock
-            from peercore import pg_schema
-
-            pg_schema.upgrade(self, _package._MIGRATIONS, now=_now())
-            return
-        connection = self.connect()
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-        applied = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
-        if applied and max(applied) > _package.SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema version {max(applied)}, newer than this peercore "
-                f"({_package.SCHEMA_VERSION}); upgrade peercore"
-            )
-        for version, name, sql in _package._MIGRATIONS:
-            if version in applied:
-                continue
-            with self.transaction() as tx:
-                for statement in _statements(sql):
-                    tx.execute(statement)
-                tx.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, _now()))
+        schema.upgrade(self, legacy=LEGACY, now=_now())
 
     def integrity_problems(self) -> list[str]:
         """What is wrong with the file, as sentences (empty when all is well).

@@ -265,9 +265,11 @@ def test_bad_input_exits_2_naming_row_and_field_and_leaves_postgresql_unchanged(
     url = locations["postgresql"]
     if bad == "conflict":
         path = tmp_path / "conflict.csv"
-        path.write_text("question_id,model_a,model_b,judge,winner\n"
-                        "new-q,x,y,newjudge,model_a\n"
-                        "reason-1,local:qwen2.5-coder-1.5b,local:smollm2-135m,local:qwen2.5-coder-1.5b,model_b\n")
+        # Its own vote numbers (column 'vote'): another verdict under a stored vote is refused (a row without
+        # them would be a repeated vote, issue 18).
+        path.write_text("question_id,model_a,model_b,judge,winner,vote\n"
+                        "new-q,x,y,newjudge,model_a,0\n"
+                        "reason-1,local:qwen2.5-coder-1.5b,local:smollm2-135m,local:qwen2.5-coder-1.5b,model_b,0\n")
     else:
         path = CORPUS / bad
     before = fingerprint(url)

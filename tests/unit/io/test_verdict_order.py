@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from peercore.cli import main
-from peercore.store import Store
+from peerboard_testing import make_version_8
+from peercore.store import SCHEMA_VERSION, Store
 
 HEADER = "question_id,model_a,model_b,judge,winner\n"
 
@@ -129,34 +130,38 @@ def test_the_same_rows_get_the_same_votes_in_one_file_two_files_or_a_folder(tmp_
 
 
 @pytest.fixture
-def version_8(db, monkeypatch):
+def version_8(db):
     """A database at schema version 8 (before order_known) holding a run's verdicts and three imports,
     written as that version wrote them."""
-    from peercore import store as package
-
-    monkeypatch.setattr(package, "_MIGRATIONS", package._MIGRATIONS[:8])
-    monkeypatch.setattr(package, "SCHEMA_VERSION", 8)
-    store = Store(db)
-    store.create_study("s")
-    sid = store.study_id("s")
+    make_version_8(db)
+    rows = [("canonical", "q1", "a", "b"), ("canonical", "q1", "b", "a"), ("canonical", "q2", "a", "c"),
+            ("alpacaeval", "q3", "b", "c"), ("alpacaeval", "q3", "c", "b"), ("prd", "q4", "c", "a"),
+            ("run", "q5", "c", "a")]
     names = ["a", "b", "c", "j-canonical", "j-alpacaeval", "j-prd", "j-run"]
     code = {name: k + 1 for k, name in enumerate(names)}
-    store.create_run("s", "review", {}, run_id="run-1")
-    with store.transaction() as tx:
-        tx.executemany("INSERT INTO labels (study_id, id, text) VALUES (?, ?, ?)",
-                       [(sid, code[n], n) for n in names])
-        for fmt, rows in (("canonical", [("q1", "a", "b"), ("q1", "b", "a"), ("q2", "a", "c")]),
-                          ("alpacaeval", [("q3", "b", "c"), ("q3", "c", "b")]), ("prd", [("q4", "c", "a")]),
-                          ("run", [("q5", "c", "a")])):
-            import_id = None if fmt == "run" else store.record_import("s", source=f"{fmt}.csv", format=fmt)
-            for question, a, b in rows:
-                tx.execute("INSERT INTO verdicts (study_id, question_id, model_a, model_b, judge, winner, valid, "
-                           "import_id, run_id, created_at) VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, '2026-11-01T00:00:00Z')",
-                           (sid, question, code[a], code[b], code[f"j-{fmt}"], import_id,
-                            "run-1" if fmt == "run" else None))
-    assert store.schema_version() == 8
-    store.close()
-    monkeypatch.undo()
+    statements = ["INSERT INTO studies (id, name, created_at) VALUES (1, 's', '2026-11-01')",
+                  "INSERT INTO runs (id, study_id, kind, created_at, updated_at) VALUES ('run-1', 1, 'review', "
+                  "'2026-11-01', '2026-11-01')"]
+    statements += [f"INSERT INTO labels (study_id, id, text) VALUES (1, {code[n]}, '{n}')" for n in names]
+    statements += [f"INSERT INTO imports (id, study_id, source, format, created_at) VALUES ({k}, 1, '{f}.csv', '{f}', "
+                   "'2026-11-01')" for k, f in enumerate(("canonical", "alpacaeval", "prd"), start=1)]
+    imports = {"canonical": "1", "alpacaeval": "2", "prd": "3", "run": "NULL"}
+    statements += [f"INSERT INTO verdicts (study_id, question_id, model_a, model_b, judge, winner, valid, import_id, "
+                   f"run_id, created_at) VALUES (1, '{q}', {code[a]}, {code[b]}, {code[f'j-{f}']}, 0, 1, {imports[f]}, "
+                   f"{chr(39) + 'run-1' + chr(39) if f == 'run' else 'NULL'}, '2026-11-01')" for f, q, a, b in rows]
+    if str(db).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(db), autocommit=True) as connection:
+            for statement in statements:
+                connection.execute(statement)
+    else:
+        import sqlite3
+
+        connection = sqlite3.connect(db, isolation_level=None)
+        for statement in statements:
+            connection.execute(statement)
+        connection.close()
     return db
 
 
@@ -164,7 +169,7 @@ def test_migration_9_records_what_each_stored_verdict_knew_of_its_order(version_
     """Existing databases upgrade with their data: runs and ordered formats known, AlpacaEval unknown, other
     imports known for the pairs their judge judged both ways round (SQLite and PostgreSQL)."""
     store = Store(version_8)
-    assert store.schema_version() == 9
+    assert store.schema_version() == SCHEMA_VERSION
     store.close()
     frame = stored_order(version_8, "s")
     assert list(zip(frame["question_id"], frame["order_known"])) == [

@@ -7,7 +7,9 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, _MIGRATIONS, _now, _statements
+from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, _now
+from peercore.store.legacy import LEGACY
+from peercore.store.schema import statements
 
 
 def test_a_version_3_file_is_upgraded_with_its_data(tmp_path):
@@ -15,8 +17,8 @@ def test_a_version_3_file_is_upgraded_with_its_data(tmp_path):
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                        "applied_at TEXT NOT NULL)")
-    for version, name, sql in _MIGRATIONS[:3]:
-        for statement in _statements(sql):
+    for version, name, sql in LEGACY[:3]:
+        for statement in statements(sql):
             connection.execute(statement)
         connection.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, _now()))
     connection.execute("INSERT INTO studies (name, created_at) VALUES ('old', '2026-01-01')")

@@ -8,7 +8,9 @@ import pytest
 
 from peercore import assignment
 from peercore.assignment import DecisionRefused, identity, lease_seconds, offerable, stamp
-from peercore.store import SCHEMA_VERSION, Store, _MIGRATIONS, _now, _statements
+from peercore.store import SCHEMA_VERSION, Store, _now
+from peercore.store.legacy import LEGACY
+from peercore.store.schema import statements
 
 T0 = 1_800_000_000.0  # a fixed clock (2027-01-15); every call below passes now=
 
@@ -145,10 +147,10 @@ def test_a_version_5_file_gets_the_lease_table(tmp_path):
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                        "applied_at TEXT NOT NULL)")
     connection.execute("BEGIN")
-    for version, name, sql in _MIGRATIONS:
+    for version, name, sql in LEGACY:
         if version > 5:
             break
-        for statement in _statements(sql):
+        for statement in statements(sql):
             connection.execute(statement)
         connection.execute("INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01')", (version, name))
     connection.execute("INSERT INTO studies (id, name, created_at, overlap) VALUES (1, 'old', '2026-01-01', 1)")

@@ -8,7 +8,9 @@ import psycopg
 
 import pytest
 
-from peercore.store import SCHEMA_VERSION, Store, _MIGRATIONS, _now, _statements
+from peercore.store import SCHEMA_VERSION, Store, _now
+from peercore.store.legacy import LEGACY
+from peercore.store.schema import statements
 from peercore.study import Study
 
 
@@ -18,8 +20,8 @@ def make_v4(path) -> None:
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                        "applied_at TEXT NOT NULL)")
     connection.execute("BEGIN")
-    for version, name, sql in _MIGRATIONS[:4]:
-        for statement in _statements(sql):
+    for version, name, sql in LEGACY[:4]:
+        for statement in statements(sql):
             connection.execute(statement)
         connection.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, _now()))
     connection.execute("INSERT INTO studies (id, name, created_at, revision) VALUES (1, 'old', '2026-01-01', 3)")

@@ -142,13 +142,15 @@ def test_a_database_url_is_not_a_file(tmp_path, monkeypatch):
 def test_version_2_judges_registered_by_runs_become_run_judges(tmp_path):
     # SQLite-only: upgrades a SQLite file of version 2 (PostgreSQL databases start at the baseline).
     import peercore.store as module
+    from peercore.store.legacy import LEGACY
+    from peercore.store.schema import statements
 
     path = tmp_path / "v2.sqlite"
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                        "applied_at TEXT NOT NULL)")
-    for version, name, sql in module._MIGRATIONS[:2]:
-        for statement in module._statements(sql):
+    for version, name, sql in LEGACY[:2]:
+        for statement in statements(sql):
             connection.execute(statement)
         connection.execute("INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01')", (version, name))
     connection.execute("INSERT INTO studies (name, created_at) VALUES ('s', '2025-01-01')")

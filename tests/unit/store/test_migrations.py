@@ -7,7 +7,9 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from peercore.store import _MIGRATIONS, SCHEMA_VERSION, Store, StoreError, _statements
+from peercore.store import SCHEMA_VERSION, Store, StoreError
+from peercore.store.legacy import LEGACY
+from peercore.store.schema import statements
 
 
 def make_v1(path) -> None:
@@ -16,10 +18,10 @@ def make_v1(path) -> None:
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                        "applied_at TEXT NOT NULL)")
-    version, name, sql = _MIGRATIONS[0]
+    version, name, sql = LEGACY[0]
     assert version == 1
     connection.execute("BEGIN")
-    for statement in _statements(sql):
+    for statement in statements(sql):
         connection.execute(statement)
     connection.execute("INSERT INTO schema_migrations VALUES (1, ?, '2024-01-01T00:00:00Z')", (name,))
     connection.execute("INSERT INTO studies (id, name, created_at, revision) VALUES (1, 'old', '2024-01-01', 7), "
@@ -79,13 +81,13 @@ def test_version_1_file_is_upgraded_in_place_with_its_data(tmp_path):
 
 
 def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path, monkeypatch):
-    # SQLite-only: a file's upgrade (PostgreSQL: test_a_migration_without_a_postgresql_form_is_refused_...).
+    # SQLite-only: a file's upgrade (PostgreSQL: test_a_failed_migration_leaves_a_postgresql_database_as_it_was).
     path = tmp_path / "v1.sqlite"
     make_v1(path)
     import peercore.store as module
 
-    broken = [*_MIGRATIONS[:1], (2, "broken", _MIGRATIONS[1][2] + "\nSELECT no_such_function();\n")]
-    monkeypatch.setattr(module, "_MIGRATIONS", broken)
+    broken = [*LEGACY[:1], (2, "broken", LEGACY[1][2] + "\nSELECT no_such_function();\n")]
+    monkeypatch.setattr("peercore.store.core.LEGACY", broken)
     with pytest.raises(StoreError, match="upgrading the schema failed .*no_such_function.*the file is unchanged"):
         Store(path)
     monkeypatch.undo()

@@ -15,9 +15,11 @@ import pytest
 
 from peerboard_testing import make_judgments
 
-from peercore import assignment, pg_schema
+from peercore import assignment
+from peercore.store import schema
 from peercore.db import redact_url, translate
-from peercore.store import _MIGRATIONS, SCHEMA_VERSION, ScoreConflict, Store, StoreError, WriteCounts
+from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, StoreError, WriteCounts
+from peercore.store.legacy import LEGACY
 
 T0 = 1_800_000_000.0
 
@@ -57,13 +59,6 @@ def test_translate_rewrites_sql_outside_literals_only():
 # ------------------------------------------------------------------------ schema
 
 
-def test_every_migration_after_the_baseline_has_a_postgresql_form():
-    # A migration added to peercore.store._MIGRATIONS needs its PostgreSQL SQL in peercore.pg_schema.MIGRATIONS.
-    assert pg_schema.BASELINE_VERSION <= SCHEMA_VERSION
-    later = [version for version, _, _ in _MIGRATIONS if version > pg_schema.BASELINE_VERSION]
-    assert [v for v in later if v not in pg_schema.MIGRATIONS] == []
-
-
 def _sqlite_schema(path) -> tuple[dict, set, set]:
     connection = sqlite3.connect(path)
     tables = {name: [r[1] for r in connection.execute(f"PRAGMA table_info({name})")] for (name,) in connection.execute(
@@ -99,8 +94,8 @@ def test_the_postgresql_schema_has_sqlites_tables_columns_views_and_indexes(tmp_
 def test_a_new_database_records_every_version_once(pg_url):
     store = Store(pg_url)
     migrations = store.migrations()
-    assert migrations["version"].tolist() == list(range(1, SCHEMA_VERSION + 1)) == [v for v, _, _ in _MIGRATIONS]
-    assert migrations["name"].tolist() == [name for _, name, _ in _MIGRATIONS]
+    assert migrations["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
+    assert migrations["name"].tolist() == [name for _, name, _ in LEGACY + schema.UPGRADES]
     store.close()
     again = Store(pg_url)  # another process opening it: nothing to do
     pd.testing.assert_frame_equal(again.migrations(), migrations)
@@ -113,16 +108,16 @@ def test_a_newer_postgresql_schema_is_refused(pg_url):
         Store(pg_url)
 
 
-def test_a_migration_without_a_postgresql_form_is_refused_and_changes_nothing(pg_url, monkeypatch):
-    import peercore.store as module
-
-    Store(pg_url)
-    monkeypatch.setattr(module, "_MIGRATIONS", [*_MIGRATIONS, (SCHEMA_VERSION + 1, "sqlite only", "SELECT 1;")])
-    monkeypatch.setattr(module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    with pytest.raises(StoreError, match=rf"\[{SCHEMA_VERSION + 1}\] have no PostgreSQL form"):
+def test_a_failed_migration_leaves_a_postgresql_database_as_it_was(pg_url, monkeypatch):
+    Store(pg_url).close()
+    monkeypatch.setattr(schema, "MIGRATIONS", [(SCHEMA_VERSION + 1, "broken", "CREATE TABLE x (a INTEGER);\n"
+                                                                            "SELECT no_such_function();")])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(StoreError, match="no_such_function"):
         Store(pg_url)
     with _pg(pg_url) as connection:
         assert connection.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
+        assert connection.execute("SELECT to_regclass('x')").fetchone()[0] is None
 
 
 def test_an_unreachable_server_is_a_store_error_without_the_password():

@@ -16,7 +16,8 @@ import pytest
 
 from peercore.errors import JudgmentError
 from peercore.judgments import empty_judgments, judgments_from_frame
-from peercore.store import _MIGRATIONS, SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
+from peercore.store import SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
+from peercore.store import schema
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def test_wal_foreign_keys_and_schema_version(sqlite_store):
     connection = store.connect()
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert store.schema_version() == SCHEMA_VERSION == max(version for version, _, _ in _MIGRATIONS)
+    assert store.schema_version() == SCHEMA_VERSION == schema.SCHEMA_VERSION
     assert list(store.migrations()["version"]) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -173,17 +174,17 @@ def test_judge_filter_and_names_are_integer_coded(store):
     assert [tuple(r) for r in stored][0] == (labels["a"], labels["j"], 0)
 
 
-def test_judgments_view_decodes_and_accepts_inserts(store):
+def test_judgments_view_decodes_and_is_read_only(store):
+    """The view is for people reading the database with SQL; writes go through the store (schema version 10)."""
     store.add_judgments("s", rich())
     sid = store.study_id("s")
     rows = store.connect().execute(
         "SELECT question_id, model_a, model_b, judge, winner, criterion FROM judgments ORDER BY id").fetchall()
     assert tuple(rows[0]) == ("1", "a", "b", "j", "model_a", "help")
-    store.connect().execute(
-        "INSERT INTO judgments (study_id, question_id, model_a, model_b, judge, winner, criterion) "
-        "VALUES (?, 'q9', 'a', 'newmodel', 'sqluser', 'model_b', 'help')", (sid,))
-    out = store.judgments("s")
-    assert out.iloc[-1][["model_b", "judge", "winner", "criterion"]].tolist() == ["newmodel", "sqluser", "model_b", "help"]
+    with pytest.raises(Exception, match="view"):
+        store.connect().execute(
+            "INSERT INTO judgments (study_id, question_id, model_a, model_b, judge, winner, criterion) "
+            "VALUES (?, 'q9', 'a', 'newmodel', 'sqluser', 'model_b', 'help')", (sid,))
     assert store.integrity_problems() == []
 
 

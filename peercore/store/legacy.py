@@ -1,17 +1,18 @@
-"""The schema migrations of a SQLite store: ``_MIGRATIONS`` (version, name, SQL), ``SCHEMA_VERSION``."""
+"""The frozen history of SQLite files made before the one schema (versions 1-8): :data:`LEGACY`.
+
+A SQLite file created by an older PeerBoard is brought to version 8 by these steps, as
+those files were made (version 2 rewrites ``judgments`` into ``verdicts``, version 3 reads
+JSON with ``json_extract``, triggers in SQLite's syntax); :mod:`peercore.store.schema`
+takes it from there. New databases never run them: they start from the schema's baseline.
+Never edit them; a change to the schema is a new entry in ``schema.MIGRATIONS``.
+"""
 
 from __future__ import annotations
 
-import sqlite3
+__all__ = ["LEGACY"]
 
 
-# ------------------------------------------------------------------------- migrations
-# Each migration is (version, name, SQL). Never edit a released one: add a new one.
-# PostgreSQL databases start from peercore.pg_schema.BASELINE (version 8): every migration
-# after version 8 also needs its PostgreSQL form in peercore.pg_schema.MIGRATIONS under the
-# same version (tests/unit/store/test_postgres_store.py fails until it has one).
-
-_MIGRATIONS: list[tuple[int, str, str]] = [
+LEGACY: list[tuple[int, str, str]] = [
     (1, "initial schema", """
 CREATE TABLE studies (
     id          INTEGER PRIMARY KEY,
@@ -426,32 +427,4 @@ CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
 -- it so that counting the verdicts with a probability reads nothing else.
 CREATE INDEX verdicts_tally ON verdicts (study_id, judge, model_a, model_b, valid, winner, p_a);
 """),
-    (9, "what a verdict's order means: whether model_a is the answer the judge saw first (issue 18)", """
--- 1: model_a is the answer the judge saw first; 0: the source did not record the order
--- (AlpacaEval randomises it, many files fix or sort a pair's orientation). Position
--- statistics use known orders only (peercore.position).
-ALTER TABLE verdicts ADD COLUMN order_known INTEGER NOT NULL DEFAULT 0 CHECK (order_known = 0 OR order_known = 1);
--- What was stored before: PeerBoard's runs and the formats that record the order know it;
--- for the rest, a pair its judge judged in both orientations has a known order, a pair seen
--- one way round (and every AlpacaEval annotation) an unknown one.
-UPDATE verdicts SET order_known = 1
-WHERE run_id IS NOT NULL
-   OR import_id IN (SELECT id FROM imports WHERE format IN ('prd', 'prd-file', 'scaleeval', 'debates', 'arena'))
-   OR ((import_id IS NULL OR import_id NOT IN (SELECT id FROM imports WHERE format = 'alpacaeval'))
-       AND EXISTS (SELECT 1 FROM verdicts o WHERE o.study_id = verdicts.study_id AND o.judge = verdicts.judge
-                   AND o.model_a = verdicts.model_b AND o.model_b = verdicts.model_a));
-"""),
 ]
-
-SCHEMA_VERSION = _MIGRATIONS[-1][0]
-
-
-def _statements(sql: str) -> list[str]:
-    """Split a migration script into statements (``executescript`` would commit)."""
-    statements, buffer = [], []
-    for line in sql.splitlines():
-        buffer.append(line)
-        if sqlite3.complete_statement("\n".join(buffer)):
-            statements.append("\n".join(buffer))
-            buffer = []
-    return [s for s in statements if s.strip()]
