@@ -9,6 +9,7 @@ from dataclasses import replace
 import streamlit as st
 
 from peercore import charts, reports
+from peercore.ranking.peer_rank import PER_SHUFFLE
 from peercore.study import PRELIMINARY_BATTLES, Selection
 from peercore.ui import data, safe, state, tables
 
@@ -26,12 +27,19 @@ method = method_col.selectbox("Method", reports.LEADERBOARD_METHODS, key=state.L
                                    "al.; versus a baseline: AlpacaEval's win rates against one model.")
 poe = "PoE-Gaussian"
 baseline, controls, interval_kind, reweight, prior = None, (), "bootstrap", False, None
+weights_from = "winrate"  # where Peer Rank's weights come from (the notebook's per-shuffle Elo on request)
 if method == "Peer Rank weighted":
     mode_col, base_col = option_col.columns(2)
     peer_label = mode_col.selectbox("Weight mode", list(reports.WEIGHT_MODES), key=state.LB_WEIGHT_MODE)
     base = base_col.selectbox("Score", list(reports.BASE_SCORES), key=state.LB_BASE,
-                              help="The score ranked; the reviewers' weights always come from their win rates "
+                              help="The score ranked; the reviewers' weights come from their win rates "
                                    "(PRD Table 2), as `peercore rank --peer-weights` does.")
+    if reports.BASE_SCORES[base] == "elo" and reports.WEIGHT_MODES[peer_label] == "prd" and option_col.checkbox(
+            "Weights from Elo within each shuffle (PRD notebook)", key="lb_per_shuffle",
+            help="PRD's notebook weighted Elo (cells 40-41, Table 2): in every shuffle, 5 rounds of Elo, each weighted "
+                 "by the min-max weights of the previous round's ratings (W / mean(W)); the mean over shuffles. "
+                 "`peercore rank --method elo --peer-weights prd --weights-from elo-per-shuffle`."):
+        weights_from = PER_SHUFFLE
 elif method == "PoE":
     peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
     poe = option_col.selectbox("Experts", list(reports.POE_METHODS), key="lb_poe",
@@ -111,14 +119,16 @@ selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or No
 options = dict(soft=soft, baseline=baseline, controls=controls, intervals=interval_kind, reweight=reweight,
                prior=prior, min_battles=int(min_battles))
 # At Arena scale the bootstrap runs in the background: the point estimate shows at once, the intervals follow.
-job = data.ranking_job(db, study, rev, selection, code, peer, bootstrap=bootstrap, **options)
+job = data.ranking_job(db, study, rev, selection, code, peer, bootstrap=bootstrap, **options) \
+    if weights_from == "winrate" else None
 try:
     with st.spinner("Ranking…"):
         if job is not None and job.done and job.error is not None:
             raise job.error
         complete = job is None or job.done
         result = job.result if job is not None and job.done else \
-            data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap if complete else 0, **options)
+            data.ranked(db, study, rev, selection, code, peer, bootstrap=bootstrap if complete else 0,
+                        weights_from=weights_from, **options)
 except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
@@ -290,7 +300,8 @@ with tabs[5]:
             st.info("Every judge is ticked: untick one to compare.")
         else:
             without = data.ranked(db, study, rev, replace(selection, judges=tuple(kept)), code, peer,
-                                  bootstrap=bootstrap, soft=soft, baseline=baseline, controls=controls,
+                                  bootstrap=bootstrap, soft=soft, weights_from=weights_from, baseline=baseline,
+                                  controls=controls,
                                   intervals=interval_kind, reweight=reweight, prior=prior, min_battles=int(min_battles))
             comparison = reports.what_if(result.table, without.table)
             tables.show(reports.what_if_display(comparison), key="lb_whatif_table",

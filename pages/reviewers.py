@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from peercore.jobs import preview
 from peercore.ui import data, runs, safe, state, tables
 
 state.ensure_frame()
@@ -129,6 +130,15 @@ else:
         st.caption(f"Items and calls: {planned['items_and_calls']}; a range is certain calls – every possible "
                    f"call. Run `{planned['run_id'][:12]}` — launching the same job again resumes it; "
                    "calls already made come from the cache for free.")
+        show_col, count_col = st.columns([3, 1])
+        if show_col.toggle("Show the prompts the judges will read", key="rv_show_prompts_on",
+                           help="The exact messages of the job's first calls, as sent (`--show-prompts N` in the "
+                                "command line); discussion turns and later debate rounds quote earlier replies and "
+                                "are not known before the run. Nothing is called."):
+            shown = count_col.number_input("Prompts", min_value=1, max_value=50, value=3, key="rv_show_prompts")
+            job = runs.build_job(study, kind, reviewers, options)
+            st.code(preview.prompts_text(preview.job_prompts(job, data.store(), int(shown))) or "(no call to make)",
+                    language=None)
         st.button("Launch", type="primary", icon=":material/play_arrow:", key="rv_launch",
                   disabled=live is not None and not live.handle.done() or est.pending_items == 0,
                   on_click=runs.launch, args=(study, kind, reviewers, options))

@@ -70,6 +70,8 @@ __all__ = [
     "AlphaResult",
     "krippendorff_alpha",
     "alpha_units",
+    "PooledAgreement",
+    "pooled_agreement",
 ]
 
 _KEY: list[str] = ["question_id", "model_a", "model_b", "turn", "criterion"]
@@ -391,6 +393,86 @@ def agreement_by_judge(
     )
     return frame.astype({"n": "int64", "agreement": float, "cohen_kappa": float, "fleiss_kappa": float,
                          "unparsed": "int64"})
+
+
+@dataclass(frozen=True)
+class PooledAgreement:
+    """What :func:`pooled_agreement` returns.
+
+    Attributes
+    ----------
+    pairs, agreeing, agreement : pairs of votes by two different raters on one
+        comparison, those that are equal, and their share (NaN without pairs), ties
+        counted as verdicts.
+    pairs_without_ties, agreeing_without_ties, agreement_without_ties : the same over
+        the pairs in which neither vote is a tie.
+    raters : raters with at least one vote.
+    """
+
+    pairs: int
+    agreeing: int
+    agreement: float
+    pairs_without_ties: int
+    agreeing_without_ties: int
+    agreement_without_ties: float
+    raters: int
+
+
+def pooled_agreement(judgments: pd.DataFrame) -> PooledAgreement:
+    """Agreement of raters with each other, pooled over every pair of their votes.
+
+    MT-Bench (Zheng et al. 2023, section 4.2, Table 2: human vs human agreement, "w/
+    tie" and "w/o tie") as FastChat's ``compute_agreement.py --judges human human``
+    computes it: for every comparison, every pair of votes by two different raters is
+    one trial, and
+
+    .. math:: \\text{agreement} = \\frac{\\#\\{\\text{pairs with equal votes}\\}}{\\#\\{\\text{pairs}\\}}
+
+    over all comparisons; without ties, the pairs in which either vote is a tie are
+    left out. A comparison is a question, turn and criterion and an unordered pair of
+    models: votes about ``(A, B)`` and ``(B, A)`` are compared in one orientation, as
+    FastChat sorts the pair. Unlike the per-rater, leave-one-out table of
+    :func:`peercore.study.agreement_table`, each pair counts once, so this is the
+    figure to set beside FastChat's human-human 65.4% (with ties) and 82.8% (without).
+    FastChat pairs every two expert votes on a comparison; two votes of one rater on
+    one comparison are not a pair here (MT-Bench's experts vote once per comparison).
+
+    Parameters
+    ----------
+    judgments : canonical table of the raters' readable verdicts (``judge`` names the
+        rater).
+
+    Returns
+    -------
+    PooledAgreement
+    """
+    frame = _canonical(judgments, "judgments")
+    a, b = _key_text(frame["model_a"]), _key_text(frame["model_b"])
+    swap = a > b
+    winner = frame["winner"].to_numpy(dtype=object)
+    winner = np.where(swap, pd.Series(winner).map(_FLIP).to_numpy(dtype=object), winner)
+    votes = pd.DataFrame({"q": _key_text(frame["question_id"]), "lo": np.where(swap, b, a), "hi": np.where(swap, a, b),
+                          "turn": _key_text(frame["turn"]), "criterion": _key_text(frame["criterion"]),
+                          "rater": frame["judge"].to_numpy(dtype=object), "vote": winner})
+    key = ["q", "lo", "hi", "turn", "criterion"]
+
+    def pairs_and_agreeing(part: pd.DataFrame) -> tuple[int, int]:
+        if len(part) == 0:
+            return 0, 0
+        # pairs of different raters = C(n, 2) - sum over raters C(n_r, 2); the same within each verdict
+        n = part.groupby(key, sort=False).size()
+        n_r = part.groupby([*key, "rater"], sort=False).size()
+        c_v = part.groupby([*key, "vote"], sort=False).size()
+        c_rv = part.groupby([*key, "rater", "vote"], sort=False).size()
+        half = lambda x: int((x * (x - 1) // 2).sum())  # noqa: E731
+        return half(n) - half(n_r), half(c_v) - half(c_rv)
+
+    pairs, agreeing = pairs_and_agreeing(votes)
+    decisive_pairs, decisive_agreeing = pairs_and_agreeing(votes[votes["vote"] != "tie"])
+    return PooledAgreement(pairs=pairs, agreeing=agreeing, agreement=agreeing / pairs if pairs else math.nan,
+                           pairs_without_ties=decisive_pairs, agreeing_without_ties=decisive_agreeing,
+                           agreement_without_ties=decisive_agreeing / decisive_pairs if decisive_pairs else math.nan,
+                           raters=int(votes["rater"].nunique()))
 
 
 def cohen_kappa(labels_1: Sequence[Hashable], labels_2: Sequence[Hashable]) -> float:

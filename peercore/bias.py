@@ -60,17 +60,22 @@ class SelfEnhancement(NamedTuple):
 
 
 def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
-    """How often each judge picks the answer shown first (Liusie et al. 2024, Table 4).
+    """How often each judge picks the answer shown first (Liusie et al. 2024, section 6, Table 4).
 
     .. math:: P(\\text{first}) = \\frac{\\#\\{\\text{winner} = \\text{model\\_a}\\}}
-              {\\#\\{\\text{winner} \\ne \\text{tie}\\}}
+              {\\#\\{\\text{winner} \\ne \\text{tie}\\}}, \\qquad
+              P_{\\text{all}}(\\text{first}) = \\frac{\\#\\{\\text{winner} = \\text{model\\_a}\\}}{N}
 
-    with a Wilson score interval (the closed form of ``statsmodels.stats.proportion.
-    proportion_confint(..., method="wilson")``). On a symmetric set (every pair judged in both orders) an
+    ``p_first`` divides by the decisive verdicts (what the health check reads), with a
+    Wilson score interval; ``p_first_all`` by all N comparisons, ties included, as
+    Liusie et al.'s eq. 8 does (the two agree for a judge that never ties). The interval
+    is the closed form of ``statsmodels.stats.proportion.proportion_confint(...,
+    method="wilson")``. On a symmetric set (every pair judged in both orders) an
     unbiased judge has :math:`P(\\text{first}) = 0.5`; on other sets the share also
     reflects which models happen to be shown first. Mirroring every row
     (:func:`peercore.judgments.mirror`) turns ``p_first`` into ``1 - p_first``, the
-    interval into ``[1 - ci_high, 1 - ci_low]`` and ``mean_p_a`` into ``1 - mean_p_a``.
+    interval into ``[1 - ci_high, 1 - ci_low]``, ``p_first_all`` into ``1 - tie_rate -
+    p_first_all`` and ``mean_p_a`` into ``1 - mean_p_a``.
 
     Parameters
     ----------
@@ -82,8 +87,8 @@ def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFra
     DataFrame
         Indexed by judge: ``n`` (verdicts), ``n_decisive`` (non-tie verdicts),
         ``p_first``, ``ci_low``, ``ci_high`` (NaN when ``n_decisive == 0``),
-        ``tie_rate`` (ties / n) and ``mean_p_a`` (mean of the given ``p_a``; NaN when
-        the judge gave none).
+        ``p_first_all`` (first chosen / n, Liusie eq. 8), ``tie_rate`` (ties / n) and
+        ``mean_p_a`` (mean of the given ``p_a``; NaN when the judge gave none).
 
     Raises
     ------
@@ -139,6 +144,7 @@ def _position_table(n: pd.Series, n_first: pd.Series, n_decisive: pd.Series, mea
             "p_first": p_first,
             "ci_low": ci_low,
             "ci_high": ci_high,
+            "p_first_all": n_first / n,  # Liusie et al. eq. 8: over all comparisons, ties included
             "tie_rate": 1.0 - n_decisive / n,
             "mean_p_a": mean_p_a,
         }
@@ -698,12 +704,13 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     design = core.Design(battles.n_models, battles.a, battles.b, battles.score_a, weight, x=x[:, usable],
                          count=None if (count == 1).all() else weight)
     solution = core.fit(design, l2=l2, l2_features=l2_bias, what="judge-bias model")
-    cov = core.sandwich(design, solution)
     n = battles.n_models
+    # The bias coefficients' block only: with thousands of models no models x models covariance is formed.
+    cov = core.sandwich(design, solution, params=np.arange(n, n + design.k))
     coef = np.full(len(names), np.nan)
     se = np.full(len(names), np.nan)
     coef[usable] = solution.gamma
-    se[usable] = np.sqrt(np.clip(np.diag(cov)[n:], 0.0, None))
+    se[usable] = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     z = float(ndtri(0.5 + level / 2.0))
     elo = scale / math.log(base)
     low, high = coef - z * se, coef + z * se

@@ -43,10 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     _selection_options(rank)
     rank.add_argument("--peer-weights", choices=("none", "prd", "fixed-point"), default="none",
                       help="weigh each judge by its own score as a contestant (PRD Peer Rank)")
-    rank.add_argument("--weights-from", choices=("winrate", "elo", "bt"), default="winrate",
-                      help="the score Peer Rank's weights come from (default winrate, as PRD Table 2)")
+    rank.add_argument("--weights-from", choices=("winrate", "elo", "bt", "elo-per-shuffle"), default="winrate",
+                      help="the score Peer Rank's weights come from (default winrate, as PRD Table 2's weighted win "
+                           "rates); elo-per-shuffle, with --method elo --peer-weights prd: PRD's notebook weighted Elo "
+                           "(within each shuffle 5 rounds of Elo, each weighted by min-max weights of the previous "
+                           "round, W/mean(W); Table 2's 'All (weighted)' Elo)")
     rank.add_argument("--weight-normalisation", choices=("sum", "mean"), default="sum",
-                      help="weighted Elo: weights summing to 1 (PRD Table 2, default) or W/mean(W) (Algorithm 1)")
+                      help="weighted Elo with fixed weights: weights summing to 1 (default) or W/mean(W) "
+                           "(Algorithm 1, the notebook's rescaling)")
     rank.add_argument("--soft", action="store_true",
                       help="count the judges' probabilities p_a as fractional wins where given (soft verdicts)")
     rank.add_argument("--bootstrap", type=_non_negative_int, default=100, metavar="N",
@@ -351,8 +355,11 @@ def _agree(args) -> int:
         frame = source if args.all_rounds else final_verdicts(source)
         table = agreement_table(frame, args.judge, args.reference, ties=args.ties,
                                 reference_mode=args.reference_mode, unparsed=args.unparsed)
+    pooled = _pooled(source, args) if args.judge.endswith(":") and args.judge == args.reference else None
     if args.format == "json":
         rows = [{"judge": judge, **{k: _json_value(v) for k, v in row.items()}} for judge, row in table.iterrows()]
+        if pooled is not None:  # one more row: every pair of two raters' votes, as FastChat pools them
+            rows.append({"judge": "pooled", **{k: _json_value(v) for k, v in vars(pooled).items()}})
         payload = rows[0] if len(rows) == 1 and not args.judge.endswith(":") else rows
         print(json.dumps(payload, indent=2))
         return 0
@@ -366,7 +373,30 @@ def _agree(args) -> int:
         print(f"  Cohen's kappa     {_fmt(row['cohen_kappa'])}")
         print(f"  Fleiss' kappa     {_fmt(row['fleiss_kappa'])}  (judge and reference as two raters, as PRD Table 3)")
         print(f"  unparsed replies  {int(row['unparsed'])}")
+    if pooled is not None:
+        print(f"pooled over every pair of two raters' votes on one comparison ({pooled.raters} raters; MT-Bench "
+              "Table 2, FastChat compute_agreement.py)")
+        print(f"  with ties         {_fmt(pooled.agreement)}  ({pooled.agreeing} of {pooled.pairs} pairs)")
+        print(f"  without ties      {_fmt(pooled.agreement_without_ties)}  ({pooled.agreeing_without_ties} of "
+              f"{pooled.pairs_without_ties} pairs)")
     return 0
+
+
+def _pooled(source, args):
+    """:func:`peercore.agreement.pooled_agreement` of the raters ``--judge`` names (``agree`` with the same prefix
+    as judge and reference), on the verdicts the table above counted."""
+    from peercore.agreement import pooled_agreement
+    from peercore.ranking.leaderboard import select_judges
+    from peercore.study import Selection, Study, final_verdicts
+
+    if isinstance(source, Study):
+        frame = source.judgments(Selection(final_only=not args.all_rounds, repeated_votes="each"))
+    else:
+        frame = source if args.all_rounds else final_verdicts(source)
+    readable = frame["winner"].notna().to_numpy(dtype=bool)
+    if "valid" in frame.columns:
+        readable &= pd.to_numeric(frame["valid"], errors="coerce").to_numpy(dtype=float) != 0
+    return pooled_agreement(select_judges(frame[readable].reset_index(drop=True), [args.judge]))
 
 
 def _families(pairs) -> dict[str, str]:

@@ -46,6 +46,7 @@ __all__ = [
     "leader_adoption",
     "verdict_changes",
     "opinion_changes",
+    "INITIAL_REVIEWS",
     "discussions_from_prd_examples",
     "EVENTS",
 ]
@@ -299,12 +300,17 @@ def _unanimous(verdicts: dict[str, str | None]) -> bool:
 # verdict that repeats an agreed one is not a hold.
 
 EVENTS: tuple[str, ...] = ("held", "altered", "changed_after_agreement", "kept_agreement", "unreadable")
+#: How the initial reviews enter the counts (PRD section 5 does not say): ``"turn0"`` (default)
+#: - they are turn 0, each reviewer's opinion before the discussion, so the first
+#: discussion turn can hold or alter it; ``"excluded"`` - only the discussion turns count,
+#: and a reviewer's first turn states its opinion (it is not classified).
+INITIAL_REVIEWS: tuple[str, ...] = ("turn0", "excluded")
 _PREFERENCE = {1: "model_a", 2: "model_b", "1": "model_a", "2": "model_b"}
 _EVENT_COLUMNS = ["debate_id", "round", "position", "speaker", "role", "previous", "others", "verdict", "event"]
 _COUNT_COLUMNS = ["discussions", "turns", "held", "altered", "changed_after_agreement", "altering_rate"]
 
 
-def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame, *, initial_reviews: str = "turn0") -> pd.DataFrame:
     """Classify every discussion turn as opinion held, altered, or neither (PRD section 5).
 
     For each turn after the initial reviews (``round >= 1``) of speaker *s*, let
@@ -327,12 +333,22 @@ def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     :class:`peercore.jobs.DiscussionJob` stores them); without them the first speaker
     of round 0 is the leader and every other speaker a follower.
 
+    **Which reading.** PRD does not say whether the initial reviews are opinions the
+    discussion can hold or alter. ``initial_reviews="turn0"`` (the default, and every
+    number PeerBoard shows: the Debates page, the README) takes them as turn 0, each
+    reviewer's opinion before the first turn: on PRD's 8 released discussions 14 held,
+    5 altered, 2 changes after agreement. ``"excluded"`` counts the discussion turns
+    only: a reviewer's first turn states its opinion and is not classified, the other
+    reviewers' opinions are their latest turns (same discussions: 6 held, 2 altered,
+    1 change after agreement).
+
     Parameters
     ----------
     debates : :meth:`Store.debates` rows (``id`` and, for roles, ``metadata``).
     turns : :meth:`Store.debate_turns` of those debates (``debate_id, round, position,
         speaker, verdict``; other columns are ignored). Turns of debates not in
         ``debates`` are ignored.
+    initial_reviews : ``"turn0"`` or ``"excluded"`` (:data:`INITIAL_REVIEWS`, above).
 
     Returns
     -------
@@ -344,10 +360,13 @@ def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     Raises
     ------
     ValueError
-        If a column is missing (the missing ones are named).
+        If a column is missing (the missing ones are named), or ``initial_reviews`` is
+        not one of :data:`INITIAL_REVIEWS` (quoted).
     """
     _require(debates, ["id"], "debates")
     _require(turns, ["debate_id", "round", "position", "speaker", "verdict"], "turns")
+    if initial_reviews not in INITIAL_REVIEWS:
+        raise ValueError(f"initial_reviews must be one of {INITIAL_REVIEWS}, got {initial_reviews!r}")
     rows = []
     roles = _roles(debates, turns)
     wanted = set(debates["id"].tolist())
@@ -361,7 +380,9 @@ def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
             before = dict(latest)  # everyone's position at the start of this round
             for t in group.itertuples(index=False):
                 verdict = _verdict_or_none(t.verdict)
-                if rnd > first_round:
+                if rnd == first_round and initial_reviews == "excluded":
+                    continue  # the initial reviews are no opinion of the discussion's
+                if rnd > first_round and (initial_reviews == "turn0" or t.speaker in before):
                     previous = before.get(t.speaker)
                     others = tuple(before.get(s) for s in speakers if s != t.speaker)
                     rows.append((int(debate_id), int(rnd), int(t.position), t.speaker,
@@ -373,18 +394,20 @@ def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"debate_id": "int64", "round": "int64", "position": "int64"})
 
 
-def opinion_altering_holding(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+def opinion_altering_holding(debates: pd.DataFrame, turns: pd.DataFrame, *,
+                             initial_reviews: str = "turn0") -> pd.DataFrame:
     """Opinion holding and altering per reviewer and role (PRD section 5, Fig. 6).
 
     Counts the events of :func:`opinion_events`: ``held`` and ``altered`` (turns where
     the other reviewer disagreed with the speaker's opinion) and, reported apart,
     ``changed_after_agreement``. Two reviewers agreeing throughout hold nothing and
     alter nothing. On the 8 released PRD discussions (4 examples, each in both leader
-    orders) the totals are 14 held, 5 altered and 2 changes after agreement.
+    orders) the totals are 14 held, 5 altered and 2 changes after agreement with the
+    initial reviews as turn 0 (the default), 6 / 2 / 1 with them excluded.
 
     Parameters
     ----------
-    debates, turns : as :func:`opinion_events`.
+    debates, turns, initial_reviews : as :func:`opinion_events`.
 
     Returns
     -------
@@ -394,7 +417,7 @@ def opinion_altering_holding(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.D
         ``changed_after_agreement``, ``altering_rate`` (``altered / turns``, NaN when
         the reviewer was never challenged).
     """
-    events = opinion_events(debates, turns)
+    events = opinion_events(debates, turns, initial_reviews=initial_reviews)
     columns = ["speaker", "role", *_COUNT_COLUMNS]
     if len(events) == 0:
         return pd.DataFrame(columns=columns)
@@ -412,12 +435,12 @@ def opinion_altering_holding(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.D
     return out[columns].astype({c: "int64" for c in ("discussions", "turns", "held", "altered", "changed_after_agreement")})
 
 
-def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame, *, initial_reviews: str = "turn0") -> pd.DataFrame:
     """Opinion holding and altering of each model as leader and as follower (PRD Fig. 6).
 
     :func:`opinion_altering_holding` laid out per model: PRD Fig. 6 compares how often
     a model holds and alters its opinion when it leads the discussion (speaks first)
-    with when it follows.
+    with when it follows. ``initial_reviews`` as :func:`opinion_events`.
 
     Returns
     -------
@@ -426,7 +449,7 @@ def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         leader_changed_after_agreement, leader_altering_rate`` and the same four for
         ``follower_``; 0 (rates NaN) for a role the model never had.
     """
-    counts = opinion_altering_holding(debates, turns)
+    counts = opinion_altering_holding(debates, turns, initial_reviews=initial_reviews)
     measures = ["held", "altered", "changed_after_agreement"]
     columns = [f"{role}_{m}" for role in ("leader", "follower") for m in (*measures, "altering_rate")]
     if len(counts) == 0:

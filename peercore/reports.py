@@ -745,6 +745,7 @@ def position_display(position: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "verdicts": position["n"], "decisive": position["n_decisive"], "P(first)": position["p_first"].round(3),
         "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
+        "P(first) over all, ties included (eq. 8)": position["p_first_all"].round(3),
         "ties": position["tie_rate"].round(3),
     }, index=position.index)
 

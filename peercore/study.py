@@ -38,6 +38,8 @@ from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
 from peercore.ranking._battles import SOFT_COLUMN
 from peercore.ranking.bradley_terry import rank_spread
+from peercore.ranking.leaderboard import _ranked  # the one table layout of every ranking method
+from peercore.ranking.peer_rank import PER_SHUFFLE, notebook_weighted_elo
 
 __all__ = [
     "Study", "Selection", "Ranking", "RANK_METHODS", "PEER_WEIGHT_MODES", "KINDS", "KIND_LABELS", "GOLD_KINDS",
@@ -536,7 +538,9 @@ class Study:
             ``fixed-point``: judges weighted by their own score as contestants; judges
             that are no contestant are left out (said in ``left_out`` and a warning).
         weights_from : the score Peer Rank's weights come from (``winrate``, as PRD's
-            Table 2 for both its weighted win rates and weighted Elo; ``elo``; ``bt``).
+            Table 2 for its weighted win rates; ``elo``; ``bt``), or with ``method="elo"``
+            and ``peer_weights="prd"``, ``elo-per-shuffle``: PRD's notebook procedure for
+            the weighted Elo (weights from Elo recomputed inside every shuffle, cells 40-41).
         bootstrap, seed : bootstrap rounds for 95% intervals (default 100, as the page; 0 = none)
             and the seed.
         soft : count the judges' probabilities ``p_a`` as fractional wins where given.
@@ -933,6 +937,9 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
         without answers.
     """
     _check_rank_options(method, peer_weights, baseline, controls, intervals, reweight, prior, min_battles)
+    if weights_from == PER_SHUFFLE and (method != "elo" or peer_weights != "prd" or controls):
+        raise ValueError(f"weights_from {PER_SHUFFLE!r} is PRD's notebook procedure for weighted Elo: it needs method "
+                         f"'elo' and peer_weights 'prd', got method {method!r}, peer_weights {peer_weights!r}")
     if len(chosen) == 0:
         raise ValueError("the selection holds no judgments to rank")
     aliases = dict(aliases or {})
@@ -969,6 +976,9 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
                                  intervals=intervals, reweight=reweight, prior=prior, style_reg=style_reg,
                                  verdicts=verdicts, judges=judges, warnings=warnings, peer_weights=peer_weights,
                                  aliases=aliases, weights_from=weights_from, elo_shuffles=elo_shuffles)
+    elif weights_from == PER_SHUFFLE:
+        ranking = _per_shuffle_elo_ranking(chosen, aliases=aliases, bootstrap=bootstrap, seed=seed,
+                                           elo_shuffles=elo_shuffles, verdicts=verdicts, judges=judges)
     elif method.startswith("poe"):
         table = poe_table(chosen, method=method.replace("-", "_"))
         label = {"poe-gaussian": "PoE-Gaussian score", "poe-bt": "PoE-BT score"}[method]
@@ -987,6 +997,7 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
         label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[method]
         ranking = Ranking(table=board.table, method=method, peer_weights=peer_weights, score_label=label,
                           verdicts=verdicts, judges=judges, n_judgments=board.n_judgments, weights=board.weights,
+                          warnings=board.notes,
                           history=None if peer is None else peer.history,
                           iterations=None if peer is None else peer.iterations,
                           converged=None if peer is None else peer.converged)
@@ -1014,7 +1025,7 @@ def rank_battles(battles, *, mixed_warnings: Sequence[str] = (), bootstrap: int 
     board = leaderboard(battles, method="bt", bootstrap=bootstrap, seed=seed, intervals=intervals, prior=prior,
                         progress=progress)
     ranking = Ranking(table=board.table, method="bt", peer_weights="none", score_label="Bradley-Terry (Elo scale)",
-                      verdicts="hard", judges=judges, n_judgments=board.n_judgments, weights=None)
+                      verdicts="hard", judges=judges, n_judgments=board.n_judgments, weights=None, warnings=board.notes)
     options = {"intervals": intervals, "reweight": False, "prior": prior, "min_battles": int(min_battles)}
     return _finished(ranking, n_judgments=len(battles), judges=judges, warnings=list(mixed_warnings), left_out=[],
                      options=options, method="bt", prior=prior, min_battles=min_battles, flagged=flagged)
@@ -1192,6 +1203,17 @@ def _baseline_ranking(chosen: pd.DataFrame, *, baseline: str, answers, lc_rounds
                    score_label=f"win rate vs {baseline} (%)", verdicts="soft" if soft else "hard", judges=judges,
                    n_judgments=int(alpaca.loc[alpaca["model"] != baseline, "n_total"].sum()),
                    baseline=result.describe())
+
+
+def _per_shuffle_elo_ranking(chosen: pd.DataFrame, *, aliases, bootstrap: int, seed: int, elo_shuffles: int, verdicts,
+                             judges) -> Ranking:
+    """PRD's notebook weighted Elo: weights from Elo inside every shuffle
+    (:func:`peercore.ranking.peer_rank.notebook_weighted_elo`), ranked as the other methods."""
+    result = notebook_weighted_elo(chosen, aliases=aliases, shuffles=elo_shuffles, seed=seed, rounds=bootstrap)
+    return Ranking(table=_ranked(result.table.rename(columns={"elo": "score"})), method="elo", peer_weights="prd",
+                   score_label="Elo (PRD notebook: weights from Elo within each shuffle)", verdicts=verdicts,
+                   judges=judges, n_judgments=len(chosen), weights=result.weights, history=result.history,
+                   iterations=result.iterations, converged=None)
 
 
 def _style_ranking(chosen: pd.DataFrame, *, controls, answers, bootstrap, seed, intervals, reweight, prior, style_reg,

@@ -95,7 +95,7 @@ def _rubric_fields(template: PromptTemplate, criterion: str | None) -> dict:
             rubric = load_rubric(name)
         except RubricError as exc:
             raise ValueError(f"criterion {name!r} has no rubric for template {template.name!r}: {exc}") from None
-        fields = {"criterion": rubric.title, "rubric": rubric.render()}
+        fields = {"criterion": rubric.title, "criterion_header": rubric.header, "rubric": rubric.render()}
     return fields
 
 

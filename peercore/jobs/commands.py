@@ -133,6 +133,10 @@ def _common(parser) -> None:
     parser.add_argument("--study", required=True, help="study name in the database")
     add_db_option(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the estimate of calls, tokens and cost; spend nothing")
+    parser.add_argument("--show-prompts", type=_positive_int, default=None, metavar="N",
+                        help="print the exact messages of the job's first N calls whose prompt is fixed before the run "
+                             "(reviews, a discussion's initial reviews, a debate's initial verdicts; with --json as "
+                             "JSON); spend nothing")
     parser.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default 8)")
     parser.add_argument("--limit", action="append", default=[], metavar="WHO:rpm=N,tpm=N,concurrency=N",
                         help="rate limits for a provider (openai) or judge (openai:gpt-4o), repeatable")
@@ -300,6 +304,12 @@ def _run(job, args) -> int:
     from peercore.store import Store
 
     store = Store(args.db)
+    if args.show_prompts:  # what the judges would read, exactly; nothing is called
+        from peercore.jobs.preview import job_prompts, prompts_text
+
+        prompts = job_prompts(job, store, args.show_prompts)
+        print(json.dumps(prompts, indent=2, ensure_ascii=False) if args.json else prompts_text(prompts))
+        return 0
     prices = load_prices(args.prices)
     limits = _limits(args.limit)
     batch = getattr(args, "batch", False)

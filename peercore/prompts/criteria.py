@@ -24,8 +24,14 @@ released rubric files (``helpfulness-2`` ... ``helpfulness-6``):
 
 The seed decides which characters or which order; ``general``, ``shortened`` and
 ``flipped`` do not use it. Level numbers (1-5) are never altered, so the output still
-reads as a 1-5 scale, and the criterion's own name (the template's ``{criterion}``)
-stays the general one: the judge is not told which variation it reads.
+reads as a 1-5 scale.
+
+**The criterion's name.** ScaleEval's judge prompt (Table 6) carries the criteria text
+only (``[Criteria]: {criteria}``), so a varied rubric is all the judge learns of the
+criterion. Every variation but ``general`` therefore hides the name: the rubric's
+:attr:`Rubric.header` (the templates' ``{criterion_header}``) reads ``[Criteria]``
+instead of ``[Criterion: Helpfulness]``; a masked or gibberish rubric is not
+introduced by the word it masks. The general rubric keeps its named header.
 
 A criterion with a variation is written ``<criterion>/<variation>`` (``helpfulness/gibberish``;
 ``helpfulness:gibberish`` is read too): :func:`load_rubric` gives the varied rubric, review
@@ -68,11 +74,14 @@ class Rubric:
     name : identifier, e.g. ``"helpfulness"`` (variants add ``"-<kind>"``).
     title : human-readable criterion name.
     levels : ``{1: "...", ..., 5: "..."}``, ascending.
+    hides_name : the prompt must not name the criterion (a criteria variation, see
+        :attr:`header`).
     """
 
     name: str
     title: str
     levels: Mapping[int, str]
+    hides_name: bool = False
 
     def __post_init__(self) -> None:
         if not self.levels:
@@ -84,6 +93,16 @@ class Rubric:
     def render(self) -> str:
         """``"1: ...\\n2: ...\\n..."``, the text a ``{rubric}`` placeholder takes."""
         return "\n".join(f"{k}: {self.levels[k]}" for k in sorted(self.levels))
+
+    @property
+    def header(self) -> str:
+        """The line introducing the rubric in a prompt (a template's ``{criterion_header}``).
+
+        ``[Criterion: <title>]``, or ScaleEval's bare ``[Criteria]`` (Chern et al. 2024,
+        Table 6) when :attr:`hides_name`: a criteria variation must not be undone by
+        naming the criterion beside it.
+        """
+        return "[Criteria]" if self.hides_name else f"[Criterion: {self.title}]"
 
     @classmethod
     def from_mapping(cls, name: str, levels: Mapping, *, title: str | None = None) -> "Rubric":
@@ -140,8 +159,9 @@ def criteria_variation(rubric: Rubric, kind: str, seed: int = 0) -> Rubric:
     Returns
     -------
     Rubric
-        Named ``"<name>-<kind>"``, with the general rubric's title (``general`` returns
-        the rubric unchanged).
+        Named ``"<name>-<kind>"``, with the general rubric's title and ``hides_name``
+        set, so prompts introduce it as ``[Criteria]`` without the criterion's name
+        (``general`` returns the rubric unchanged).
 
     Raises
     ------
@@ -155,7 +175,7 @@ def criteria_variation(rubric: Rubric, kind: str, seed: int = 0) -> Rubric:
     transform = {"shortened": _shorten, "gibberish": _gibberish, "shuffled": _shuffle,
                  "flipped": _flip, "masked": _mask}[kind]
     levels = {level: transform(text, _rng(seed, kind, rubric.name, level)) for level, text in rubric.levels.items()}
-    return Rubric(name=f"{rubric.name}-{kind}", title=rubric.title, levels=levels)
+    return Rubric(name=f"{rubric.name}-{kind}", title=rubric.title, levels=levels, hides_name=True)
 
 
 def _rng(seed: int, kind: str, name: str, level: int) -> random.Random:

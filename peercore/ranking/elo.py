@@ -5,20 +5,23 @@ final ratings over random shuffles of the battle order because online Elo depend
 that order.
 
 **Weighted Elo (PRD Appendix E).** With Peer Rank reviewer weights, each review's
-update is multiplied by its reviewer's weight. Two normalisations of the weights are
+update is multiplied by its reviewer's weight. Two normalisations of fixed weights are
 offered (``weight_normalisation``):
 
-- ``"sum"`` (default): :math:`w_r / \\sum_q w_q`, weights that sum to 1, as the PRD
-  notebook multiplies each update by the raw Peer Rank weight. This is what the
-  paper's Table 2 weighted Elo used: on PRD's Vicuna80 reviews with the 5-iteration
-  win-rate weights, 200 shuffles from seed 0 give 1212.6 / 1122.5 / 914.2 / 893.3 /
-  857.4 for GPT-4 / Claude / Vicuna / GPT-3.5 / Bard (paper: 1213 / 1125 / 912 / 894 /
-  856).
-- ``"mean"``: :math:`w_r / \\bar w`, Algorithm 1's W / mean(W); the average review
-  keeps the full K, so the ratings spread further (same settings: 1223.4 / 1127.6 /
-  905.8 / 891.9 / 851.3).
+- ``"sum"`` (default): :math:`w_r / \\sum_q w_q`, weights that sum to 1. The update of
+  an average review is K / J (J judges). This is **not** what the PRD notebook does; it
+  happens to land near Table 2: on PRD's Vicuna80 reviews with the 5-iteration win-rate
+  weights, 200 shuffles from seed 0 give 1212.6 / 1122.5 / 914.2 / 893.3 / 857.4 for
+  GPT-4 / Claude / Vicuna / GPT-3.5 / Bard (paper: 1213 / 1125 / 912 / 894 / 856).
+- ``"mean"``: :math:`w_r / \\bar w`, Algorithm 1's W / mean(W), the rescaling the PRD
+  notebook's ``compute_elo`` applies (cell 26); the average review keeps the full K
+  (same settings: 1223.4 / 1127.6 / 905.8 / 891.9 / 851.3).
 
-With J judges the two differ by the constant factor J in the step size.
+With J judges the two differ by the constant factor J in the step size. The notebook's
+"All (weighted)" Elo (cells 40-41) does not use fixed weights at all: within each
+shuffle it runs 5 rounds of Elo, each weighted by the min-max weights of the previous
+round's Elo ratings; that procedure is
+:func:`peercore.ranking.peer_rank.notebook_weighted_elo`.
 """
 
 from __future__ import annotations
@@ -96,10 +99,11 @@ def elo_ratings(
         average the final ratings over R random orders drawn from ``seed``.
     seed : seed of ``numpy.random.default_rng`` for the shuffles.
     weight_normalisation : how ``weights`` scale the updates (PRD Appendix E):
-        ``"sum"`` (default), :math:`w_r / \\sum_q w_q`, weights summing to 1 - what
-        PRD's Table 2 weighted Elo used (the notebook multiplies each update by the raw
-        Peer Rank weight); ``"mean"``, :math:`w_r / \\bar w`, Algorithm 1's W / mean(W).
-        With J judges the two differ by the constant factor J in the step size.
+        ``"sum"`` (default), :math:`w_r / \\sum_q w_q`, weights summing to 1 (close to
+        Table 2's numbers, but not the notebook's procedure, see the module docstring);
+        ``"mean"``, :math:`w_r / \\bar w`, Algorithm 1's W / mean(W), the rescaling of
+        the notebook's ``compute_elo`` (cell 26). With J judges the two differ by the
+        constant factor J in the step size.
 
     Returns
     -------
@@ -195,7 +199,7 @@ def elo_intervals(
     given order). Each bootstrap round draws N battles with replacement, in random
     order, and runs online Elo over them; the interval is the central ``level``
     percentile range. ``weights`` scale the updates as ``weight_normalisation`` says
-    (see :func:`elo_ratings`; ``"sum"`` is what PRD's Table 2 used).
+    (see :func:`elo_ratings`).
 
     Returns
     -------
@@ -286,11 +290,13 @@ def _run_shuffled(battles: Battles, multiplier, orders, checkpoints, *, k, scale
 
 def _run_replicas(battles: Battles, multiplier, orders, checkpoints, *, k, scale, base, initial, reduce=False):
     """Run R battle sequences (rows of ``orders`` index battles) at once, one vectorised
-    step per position. Returns the per-replica ratings after the last checkpoint, shape
+    step per position. ``multiplier`` is one weight per battle, or (R, battles) one row
+    per replica. Returns the per-replica ratings after the last checkpoint, shape
     (R, n_models), or with ``reduce`` the replica sums at every checkpoint."""
     replicas, n = orders.shape
     ratings = np.full((replicas, battles.n_models), float(initial))
-    a, b, s, w = battles.a[orders], battles.b[orders], battles.score_a[orders], multiplier[orders]
+    a, b, s = battles.a[orders], battles.b[orders], battles.score_a[orders]
+    w = np.take_along_axis(multiplier, orders, axis=1) if multiplier.ndim == 2 else multiplier[orders]
     rows = np.arange(replicas)
     factor = math.log(base) / scale
     out = np.empty((len(checkpoints), battles.n_models))

@@ -8,6 +8,12 @@ does *as a contestant*; reviews are then re-weighted and the scores recomputed:
 PRD runs this for a fixed 5 iterations with min-max scaling then sum-to-one, which
 sets the weakest reviewer's weight to exactly 0. :func:`fixed_point_weights` iterates
 to a true fixed point instead, with a normalisation that keeps every reviewer.
+
+Within an iteration every review counts :math:`w_r / \\bar w` (Algorithm 1; the PRD
+notebook's ``get_norm(weights, div_factor=mean)`` in ``compute_winrates`` and
+``compute_elo``, cells 17 and 26). :func:`notebook_weighted_elo` is the notebook's
+"All (weighted)" Elo (cells 40-41), which recomputes the weights from Elo inside every
+shuffle of the battles.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ import pandas as pd
 from peercore.errors import ConvergenceError
 from peercore.ranking._battles import Battles, encode
 from peercore.ranking.bradley_terry import DEFAULT_L2, PairTable, _fit, _orient
-from peercore.ranking.elo import _run_shuffled
+from peercore.ranking.elo import _batch_size, _run_replicas, _run_shuffled
 
-__all__ = ["PeerRankResult", "prd_weights", "fixed_point_weights", "resolve_aliases", "METHODS", "NORMALISATIONS"]
+__all__ = ["PeerRankResult", "NotebookElo", "prd_weights", "fixed_point_weights", "notebook_weighted_elo",
+           "resolve_aliases", "METHODS", "NORMALISATIONS", "PER_SHUFFLE"]
 
 METHODS = ("winrate", "elo", "bt")
 NORMALISATIONS = ("minmax", "softmax", "proportional")
+# Where weighted Elo's reviewer weights come from when the PRD notebook's procedure is asked
+# for: Elo recomputed inside every shuffle (``--weights-from elo-per-shuffle``).
+PER_SHUFFLE = "elo-per-shuffle"
 
 
 @dataclass(frozen=True)
@@ -186,6 +196,139 @@ def fixed_point_weights(
     problem = _Problem.build(judgments, aliases=aliases, method=method, elo_shuffles=elo_shuffles, seed=seed)
     return problem.iterate(normalisation=normalisation, temperature=temperature, tol=tol,
                            max_iter=max_iter, damping=damping, raise_on_cap=True)
+
+
+@dataclass(frozen=True)
+class NotebookElo:
+    """What :func:`notebook_weighted_elo` returns.
+
+    Attributes
+    ----------
+    table : indexed by model (``model``): ``elo`` (the mean over shuffles of the last
+        round's ratings), ``ci_low``, ``ci_high`` (bootstrap percentiles, NaN without
+        rounds) and ``battles``.
+    weights : judge -> the notebook's returned weights (min-max of the last round's
+        Elo, summing to 1), averaged over shuffles.
+    history : the mean weights after each round, row 0 the uniform start (judges as
+        columns), as :attr:`PeerRankResult.history`.
+    iterations, shuffles : rounds of Elo per shuffle; shuffles averaged.
+    """
+
+    table: pd.DataFrame
+    weights: pd.Series
+    history: pd.DataFrame
+    iterations: int
+    shuffles: int
+
+
+def notebook_weighted_elo(
+    judgments: pd.DataFrame,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    iterations: int = 5,
+    shuffles: int = 100,
+    seed: int = 0,
+    rounds: int = 0,
+    level: float = 0.95,
+) -> NotebookElo:
+    """PRD's "All (weighted)" Elo exactly as the notebook computes it (bcdnlp/PRD
+    ``peer_rank/peer_ranking.ipynb``, cells 26, 40 and 41).
+
+    For each shuffle (a random order of the reviews, ``normal_elo``, cell 40), with
+    weights :math:`w^{(0)} = 1`:
+
+    .. math:: R^{(t)} = \\mathrm{Elo}\\big(\\text{order};\\; K \\cdot w^{(t-1)}_r / \\bar w^{(t-1)}\\big),
+              \\qquad w^{(t)}_r = \\frac{\\tilde R^{(t)}_r}{\\sum_q \\tilde R^{(t)}_q},
+              \\quad \\tilde R_r = \\frac{R_r - \\min R}{\\max R - \\min R}
+
+    for t = 1 ... ``iterations`` (5), where :math:`R_r` is the rating of the contestant
+    reviewer r is (K = 32, scale 400, base 10, start 1000; ``compute_elo``, cell 26,
+    rescales the weights to :math:`w / \\bar w`, Algorithm 1). The shuffle's score is
+    :math:`R^{(5)}`; the result is its mean over ``shuffles`` shuffles (cell 41). The
+    weights are thus recomputed from Elo **inside every shuffle**, in that shuffle's
+    order; fixed weights averaged over shuffles
+    (``prd_weights(method="elo")``) zero the weakest reviewer in every shuffle instead.
+    On PRD's Vicuna80 reviews, 1000 shuffles give about 1213 / 1123 / 917 / 895 / 853
+    for GPT-4 / Claude / Vicuna / GPT-3.5 / Bard (PRD Table 2: 1213 / 1125 / 912 / 894
+    / 856).
+
+    Parameters
+    ----------
+    judgments : canonical judgment table; every judge must be a contestant.
+    aliases : judge -> contestant, see :func:`resolve_aliases`.
+    iterations : rounds of Elo per shuffle (the notebook: 5).
+    shuffles : R >= 1 random orders drawn from ``seed`` (``numpy.random.default_rng``),
+        or 0 for one pass in the given order.
+    seed : seed of the shuffles (and, spawned from it, of the bootstrap).
+    rounds : bootstrap rounds for the intervals (0 = none). Each round draws the
+        reviews with replacement, in random order, and runs the whole procedure once
+        (as :func:`peercore.ranking.elo.elo_intervals` runs plain Elo once).
+    level : the intervals' confidence level.
+
+    Returns
+    -------
+    NotebookElo
+
+    Raises
+    ------
+    ValueError
+        On empty judgments, a judge that is no contestant, or an option out of range
+        (the value is quoted).
+    """
+    for name, value, low in (("iterations", iterations, 1), ("shuffles", shuffles, 0), ("rounds", rounds, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    problem = _Problem.build(judgments, aliases=aliases, method="winrate", elo_shuffles=0, seed=seed)
+    battles, n = problem.battles, len(problem.battles)
+    if shuffles == 0:
+        ratings, weights, history = _notebook_rounds(problem, np.arange(n)[None, :], iterations)
+    else:
+        rng = np.random.default_rng(seed)
+        parts, done = [], 0
+        while done < shuffles:
+            batch = min(_batch_size(n), shuffles - done)
+            parts.append(_notebook_rounds(problem, np.argsort(rng.random((batch, n)), axis=1), iterations))
+            done += batch
+        ratings, weights, history = (np.concatenate([part[k] for part in parts]) for k in range(3))
+    low = high = np.full(battles.n_models, np.nan)
+    if rounds:
+        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        samples, done = [], 0
+        while done < rounds:
+            batch = min(_batch_size(n), rounds - done)
+            samples.append(_notebook_rounds(problem, rng.integers(0, n, size=(batch, n)), iterations)[0])
+            done += batch
+        alpha = (1.0 - level) / 2.0
+        low, high = np.quantile(np.concatenate(samples), [alpha, 1.0 - alpha], axis=0)
+    played = np.bincount(battles.a, minlength=battles.n_models) + np.bincount(battles.b, minlength=battles.n_models)
+    models = pd.Index(battles.models, name="model")
+    judges = pd.Index(battles.judges, name="judge")
+    table = pd.DataFrame({"elo": ratings.mean(axis=0), "ci_low": low, "ci_high": high, "battles": played}, index=models)
+    return NotebookElo(table=table, weights=pd.Series(weights.mean(axis=0), index=judges, name="weight"),
+                       history=pd.DataFrame(history.mean(axis=0), columns=judges).rename_axis("iteration"),
+                       iterations=int(iterations), shuffles=int(shuffles))
+
+
+def _notebook_rounds(problem: "_Problem", sequences: np.ndarray, iterations: int):
+    """The notebook's ``normal_elo`` on R battle sequences at once.
+
+    Returns (R, models) ratings of the last round, (R, judges) the weights computed from
+    them, and (R, iterations + 1, judges) the weights after each round (uniform first).
+    """
+    battles = problem.battles
+    replicas, judges = len(sequences), len(battles.judges)
+    weights = np.ones((replicas, judges))
+    history = [np.full((replicas, judges), 1.0 / judges)]
+    checkpoint = np.array([sequences.shape[1]])
+    for _ in range(iterations):
+        multiplier = (weights / weights.mean(axis=1, keepdims=True))[:, battles.judge]
+        ratings = _run_replicas(battles, multiplier, sequences, checkpoint, k=32.0, scale=400.0, base=10.0,
+                                initial=1000.0)
+        weights = np.apply_along_axis(_minmax_sum_to_one, 1, ratings[:, problem.reviewer_model])
+        history.append(weights)
+    return ratings, weights, np.stack(history, axis=1)
 
 
 # ---------------------------------------------------------------------------- engine

@@ -53,6 +53,7 @@ __all__ = [
     "Comparisons",
     "GaussianPoE",
     "METHODS",
+    "BT_PRIORS",
     "comparisons_from_judgments",
     "win_ratio",
     "average_probability",
@@ -64,6 +65,8 @@ __all__ = [
 
 DEFAULT_L2 = core.DEFAULT_L2
 METHODS: tuple[str, ...] = ("win_ratio", "bt", "avg_prob", "poe_bt", "poe_gaussian")
+# The hard Bradley-Terry baseline's prior: a negligible ridge, or the PoE paper's 1/(N-1) pseudo-wins.
+BT_PRIORS: tuple[str, ...] = ("ridge", "wins")
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,8 @@ def average_probability(comparisons: Comparisons) -> np.ndarray:
 
 
 def bradley_terry_hard(
-    comparisons: Comparisons, *, l2: float = DEFAULT_L2, tol: float = 1e-9, max_iter: int = 200
+    comparisons: Comparisons, *, l2: float = DEFAULT_L2, tol: float = 1e-9, max_iter: int = 200,
+    prior: str = "ridge",
 ) -> np.ndarray:
     """Bradley-Terry maximum likelihood on hard decisions (ties as half wins).
 
@@ -232,6 +236,16 @@ def bradley_terry_hard(
     BT baseline). Scores are in natural (logit) units; ``peercore.ranking.bradley_terry``
     gives the same fit on the Elo scale.
 
+    **The paper's prior** (``prior="wins"``). The PoE paper's hard Bradley-Terry
+    baseline (Liusie, Raina, Fathullah, Gales 2024, EMNLP; the authors'
+    ``get_zermelo_solution``, ``PoE_analysis/utils.py``) adds :math:`1/(N-1)` of a win
+    of every candidate over every other to the win matrix, :math:`W \\leftarrow W +
+    (\\mathbf 1\\mathbf 1^T - I)/(N-1)`, before Zermelo's iterations: every candidate
+    holds one pseudo-win spread over the field, so a candidate that won (or lost) all
+    its few comparisons gets a moderate score instead of a huge one. The maximum of
+    that likelihood is computed here (the same optimum as Zermelo's fixed point), with
+    the ridge only centring the scores.
+
     Parameters
     ----------
     comparisons : the comparisons.
@@ -241,6 +255,8 @@ def bradley_terry_hard(
         The default 1e-6 is negligible otherwise.
     tol : Newton stops when no score moves by more than ``tol``.
     max_iter : Newton iteration cap.
+    prior : ``"ridge"`` (default, the ridge alone) or ``"wins"`` (the paper's
+        :math:`1/(N-1)` pseudo-wins; see above).
 
     Returns
     -------
@@ -249,12 +265,21 @@ def bradley_terry_hard(
     Raises
     ------
     ValueError
-        If ``l2`` is not a positive finite number.
+        If ``l2`` is not a positive finite number, or ``prior`` is unknown.
     ConvergenceError
         If Newton's method reaches ``max_iter``.
     """
     c = comparisons
-    return _fit_soft_bt(c.i, c.j, _hard(c.p), c.n, gamma=0.0, l2=l2, tol=tol, max_iter=max_iter)
+    if prior not in BT_PRIORS:
+        raise ValueError(f"prior must be one of {BT_PRIORS}, got {prior!r}")
+    i, j, outcome, weight = c.i, c.j, _hard(c.p), None
+    if prior == "wins" and c.n > 1:
+        # (i beats j) and (j beats i), 1/(N-1) each: one row per unordered pair, outcome 1/2, weight 2/(N-1)
+        lo, hi = np.triu_indices(c.n, 1)
+        i, j = np.r_[i, lo], np.r_[j, hi]
+        outcome = np.r_[outcome, np.full(len(lo), 0.5)]
+        weight = np.r_[np.ones(len(c.p)), np.full(len(lo), 2.0 / (c.n - 1))]
+    return _fit_soft_bt(i, j, outcome, c.n, gamma=0.0, l2=l2, tol=tol, max_iter=max_iter, weight=weight)
 
 
 def poe_bradley_terry(
@@ -391,6 +416,7 @@ def poe_scores(
     method: str = "poe_gaussian",
     debias: bool = False,
     candidates: Sequence[str] | None = None,
+    bt_prior: str = "ridge",
 ) -> pd.Series:
     """Score candidates from a canonical judgment table with one of the PoE-paper methods.
 
@@ -404,6 +430,8 @@ def poe_scores(
     debias : remove the judge's average first-position preference; only for
         ``"poe_bt"`` and ``"poe_gaussian"``.
     candidates : candidates to score (may include uncompared ones); default all seen.
+    bt_prior : ``"bt"`` only: ``"ridge"`` or the paper's ``"wins"`` (see
+        :func:`bradley_terry_hard`).
 
     Returns
     -------
@@ -426,7 +454,7 @@ def poe_scores(
     elif method == "avg_prob":
         values = average_probability(c)
     elif method == "bt":
-        values = bradley_terry_hard(c)
+        values = bradley_terry_hard(c, prior=bt_prior)
     elif method == "poe_bt":
         values = poe_bradley_terry(c, debias=debias)
     else:
@@ -486,10 +514,11 @@ def _components(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     return labels.astype(np.intp)
 
 
-def _fit_soft_bt(i, j, p, n, *, gamma: float, l2: float, tol: float, max_iter: int) -> np.ndarray:
+def _fit_soft_bt(i, j, p, n, *, gamma: float, l2: float, tol: float, max_iter: int,
+                 weight: np.ndarray | None = None) -> np.ndarray:
     """The (strictly concave) soft-BT objective, solved by the one solver (:func:`peercore.ranking.core.fit`).
 
-    Rows are the comparisons, outcome ``p``, weight 1 and offset :math:`-\\gamma`.
+    Rows are the comparisons, outcome ``p``, weight 1 (or ``weight``) and offset :math:`-\\gamma`.
     """
     _check_positive("l2", l2)
     _check_positive("tol", tol)
@@ -497,5 +526,5 @@ def _fit_soft_bt(i, j, p, n, *, gamma: float, l2: float, tol: float, max_iter: i
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
     if n == 0 or len(p) == 0:
         return np.zeros(n)
-    design = core.Design(n, i, j, p, np.ones(len(p)), offset=-gamma)
+    design = core.Design(n, i, j, p, np.ones(len(p)) if weight is None else weight, offset=-gamma)
     return core.fit(design, l2=l2, tol=tol, max_iter=max_iter, what="PoE Bradley-Terry").theta

@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "GreedySelector",
+    "MAX_COVER_DRAWS",
     "ORDERS",
     "select_random",
     "select_no_repeat",
@@ -28,12 +29,13 @@ __all__ = [
 ]
 
 DEFAULT_RIDGE = 1e-6
+MAX_COVER_DRAWS = 100_000  # redraws of a random selection before cover=True gives up
 ORDERS: tuple[str, ...] = ("random", "sorted", "both")
 # Pairs whose criterion is within this relative distance of the best count as tied.
 _TIE_RTOL = 1e-9
 
 
-def select_random(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
+def select_random(n: int, k: int, *, rng: np.random.Generator, cover: bool = False) -> np.ndarray:
     """K distinct ordered pairs drawn uniformly, without replacement, from the N(N-1) pairs ``i != j``.
 
     Random selection of Liusie, Manakul & Gales (2024), "LLM Comparative Assessment",
@@ -44,11 +46,21 @@ def select_random(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
     Every K-subset of the N(N-1) ordered pairs is equally likely; the rows come in
     random order.
 
+    **Every candidate compared** (``cover=True``). A plain random subset may leave a
+    candidate out, which then has no score. The Product-of-Experts paper's protocol
+    (Liusie, Raina, Fathullah, Gales 2024, EMNLP; the authors' ``generate_random_mask``,
+    ``PoE_analysis/utils.py``) redraws until every candidate is shown first at least
+    once and second at least once; ``cover=True`` does the same, so the K-subset is
+    uniform among those that cover every candidate in both positions. That needs
+    ``k >= n``; when a covering draw is rare (K close to N) the draws give up after
+    :data:`MAX_COVER_DRAWS` and say so.
+
     Parameters
     ----------
     n : number of candidates N.
     k : number of comparisons K, at most N(N-1).
     rng : source of randomness.
+    cover : redraw until every candidate is shown first and second at least once.
 
     Returns
     -------
@@ -58,7 +70,9 @@ def select_random(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
     ------
     ValueError
         If ``n`` or ``k`` is negative or not an integer, ``k > 0`` with ``n < 2``, or
-        ``k`` exceeds the N(N-1) ordered pairs (the value and the maximum are quoted).
+        ``k`` exceeds the N(N-1) ordered pairs (the value and the maximum are quoted);
+        with ``cover``, if ``k < n`` or no covering draw came in
+        :data:`MAX_COVER_DRAWS`.
     """
     n, k = _check_sizes(n, k)
     _check_rng(rng)
@@ -67,10 +81,16 @@ def select_random(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
         raise ValueError(f"k={k} exceeds the n(n-1)={total} distinct ordered pairs of n={n} candidates")
     if k == 0:
         return _empty()
-    code = rng.choice(total, size=k, replace=False)
-    first, second = np.divmod(code, n - 1)
-    second += second >= first  # skip i itself: code -> (i, j != i)
-    return np.column_stack([first, second]).astype(np.intp)
+
+    def draw() -> np.ndarray:
+        code = rng.choice(total, size=k, replace=False)
+        first, second = np.divmod(code, n - 1)
+        second += second >= first  # skip i itself: code -> (i, j != i)
+        return np.column_stack([first, second]).astype(np.intp)
+
+    if not cover:
+        return draw()
+    return _covering(draw, n, k, minimum=n, both_positions=True, what="random selection")
 
 
 def select_no_repeat(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
@@ -120,13 +140,15 @@ def select_no_repeat(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
     return pairs.astype(np.intp)
 
 
-def select_symmetric(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
+def select_symmetric(n: int, k: int, *, rng: np.random.Generator, cover: bool = False) -> np.ndarray:
     """K // 2 distinct unordered pairs, each made in both orders (EACL 2024, symmetric).
 
     An odd ``k`` is rounded down to the even ``k - 1``: the returned array has
     ``2 * (k // 2)`` rows. Rows ``2t`` and ``2t + 1`` are ``(i, j)`` and ``(j, i)`` with
     ``i < j``; the unordered pairs come in random order. A symmetric set lets position
-    bias cancel and is what position-bias measurement needs.
+    bias cancel and is what position-bias measurement needs. ``cover=True`` redraws
+    until every candidate is in a pair (the PoE authors' ``generate_symmetric_random_mask``;
+    see :func:`select_random`); it needs ``k // 2 >= ceil(n / 2)``.
 
     Raises
     ------
@@ -142,9 +164,15 @@ def select_symmetric(n: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
     if m == 0:
         return _empty()
     upper_i, upper_j = np.triu_indices(n, 1)
-    code = rng.choice(len(upper_i), size=m, replace=False)
-    lo, hi = upper_i[code], upper_j[code]
-    return np.column_stack([np.column_stack([lo, hi]), np.column_stack([hi, lo])]).reshape(-1, 2).astype(np.intp)
+
+    def draw() -> np.ndarray:
+        code = rng.choice(len(upper_i), size=m, replace=False)
+        lo, hi = upper_i[code], upper_j[code]
+        return np.column_stack([np.column_stack([lo, hi]), np.column_stack([hi, lo])]).reshape(-1, 2).astype(np.intp)
+
+    if not cover:
+        return draw()
+    return _covering(draw, n, k, minimum=2 * math.ceil(n / 2), both_positions=False, what="symmetric selection")
 
 
 class GreedySelector:
@@ -343,6 +371,21 @@ def select_greedy(
 
 
 # ------------------------------------------------------------------------------ helpers
+
+
+def _covering(draw, n: int, k: int, *, minimum: int, both_positions: bool, what: str) -> np.ndarray:
+    """Redraw ``draw()`` until every candidate is compared (first and second, if ``both_positions``)."""
+    if k < minimum:
+        raise ValueError(f"k={k} comparisons cannot compare every one of n={n} candidates with {what} "
+                         f"(cover=True needs k >= {minimum})")
+    for _ in range(MAX_COVER_DRAWS):
+        pairs = draw()
+        first, second = np.bincount(pairs[:, 0], minlength=n), np.bincount(pairs[:, 1], minlength=n)
+        covered = (first > 0) & (second > 0) if both_positions else (first + second) > 0
+        if covered.all():
+            return pairs
+    raise ValueError(f"no draw of k={k} comparisons among n={n} candidates compared every candidate in "
+                     f"{MAX_COVER_DRAWS:,} tries ({what}, cover=True); give a larger k")
 
 
 def _check_sizes(n, k) -> tuple[int, int]:

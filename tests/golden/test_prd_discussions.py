@@ -89,3 +89,20 @@ def test_leader_adoption_share(tables):
         "gpt35": {"debates": 2, "ended_on_leader_verdict": 1, "share": 0.5},
         "gpt4": {"debates": 1, "ended_on_leader_verdict": 1, "share": 1.0},
     }
+
+
+def test_the_reading_with_the_initial_reviews_excluded(tables):
+    # PRD section 5 / Fig. 6 do not say whether the initial reviews are opinions a turn holds or alters (issue 22,
+    # item 5). With them excluded, each reviewer's first turn (t1 leader, t2 follower) states its opinion and only
+    # t3 / t4 are classified against the other's latest turn; from the table above:
+    #   #1 t3 gpt4 H, t4 claude A;  #3 t3 gpt35 A;  #4 H H;  #6 t3 claude C, t4 gpt4 H;  #7 H H  ->  6 H, 2 A, 1 C.
+    debates, turns = tables
+    excluded = opinion_altering_holding(debates, turns, initial_reviews="excluded")
+    assert excluded[["held", "altered", "changed_after_agreement"]].sum().to_dict() == \
+        {"held": 6, "altered": 2, "changed_after_agreement": 1}
+    # the default reading is the one every number above uses: the initial reviews as turn 0
+    assert opinion_altering_holding(debates, turns, initial_reviews="turn0").equals(opinion_altering_holding(*tables))
+    effect = leader_effect(debates, turns, initial_reviews="excluded")
+    assert effect[["leader_held", "leader_altered", "follower_held", "follower_altered"]].sum().tolist() == [3, 1, 3, 1]
+    with pytest.raises(ValueError, match=r"initial_reviews must be one of \('turn0', 'excluded'\), got 'both'"):
+        opinion_altering_holding(debates, turns, initial_reviews="both")

@@ -119,23 +119,15 @@ def test_weighted_vote_of_all_reviewers(expected, llm_reviews, human_votes, weig
     assert got.fleiss_kappa == pytest.approx(want["fleiss_kappa"], abs=TOL)
 
 
-@pytest.mark.slow
-def test_elo_all_weighted_within_10_points(expected, llm_reviews, weights):
-    # The notebook multiplies each review's Elo update by the reviewer's raw weight
-    # (weights sum to 1) and averages over random orders; saved: 1217/1122/912/889/859.
-    raw_weight = llm_reviews["judge"].map(weights).to_numpy(dtype=float)
-    got = elo_ratings(llm_reviews, k=32, scale=400, base=10, initial=1000, row_weights=raw_weight, shuffles=1000, seed=0)
-    _assert_close(_renamed(got), expected["notebook_reference"]["elo_all_weighted_mean_of_100_shuffles"], tol=10.0)
-
-
 # ------------------------------------------------------- weighted Elo, PRD Appendix E
-# Each review's Elo update (K=32, scale 400, base 10, start 1000) is multiplied by its
-# reviewer's Peer Rank weight (the 5-iteration win-rate weights above), averaged over
-# random battle orders. Settings: 200 shuffles drawn from seed 0, battles in the order
-# read_prd_judgments gives them. Expected values: issue 9, item 7 (computed with these
-# settings). The average of 200 shuffles is deterministic for a seed, so they are
-# matched to 0.1; the paper's own table came from other shuffles, hence 3 points there
-# (the standard deviation of a 100-shuffle mean is 2.4-2.7 points with "sum").
+# Elo with FIXED reviewer weights: each review's update (K=32, scale 400, base 10, start
+# 1000) is multiplied by its reviewer's Peer Rank weight (the 5-iteration win-rate weights
+# above), averaged over random battle orders. Settings: 200 shuffles drawn from seed 0,
+# battles in the order read_prd_judgments gives them. Expected values: issue 9, item 7
+# (computed with these settings), matched to 0.1. Neither normalisation is the notebook's
+# procedure (cells 40-41 recompute the weights from Elo inside every shuffle, W/mean(W):
+# tests/golden/test_prd_notebook_weighted_elo.py); weights summing to 1 happen to land
+# within 3 points of Table 2 (the standard deviation of a 100-shuffle mean is 2.4-2.7).
 PRD_TABLE2_WEIGHTED_ELO = {"gpt4": 1213, "claude": 1125, "vicuna-13b": 912, "gpt35": 894, "bard": 856}
 ISSUE_ELO_SUM = {"gpt4": 1212.6, "claude": 1122.5, "vicuna-13b": 914.2, "gpt35": 893.3, "bard": 857.4}
 ISSUE_ELO_MEAN = {"gpt4": 1223.4, "claude": 1127.6, "vicuna-13b": 905.8, "gpt35": 891.9, "bard": 851.3}
@@ -147,8 +139,8 @@ def _weighted_elo(llm_reviews, weights, normalisation):
                        shuffles=ELO_SHUFFLES, seed=ELO_SEED, weight_normalisation=normalisation)
 
 
-def test_weighted_elo_weights_summing_to_one_reproduce_table2(llm_reviews, weights):
-    # PRD Table 2, "All (weighted)" Elo: 1213 / 1125 / 912 / 894 / 856.
+def test_weighted_elo_weights_summing_to_one_land_near_table2(llm_reviews, weights):
+    # PRD Table 2, "All (weighted)" Elo: 1213 / 1125 / 912 / 894 / 856 (close, but not the notebook's procedure).
     got = _weighted_elo(llm_reviews, weights, "sum").to_dict()
     assert got == pytest.approx(ISSUE_ELO_SUM, abs=0.1)
     assert got == pytest.approx(PRD_TABLE2_WEIGHTED_ELO, abs=3.0)

@@ -135,7 +135,7 @@ def test_values_with_braces_are_inserted_verbatim():
 
 
 def test_missing_fields_are_named():
-    with pytest.raises(TemplateError, match=r"'scaleeval_initial'.*\['criterion', 'rubric'\]"):
+    with pytest.raises(TemplateError, match=r"'scaleeval_initial'.*\['criterion_header', 'rubric'\]"):
         load_template("scaleeval_initial").render(question="q", answer_1="a", answer_2="b")
 
 
@@ -172,7 +172,8 @@ def test_compact_debate_templates_ask_for_the_verdict_first(name):
     assert (template.kind, template.scheme) == (full.kind, full.scheme)  # the same ScaleEval protocol
     assert set(template.fields) == set(full.fields)
     rubric = load_rubric("helpfulness")
-    values = {"question": "Q?", "answer_1": "S1", "answer_2": "S2", "criterion": rubric.title, "rubric": rubric.render(),
+    values = {"question": "Q?", "answer_1": "S1", "answer_2": "S2", "criterion_header": rubric.header,
+              "rubric": rubric.render(),
               "speaker": 2, "round": 1, "own_evaluation": "Verdict: 1\nReason: mine",
               "other_evaluations": format_turns([("Speaker 1", "Verdict: 2\nReason: theirs")])}
     system, user = (m["content"] for m in template.render(**values))
