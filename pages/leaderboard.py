@@ -171,6 +171,8 @@ with tabs[0]:
                        f"rate: instruction difficulty {safe.md(result.baseline['difficulty'])}; its standard error by "
                        f"{safe.md(result.baseline['lc_standard_error'])}. The same table: `peercore rank --study "
                        "--method winrate --baseline`.")
+            if result.baseline.get("lc_note"):  # the LC is not AlpacaEval's published one: say so
+                st.info(f"Length-controlled win rate {safe.md(result.baseline['lc_note'])}.", icon=":material/info:")
             st.plotly_chart(charts.baseline_chart(table, baseline=result.baseline["baseline"]), key="lb_baseline_chart")
         else:
             lengths = reports.average_lengths(data.answers(db, study, rev)) if data.has_answers(db, study, rev) else None

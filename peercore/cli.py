@@ -282,6 +282,8 @@ def _print_ranking(board, args) -> None:
         print(table[baseline_columns(table)].to_string(index=False, float_format="{:.2f}".format))
         print(f"\nLength-controlled win rate: instruction difficulty {board.baseline['difficulty']}; standard error "
               f"{board.baseline['lc_standard_error']}.")
+        if board.baseline.get("lc_note"):  # says plainly when the LC cannot be set beside AlpacaEval's published one
+            print(f"Length-controlled win rate {board.baseline['lc_note']}.")
     else:
         print(table.to_string(index=False, float_format=_float_format(args.method)))
     if board.style is not None:

@@ -50,7 +50,7 @@ def _script():
 def data():
     script = _script()
     synthetic = script.decode(GOLDEN["data"]["synthetic"])
-    alpaca = script.alpacaeval(ROOT / "tests" / "data" / "alpacaeval" / "weighted_alpaca_eval_gpt4_turbo.csv")
+    alpaca = script.alpacaeval(ROOT / "tests" / "data" / "alpacaeval" / "weighted_alpaca_eval_gpt4_turbo.csv.gz")
     recorded = GOLDEN["data"]["alpacaeval"]
     assert len(alpaca) == recorded["rows"] and script.fingerprint(alpaca) == recorded["sha256"]
     out = {}

@@ -190,10 +190,10 @@ def test_rank_against_a_baseline_from_a_file_with_answers(answered_file, capsys)
     assert rows["wordy"]["avg_length"] > rows["terse"]["avg_length"] and rows["base"]["n_draws"] == 40
     assert {"win_rate", "discrete_win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "avg_length",
             "lc_win_rate"} <= set(rows["wordy"])
-    assert payload["baseline"]["difficulty"].startswith("none (fewer than 3 models")
+    assert payload["baseline"]["difficulty"] == "joint fit of 2 models"  # issue 22: always the joint fit
     assert main(["rank", str(answered_file), "--method", "winrate", "--baseline", "base", "--lc-rounds", "0"]) == 0
     out = capsys.readouterr().out
-    assert "lc_win_rate" in out and "instruction difficulty none" in out
+    assert "lc_win_rate" in out and "instruction difficulty joint fit of 2 models" in out
 
 
 def test_rank_with_style_control_from_answer_texts(answered_file, capsys):

@@ -55,15 +55,21 @@ def test_length_controlled_win_rate_recovers_the_length_free_win_rate():
     assert (table.drop(index="base")["lc_standard_error"] > 0).all()
 
 
-def test_without_enough_models_the_glm_drops_the_difficulty_and_says_so():
+def test_few_models_and_another_judge_are_said_to_be_not_comparable_with_the_published_lc():
+    # Dubois et al. 2024 section 3: the published LC is the GPT-4 Turbo annotator's against gpt4_1106_preview.
     judgments, lengths, truth = _annotations(models=("short", "long"))
     result = baseline_win_rates(judgments, baseline="base", lengths=lengths, lc_rounds=0)
-    assert result.difficulty.startswith("none (fewer than 3 models")
-    assert result.lc_standard_error == "none"
-    assert result.table["lc_standard_error"].drop(index=result.table.index[result.table["model"] == "base"]).isna().all()
-    # without the difficulty term LC is sigma(theta): the length-free rate at an average instruction
-    assert result.table.set_index("model").loc["long", "lc_win_rate"] < result.table.set_index("model").loc["long",
-                                                                                                             "win_rate"]
+    assert result.difficulty == "joint fit of 2 models" and result.lc_standard_error == "none"
+    table = result.table.set_index("model")
+    assert table["lc_win_rate"].notna().all()  # every row has an LC, the baseline's 50
+    assert not result.lc_comparable
+    assert "judged by alpacaeval:weighted, not AlpacaEval 2's annotator" in result.lc_note
+    assert "baseline base, where the published LC is against gpt4_1106_preview" in result.lc_note
+    one = baseline_win_rates(judgments[judgments["model_b"] == "long"], baseline="base",
+                             lengths=lengths[judgments["model_b"] == "long"], lc_rounds=0)
+    assert one.difficulty == "joint fit of 1 model" and one.table["lc_win_rate"].notna().all()
+    assert "one model against the baseline: its length slope cannot be told apart" in one.lc_note
+    assert one.describe()["lc_comparable"] is False and one.describe()["lc_note"] == one.lc_note
 
 
 def test_counts_discrete_rate_and_hard_verdicts():
