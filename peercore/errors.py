@@ -6,11 +6,15 @@ library can still catch bad input the usual way.
 
 from __future__ import annotations
 
-__all__ = ["PeercoreError", "JudgmentError", "VerdictConflict", "JudgeConflict", "ConvergenceError"]
+__all__ = ["PeercoreError", "JudgmentError", "VerdictConflict", "JudgeConflict", "ConvergenceError", "StoreError"]
 
 
 class PeercoreError(ValueError):
     """Base class for errors raised by peercore on bad input or failed estimation."""
+
+
+class StoreError(PeercoreError):
+    """The store was asked for something that is not there, or the file is not ours."""
 
 
 class JudgmentError(PeercoreError):

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from peercore import db as _db
-from peercore.errors import JudgmentError, PeercoreError
+from peercore.errors import StoreError, JudgmentError, PeercoreError
 from peercore.redaction import SECRET_WORDS as _SECRET_WORDS  # noqa: F401 (re-exported)
 from peercore.redaction import is_secret_name as _is_secret_name
 from peercore.store import schema
@@ -39,10 +39,6 @@ DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
 _ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
 # How long a connection waits for another writer's lock before SQLite says "locked".
 _BUSY_TIMEOUT_MS = 30_000
-
-
-class StoreError(PeercoreError):
-    """The store was asked for something that is not there, or the file is not ours."""
 
 
 class ScoreConflict(JudgmentError):

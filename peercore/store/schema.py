@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from peercore.errors import StoreError
+
 __all__ = ["BASELINE_VERSION", "BASELINE", "UPGRADES", "MIGRATIONS", "SCHEMA_VERSION", "DIALECTS", "render",
            "statements", "upgrade", "applied_versions"]
 
@@ -426,8 +428,6 @@ def upgrade(store, *, legacy: list[tuple[int, str, str]], now: str) -> None:
         If the database has a newer version than this code knows, or is a PostgreSQL
         database older than version 8.
     """
-    from peercore.store.core import StoreError
-
     dialect = "sqlite" if store.url is None else "postgresql"
     applied = applied_versions(store)
     if applied and max(applied) > SCHEMA_VERSION:
