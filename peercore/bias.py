@@ -705,11 +705,12 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
                          count=None if (count == 1).all() else weight)
     solution = core.fit(design, l2=l2, l2_features=l2_bias, what="judge-bias model")
     n = battles.n_models
-    cov = core.sandwich(design, solution)
+    # The bias coefficients' block only: with thousands of models no models x models covariance is formed.
+    cov = core.sandwich(design, solution, params=np.arange(n, n + design.k))
     coef = np.full(len(names), np.nan)
     se = np.full(len(names), np.nan)
     coef[usable] = solution.gamma
-    se[usable] = np.sqrt(np.clip(np.diag(cov)[n:], 0.0, None))
+    se[usable] = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     z = float(ndtri(0.5 + level / 2.0))
     elo = scale / math.log(base)
     low, high = coef - z * se, coef + z * se

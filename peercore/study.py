@@ -997,6 +997,7 @@ def rank(chosen: pd.DataFrame, *, method: str = "bt", peer_weights: str = "none"
         label = {"winrate": "win rate", "elo": "Elo", "bt": "Bradley-Terry (Elo scale)"}[method]
         ranking = Ranking(table=board.table, method=method, peer_weights=peer_weights, score_label=label,
                           verdicts=verdicts, judges=judges, n_judgments=board.n_judgments, weights=board.weights,
+                          warnings=board.notes,
                           history=None if peer is None else peer.history,
                           iterations=None if peer is None else peer.iterations,
                           converged=None if peer is None else peer.converged)
@@ -1024,7 +1025,7 @@ def rank_battles(battles, *, mixed_warnings: Sequence[str] = (), bootstrap: int 
     board = leaderboard(battles, method="bt", bootstrap=bootstrap, seed=seed, intervals=intervals, prior=prior,
                         progress=progress)
     ranking = Ranking(table=board.table, method="bt", peer_weights="none", score_label="Bradley-Terry (Elo scale)",
-                      verdicts="hard", judges=judges, n_judgments=board.n_judgments, weights=None)
+                      verdicts="hard", judges=judges, n_judgments=board.n_judgments, weights=None, warnings=board.notes)
     options = {"intervals": intervals, "reweight": False, "prior": prior, "min_battles": int(min_battles)}
     return _finished(ranking, n_judgments=len(battles), judges=judges, warnings=list(mixed_warnings), left_out=[],
                      options=options, method="bt", prior=prior, min_battles=min_battles, flagged=flagged)

@@ -231,9 +231,15 @@ def as_series(values: np.ndarray, models: tuple[str, ...], name: str) -> pd.Seri
 
 
 __all__ = [
-    "Battles", "encode", "as_battles", "battle_weights", "pair_reweighting", "row_weights", "as_series", "unique_rows", "multinomial_resample",
-    "resample_chunks", "draw_multinomial", "run_chunks",
+    "Battles", "encode", "as_battles", "battle_weights", "pair_reweighting", "row_weights", "as_series", "unique_rows",
+    "resample_chunks", "draw_multinomial", "draw_counts", "rounds_at_once", "run_chunks", "MULTINOMIAL_MAX",
 ]
+
+# Distinct battles up to which a bootstrap round is numpy's multinomial over them (one binomial
+# draw each, as Chatbot Arena draws it); see draw_counts.
+MULTINOMIAL_MAX = 50_000
+# Memory one thread of a bootstrap may hold for the rounds it resamples at once (rounds_at_once).
+ROUNDS_MEMORY = 64 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -283,6 +289,35 @@ def draw_multinomial(counts: np.ndarray, size: int, seed: np.random.SeedSequence
     return np.random.default_rng(seed).multinomial(total, counts / total, size=size)
 
 
+def draw_counts(counts: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` bootstrap rounds: how often each distinct battle is drawn, (size, len(counts)) int64.
+
+    Each round is Multinomial(N, counts / N), N = sum(counts): N battles drawn with
+    replacement, counted per distinct battle. Up to :data:`MULTINOMIAL_MAX` distinct
+    battles, or when they are fewer than N / 8, it is numpy's multinomial (what
+    :func:`draw_multinomial` draws; one binomial per distinct battle and round). With
+    more (many models: nearly every battle is a pair of its own) the same distribution
+    is drawn as N battle indices uniform with replacement, counted: N integers per
+    round instead of C binomials, 10-20x faster at a million battles. Successive calls
+    on one ``rng`` continue one stream, so drawing a chunk of rounds in parts gives
+    the same rounds.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if len(counts) <= MULTINOMIAL_MAX or 8 * len(counts) <= total:
+        return rng.multinomial(total, counts / total, size=size)
+    owner = np.repeat(np.arange(len(counts)), counts)
+    out = np.empty((size, len(counts)), dtype=np.int64)
+    for r in range(size):
+        out[r] = np.bincount(owner[rng.integers(0, total, total)], minlength=len(counts))
+    return out
+
+
+def rounds_at_once(per_round: int, chunk: int) -> int:
+    """How many of a chunk's bootstrap rounds to hold at once: ``per_round`` float64 values each, in ROUNDS_MEMORY."""
+    return int(max(1, min(chunk, ROUNDS_MEMORY // max(8 * per_round, 1))))
+
+
 def run_chunks(work, chunks, *, workers: int | None = None) -> None:
     """Call ``work(start, stop, seed)`` for every chunk, in ``workers`` threads.
 
@@ -298,27 +333,3 @@ def run_chunks(work, chunks, *, workers: int | None = None) -> None:
 
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
         list(pool.map(lambda chunk: work(*chunk), chunks))
-
-
-def multinomial_resample(
-    counts: np.ndarray, *, rounds: int, seed: int, workers: int | None = None, chunk: int = 50
-) -> np.ndarray:
-    """Bootstrap counts: ``rounds`` draws of Multinomial(sum(counts), counts / sum(counts)).
-
-    Resampling N battles with replacement is the same as drawing how many times each
-    distinct row is picked from this multinomial (what Chatbot Arena does). numpy
-    releases the GIL inside ``Generator.multinomial``, so the draws run in ``workers``
-    threads (default: all CPUs). Each chunk of rounds has its own child seed
-    (:func:`resample_chunks`), so the result depends on ``seed`` only.
-
-    Returns
-    -------
-    int64 array of shape (rounds, len(counts)).
-    """
-    out = np.empty((rounds, len(counts)), dtype=np.int64)
-
-    def work(start, stop, chunk_seed):
-        out[start:stop] = draw_multinomial(counts, stop - start, chunk_seed)
-
-    run_chunks(work, resample_chunks(rounds, seed=seed, chunk=chunk), workers=workers)
-    return out

@@ -36,11 +36,11 @@ import scipy.sparse
 from scipy.special import ndtri
 
 from peercore.ranking import core
-from peercore.ranking._battles import Battles, CountedBattles, as_battles, as_series, battle_weights, draw_multinomial, \
-    resample_chunks, run_chunks
+from peercore.ranking._battles import Battles, CountedBattles, as_battles, as_series, battle_weights, draw_counts, \
+    resample_chunks, rounds_at_once, run_chunks
 
 __all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
-           "pair_table", "INTERVALS"]
+           "pair_table", "sandwich_left_out", "INTERVALS"]
 
 DEFAULT_L2 = core.DEFAULT_L2
 INTERVALS = ("bootstrap", "sandwich")
@@ -269,8 +269,11 @@ def bradley_terry_intervals(
     re-anchors; the interval is the central ``level`` percentile range of the rounds.
     Sandwich: rating :math:`\\pm z_{(1+level)/2}` robust standard errors
     (:func:`peercore.ranking.core.sandwich`, arena-rank's ``ci_method="sandwich"``),
-    computed whatever ``intervals`` is. ``rank`` is the Arena rule and ``rank_worst``
-    the worst rank the same intervals allow (:func:`rank_spread`).
+    computed whatever ``intervals`` is up to :data:`peercore.ranking.core.DENSE_MAX`
+    models; with more, only when ``intervals="sandwich"`` asks for them (they need a
+    models x models covariance matrix), NaN otherwise (:func:`sandwich_left_out` says
+    so). ``rank`` is the Arena rule and ``rank_worst`` the worst rank the same intervals
+    allow (:func:`rank_spread`).
 
     Parameters
     ----------
@@ -313,7 +316,8 @@ def bradley_terry_intervals(
                              max_iter=max_iter, workers=workers, progress=progress)
         boot = _to_elo(samples, table.models, **to_elo)
         low, high = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
-    sd = _sandwich_sd(prepared, penalty, theta, table.models, scale=scale, base=base, anchor_model=anchor_model)
+    sd = np.full(len(rating), np.nan) if sandwich_left_out(len(rating), intervals) else \
+        _sandwich_sd(prepared, penalty, theta, table.models, scale=scale, base=base, anchor_model=anchor_model)
     z = float(ndtri(1.0 - alpha))
     s_low, s_high = rating - z * sd, rating + z * sd
     if intervals == "sandwich":
@@ -327,6 +331,21 @@ def bradley_terry_intervals(
     frame["rank"], frame["rank_worst"] = spread["rank"], spread["rank_worst"]
     frame = frame[["rating", "ci_low", "ci_high", "rank", "battles", "sandwich_low", "sandwich_high", "rank_worst"]]
     return frame.sort_values(["rating"], ascending=False, kind="stable")
+
+
+def sandwich_left_out(n_models: int, intervals: str = "bootstrap") -> str | None:
+    """Why :func:`bradley_terry_intervals` leaves the sandwich columns empty, or None when it fills them.
+
+    Above :data:`peercore.ranking.core.DENSE_MAX` models the sandwich needs a dense
+    models x models covariance (8 bytes x n^2, several times over): it is computed only
+    when asked for (``intervals="sandwich"``).
+    """
+    if n_models <= core.DENSE_MAX or intervals == "sandwich":
+        return None
+    gigabytes = 8 * n_models ** 2 / 1e9
+    return (f"sandwich intervals were not computed for {n_models:,} models: above {core.DENSE_MAX:,} they need a "
+            f"{n_models:,} x {n_models:,} covariance matrix ({gigabytes:.1f} GB, several times over); ask for them "
+            "with --intervals sandwich (Intervals: sandwich on the Leaderboard)")
 
 
 def arena_ranks(ci_low: pd.Series, ci_high: pd.Series) -> pd.Series:
@@ -345,8 +364,7 @@ def arena_ranks(ci_low: pd.Series, ci_high: pd.Series) -> pd.Series:
     high = np.asarray(ci_high, dtype=float)
     if low.shape != high.shape:
         raise ValueError(f"ci_low and ci_high differ in length ({low.shape} vs {high.shape})")
-    beaten_by = (low[None, :] > high[:, None]).sum(axis=1)
-    return pd.Series(1 + beaten_by, index=getattr(ci_low, "index", None), name="rank")
+    return pd.Series(1 + _count_above(low, high), index=getattr(ci_low, "index", None), name="rank")
 
 
 def rank_spread(ci_low: pd.Series, ci_high: pd.Series) -> pd.DataFrame:
@@ -366,12 +384,25 @@ def rank_spread(ci_low: pd.Series, ci_high: pd.Series) -> pd.DataFrame:
     low = np.asarray(ci_low, dtype=float)
     high = np.asarray(ci_high, dtype=float)
     rank = arena_ranks(ci_low, ci_high)
-    below = (high[None, :] < low[:, None]).sum(axis=1)
-    worst = len(low) - below
+    worst = len(low) - _count_below(high, low)
     return pd.DataFrame({"rank": rank.to_numpy(), "rank_worst": worst}, index=getattr(ci_low, "index", None))
 
 
 # ------------------------------------------------------------------------------ maths
+
+
+def _count_above(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """For every bound b: #{k : values_k > b} (NaN compares false), by sorting: O(n log n), no n x n table."""
+    ordered = np.sort(values[~np.isnan(values)])
+    out = len(ordered) - np.searchsorted(ordered, bounds, side="right")
+    return np.where(np.isnan(bounds), 0, out)
+
+
+def _count_below(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """For every bound b: #{k : values_k < b} (NaN compares false)."""
+    ordered = np.sort(values[~np.isnan(values)])
+    out = np.searchsorted(ordered, bounds, side="left")
+    return np.where(np.isnan(bounds), 0, out)
 
 
 def _check_scale(scale: float, base: float, l2: float) -> None:
@@ -421,12 +452,11 @@ def _sandwich_sd(prepared: _Prepared, penalty: float, theta: np.ndarray, models,
     design = core.Design(n, table.i[pair], table.j[pair], outcome, weight * count, count=count)
     solution = core.Solution(theta, np.zeros(0), 0, 0.0, np.full(n, penalty), np.zeros(0))
     cov = core.sandwich(design, solution)
-    if anchor_model is not None:
+    variance = np.diag(cov).copy()
+    if anchor_model is not None:  # Var(theta_m - theta_k)
         k = _anchor_index(models, anchor_model)
-        contrast = np.eye(n)
-        contrast[:, k] -= 1.0
-        cov = contrast @ cov @ contrast.T
-    return np.sqrt(np.clip(np.diag(cov), 0.0, None)) * (scale / math.log(base))
+        variance += cov[k, k] - 2.0 * cov[:, k]
+    return np.sqrt(np.clip(variance, 0.0, None)) * (scale / math.log(base))
 
 
 def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, tol, max_iter, workers,
@@ -434,7 +464,10 @@ def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, to
     """Natural-scale ratings for each bootstrap round, shape (rounds, n).
 
     Each thread draws a chunk of rounds and solves it at once, so drawing (numpy
-    releases the GIL) and solving (BLAS) keep every core busy.
+    releases the GIL) and solving (BLAS) keep every core busy. A chunk is drawn and
+    solved in parts of :func:`peercore.ranking._battles.rounds_at_once` rounds (the
+    same draws: one stream per chunk), so memory stays bounded when there are a
+    million distinct pairs.
     """
     table = prepared.table
     pair, outcome, weight, count = _categories(prepared, decimals=3)
@@ -446,15 +479,22 @@ def _bootstrap(prepared: _Prepared, solution: core.Solution, *, rounds, seed, to
     design = table.design()
     out = np.empty((rounds, table.n_models))
     done = [0]
+    chunks = resample_chunks(rounds, seed=seed)
+    # per round: its draws (int and float), wins, games and the Newton iteration's working arrays (seven per pair)
+    at_once = rounds_at_once(2 * len(pair) + 9 * n_pairs, max((stop - start for start, stop, _ in chunks), default=1))
 
     def work(start, stop, chunk_seed):
-        draws = draw_multinomial(count, stop - start, chunk_seed).T.astype(float)
-        wins, games = (to_wins @ draws).T, (to_games @ draws).T
-        out[start:stop] = core.fit_rounds(design, np.ascontiguousarray(wins), np.ascontiguousarray(games), solution,
-                                          tol=tol, max_iter=max_iter)
-        if progress is not None:
-            done[0] += stop - start  # (a lost update between threads only delays the next report)
-            progress(min(done[0] / rounds, 1.0))
+        rng = np.random.default_rng(chunk_seed)
+        for first in range(start, stop, at_once):
+            last = min(first + at_once, stop)
+            draws = np.ascontiguousarray(draw_counts(count, last - first, rng).T, dtype=float)
+            wins, games = to_wins @ draws, to_games @ draws
+            del draws
+            out[first:last] = core.fit_rounds(design, wins, games, solution, tol=tol, max_iter=max_iter,
+                                              columns=True).T
+            if progress is not None:
+                done[0] += last - first  # (a lost update between threads only delays the next report)
+                progress(min(done[0] / rounds, 1.0))
 
-    run_chunks(work, resample_chunks(rounds, seed=seed), workers=workers)
+    run_chunks(work, chunks, workers=workers)
     return out

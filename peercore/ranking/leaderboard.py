@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from peercore.ranking.bradley_terry import INTERVALS, bradley_terry_intervals, rank_spread
+from peercore.ranking.bradley_terry import INTERVALS, bradley_terry_intervals, rank_spread, sandwich_left_out
 from peercore.ranking.elo import WEIGHT_NORMALISATIONS, elo_intervals
 from peercore.ranking.peer_rank import PeerRankResult, fixed_point_weights, prd_weights
 from peercore.ranking.winrate import win_rate_intervals
@@ -40,6 +40,8 @@ class Leaderboard:
     weights : judge -> Peer Rank weight, or None when reviews count equally.
     peer_rank : the full Peer Rank result (weight history), or None.
     n_judgments : how many judgments (rows) were counted.
+    notes : what the table leaves out and why (e.g. the sandwich interval of thousands of
+        models, :func:`peercore.ranking.bradley_terry.sandwich_left_out`).
     """
 
     table: pd.DataFrame
@@ -47,6 +49,7 @@ class Leaderboard:
     weights: pd.Series | None
     peer_rank: PeerRankResult | None
     n_judgments: int = 0
+    notes: tuple[str, ...] = ()
 
 
 def select_judges(judgments: pd.DataFrame, judges: Iterable[str] | None) -> pd.DataFrame:
@@ -162,8 +165,9 @@ def leaderboard(
                                          reweight=reweight, prior=prior, progress=progress
                                          ).rename(columns={"rating": "score"})
     table = _ranked(scored)
+    notes = (sandwich_left_out(len(table), intervals),) if method == "bt" else ()
     return Leaderboard(table=table, method=method, weights=None if peer is None else peer.weights, peer_rank=peer,
-                       n_judgments=len(chosen))
+                       n_judgments=len(chosen), notes=tuple(note for note in notes if note))
 
 
 def _ranked(scored: pd.DataFrame) -> pd.DataFrame:
