@@ -58,6 +58,10 @@ if bias["aliases"]:
     st.caption("Win rate each judge gives each contestant; a judge's own model is outlined. "
                "Self-enhancement = the rate a judge gives its own model minus what the other judges give it.")
     st.plotly_chart(charts.self_enhancement_heatmap(bias["self_matrix"], bias["aliases"]), key="bias_self")
+    if (note := charts.cut_note(bias["self_matrix"].shape[1], what="contestants")) is not None:
+        st.info(f"The heatmap draws {note}: the judges' own models first, then the others in name order (a column "
+                "per contestant could not be read). The table below holds each judge's self-enhancement.",
+                icon=":material/info:")
     tables.show(bias["self_summary"].round(3), key="bias_self_table", hide_index=False)
 else:
     st.info("None of the chosen judges is a contestant, so self-enhancement cannot be measured. "

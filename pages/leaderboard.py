@@ -188,6 +188,9 @@ with tabs[0]:
                        "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
                        "--study` with these options.")
             st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")
+            if (note := charts.cut_note(len(table), what="contestants")) is not None:
+                st.info(f"The chart draws {note}, best first: more rows could not be read. The table above and the "
+                        "download hold every contestant.", icon=":material/info:")
         if result.style is not None:
             st.subheader("Plain vs style-controlled")
             st.caption("The style-controlled rating explains each verdict by the two models' strength and the answers' "
@@ -229,6 +232,8 @@ with tabs[1]:
                 st.dataframe(wide, hide_index=True, width="stretch", key="lb_by_table",
                              column_config=tables.grouped_columns(wide, digits=reports.score_digits(result.score_label)))
                 st.plotly_chart(charts.group_rank_heatmap(wide), key="lb_by_heatmap")
+                if (note := charts.cut_note(len(wide), what="contestants")) is not None:
+                    st.caption(f"The heatmap draws {note}, in the table's order; the table holds every one.")
             st.dataframe(grouped.counts.reset_index(), hide_index=True, key="lb_by_counts")
             for group, error in grouped.errors.items():
                 st.caption(f"{safe.md(group)}: not ranked ({safe.md(error)})")
@@ -244,10 +249,12 @@ with tabs[2]:
         judges_col, models_col = st.columns(2)
         curve_judges = judges_col.multiselect("Overlay the curves of", chosen, key=state.LB_CURVE_JUDGES)
         curve_models = models_col.multiselect(
-            "Contestants", ranked_models, key="lb_curve_models",
-            help=f"The top {reports.CURVE_MODELS} of the table by default: more lines than that are hard to tell apart.")
+            "Contestants", ranked_models, key="lb_curve_models", max_selections=charts.MAX_LINES,
+            help=f"The top {reports.CURVE_MODELS} of the table by default: more lines than that are hard to tell apart "
+                 f"(at most {charts.MAX_LINES}).")
         if curve_judges and curve_models:
-            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, selection, tuple(curve_judges)),
+            st.plotly_chart(charts.elo_curves_chart(data.elo_curves(db, study, rev, selection, tuple(curve_judges),
+                                                                    tuple(curve_models)),
                                                     models=curve_models), key="lb_elo")
         else:
             st.info("Pick one or more judges and contestants to draw their Elo curves.")
@@ -256,19 +263,26 @@ with tabs[2]:
 with tabs[3]:
     if tabs[3].open:
         st.caption("Share of battles the row model won against the column model, ties half (PRD Fig. 7).")
+        ranked = result.table["model"].tolist()
+        # Thousands of contestants: a heatmap of the best-ranked ones, computed for them only.
+        shown = tuple(ranked[:charts.MAX_ROWS]) if charts.cut_note(len(ranked)) is not None else None
+        if shown is not None:
+            st.info(f"{len(ranked):,} contestants: the heatmaps show the {len(shown)} best-ranked (a {len(ranked):,} x "
+                    f"{len(ranked):,} heatmap can be neither drawn nor read). Choose contestants under **Which "
+                    "judgments count** to compare others.", icon=":material/info:")
         data.seed_single_choice(state.LB_HEAT_LEFT, chosen, 0)
         data.seed_single_choice(state.LB_HEAT_RIGHT, chosen, 1)
         left, right = st.columns(2)
         with left:
             judge_left = st.selectbox("Left judge", chosen, key=state.LB_HEAT_LEFT)
-            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_left), title=judge_left),
-                            key="lb_heat_left_chart")
+            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_left, shown),
+                                                    title=judge_left), key="lb_heat_left_chart")
         with right:
             judge_right = st.selectbox("Right judge", chosen, key=state.LB_HEAT_RIGHT)
-            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_right),
+            st.plotly_chart(charts.win_rate_heatmap(data.heatmap(db, study, rev, selection, judge_right, shown),
                                                     title=judge_right),
                             key="lb_heat_right_chart")
-        st.plotly_chart(charts.count_heatmap(data.counts(db, study, rev, selection),
+        st.plotly_chart(charts.count_heatmap(data.counts(db, study, rev, selection, shown),
                                              title="Battles per pair (judges that count)"), key="lb_counts")
 
 # ------------------------------------------------------------------ reviewer weights
@@ -309,3 +323,5 @@ with tabs[5]:
             tables.show(reports.what_if_display(comparison), key="lb_whatif_table",
                         decimals={c: reports.score_digits(result.score_label) for c in ("score (all)", "score (without)")})
             st.plotly_chart(charts.rank_change_chart(comparison), key="lb_whatif_chart")
+            if (note := charts.cut_note(len(comparison), what="contestants")) is not None:
+                st.caption(f"The chart draws {note}, in the table's order; the table holds every one.")

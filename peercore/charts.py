@@ -11,6 +11,12 @@ category tick labels, legend names, text on marks, hover text, annotations) pass
 through :func:`peercore.untrusted.escape_plotly`, and hover templates hold only
 PeerBoard's own words and ``%{...}`` placeholders: a caller's text reaches them through
 the data or the trace's ``meta``, never pasted into the template.
+
+Many models: a chart draws at most :data:`MAX_ROWS` models (rows, bars, heatmap rows
+and columns) and an Elo-curve chart :data:`MAX_LINES` lines; with more, it draws the
+first ones in the order given (best first, for the leaderboard tables) and its title
+says so (:func:`cut_note`). A 10,000 x 10,000 heatmap is neither drawable nor readable;
+the pages pass the best-ranked models and say so beside the chart.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ __all__ = [
     "weight_history_chart", "rank_change_chart", "proportion_chart", "position_bias_chart",
     "swap_consistency_chart", "self_enhancement_heatmap", "length_bias_chart", "agreement_chart",
     "cost_agreement_chart", "efficiency_chart", "opinion_chart", "TEMPLATE", "style_control_chart",
-    "coefficient_chart", "bias_model_chart", "baseline_chart", "group_rank_heatmap",
+    "coefficient_chart", "bias_model_chart", "baseline_chart", "group_rank_heatmap", "MAX_ROWS", "MAX_LINES",
+    "cut_note",
 ]
 
 TEMPLATE = "plotly_white"
@@ -43,6 +50,26 @@ MIN_HEIGHT = 260
 #: Category labels on a horizontal axis longer than this are shortened (…); hover gives the whole name.
 X_LABEL_CHARS = 18
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+#: Models a chart draws at most (rows of a ranking chart, rows and columns of a heatmap): 50 rows of
+#: 36 px already make an 1,900 px chart; more are drawn as the first 50, and the title says so.
+MAX_ROWS = 50
+#: Lines of an Elo-curve chart at most (the 20 colours of the palette).
+MAX_LINES = len(_MANY)
+
+
+def cut_note(total: int, *, limit: int = MAX_ROWS, what: str = "models") -> str | None:
+    """What a chart of ``total`` models leaves out when it draws ``limit`` (None when it draws them all)."""
+    if total <= limit:
+        return None
+    return f"the first {limit:,} of {total:,} {what}"
+
+
+def _cut(frame: pd.DataFrame, title: str | None, *, limit: int = MAX_ROWS, what: str = "models"):
+    """The first ``limit`` rows of ``frame`` and a title that says what was left out."""
+    note = cut_note(len(frame), limit=limit, what=what)
+    if note is None:
+        return frame, title
+    return frame.iloc[:limit], f"{title} ({note})" if title else note[:1].upper() + note[1:]
 
 
 def _require(frame: pd.DataFrame, columns: Iterable[str], name: str) -> None:
@@ -134,6 +161,7 @@ def leaderboard_chart(table: pd.DataFrame, *, score_label: str = "score", title:
     _require(table, ("model", "score", "ci_low", "ci_high"), "table")
     if len(table) == 0:
         return _empty(title)
+    table, title = _cut(table, title)
     ordered = table.iloc[::-1]
     fig = _figure(title, height=max(220, 36 * len(table) + 80))
     fig.add_trace(go.Scatter(
@@ -154,15 +182,18 @@ def elo_curves_chart(curves: pd.DataFrame, *, models: Iterable[str] | None = Non
     ----------
     curves : long table ``judge, battles, model, elo`` (:func:`peercore.reports.elo_curves`).
     models : draw only these contestants, in this order (colours follow it); default all,
-        sorted. Fifteen lines stay apart with 20 colours; pick fewer to read them.
+        sorted. Fifteen lines stay apart with 20 colours; pick fewer to read them. At
+        most :data:`MAX_LINES` models are drawn (the first ones; the title says so).
     """
     _require(curves, ("judge", "battles", "model", "elo"), "curves")
-    if models is not None:
-        models = [m for m in models if m in set(curves["model"])]
-        curves = curves[curves["model"].isin(models)]
+    present = set(curves["model"])
+    models = [m for m in models if m in present] if models is not None else sorted(present)
+    models = pd.Series(models, dtype=object)
+    models, title = _cut(models, title, limit=MAX_LINES, what="contestants")
+    models = models.tolist()
+    curves = curves[curves["model"].isin(models)]
     if len(curves) == 0:
         return _empty(title)
-    models = list(models) if models is not None else sorted(curves["model"].unique())
     judges = list(dict.fromkeys(curves["judge"]))
     palette = _PALETTE if len(models) <= len(_PALETTE) else _MANY
     fig = _figure(title, height=460, legend_rows=_legend_rows(range(len(models) * len(judges))))
@@ -188,6 +219,11 @@ def _heatmap(matrix: pd.DataFrame, *, title, zmin, zmax, colorscale, fmt, colorb
         raise ValueError(f"matrix must be a pandas DataFrame, got {type(matrix).__name__}")
     if matrix.size == 0:
         return _empty(title)
+    rows, columns = matrix.shape
+    if rows > MAX_ROWS or columns > MAX_ROWS:
+        matrix = matrix.iloc[:MAX_ROWS, :MAX_ROWS]
+        note = f"the first {matrix.shape[0]:,} x {matrix.shape[1]:,} of {rows:,} x {columns:,}"
+        title = f"{title} ({note})" if title else note[:1].upper() + note[1:]
     values = matrix.to_numpy(dtype=float)
     text = np.where(np.isnan(values), "", np.vectorize(fmt.format, otypes=[str])(np.nan_to_num(values)))
     names = np.array([[_esc(f"{r} vs {c}") for c in matrix.columns] for r in matrix.index], dtype=object)
@@ -265,6 +301,7 @@ def rank_change_chart(comparison: pd.DataFrame, *, title: str | None = "Rank wit
     before, after = ("score", "score_without") if by_score else ("rank", "rank_without")
     if by_score and title == "Rank with and without the unticked reviewers":
         title = "Score with and without the unticked reviewers (every rank ties)"
+    comparison, title = _cut(comparison, title)
     fig = _figure(title, height=max(MIN_HEIGHT, 36 * len(comparison) + 120))
     for row in comparison.itertuples(index=False):
         fig.add_trace(go.Scatter(x=[getattr(row, before), getattr(row, after)], y=_labels([row.model, row.model]),
@@ -360,8 +397,13 @@ def swap_consistency_chart(frame: pd.DataFrame, *, title: str | None = "Swap con
 def self_enhancement_heatmap(matrix: pd.DataFrame, aliases: Mapping[str, str], *, title: str | None = "Win rate each judge gives each contestant") -> go.Figure:
     """Judge x contestant win rates, each judge's own model outlined (self-enhancement).
 
-    ``matrix`` is ``peercore.bias.self_enhancement(...).win_rates``.
+    ``matrix`` is ``peercore.bias.self_enhancement(...).win_rates``. With more than
+    :data:`MAX_ROWS` contestants the judges' own models come first, so their outlined
+    cells stay among the columns drawn.
     """
+    if isinstance(matrix, pd.DataFrame) and matrix.shape[1] > MAX_ROWS:
+        own = [m for m in dict.fromkeys(aliases.values()) if m in set(matrix.columns)]
+        matrix = matrix[own + [c for c in matrix.columns if c not in set(own)]]
     fig = _heatmap(matrix, title=title, zmin=0.0, zmax=1.0, colorscale="RdBu", fmt="{:.2f}", colorbar="win rate")
     if matrix.size == 0:
         return fig
@@ -492,6 +534,7 @@ def style_control_chart(table: pd.DataFrame, *, title: str | None = "Plain vs st
     _require(table, ("model", "score", "ci_low", "ci_high", "plain_score", "rank_change"), "table")
     if len(table) == 0:
         return _empty(title)
+    table, title = _cut(table, title)
     fig = _figure(title, height=max(240, 36 * len(table) + 100))
     for row in table.itertuples(index=False):
         fig.add_trace(go.Scatter(x=[row.plain_score, row.score], y=_labels([row.model, row.model]), mode="lines",

@@ -122,11 +122,14 @@ def what_if(full: pd.DataFrame, reduced: pd.DataFrame) -> pd.DataFrame:
     return both.reset_index()[["model", "rank", "rank_without", "rank_change", "score", "score_without"]]
 
 
-def elo_curves(judgments: pd.DataFrame, judges: Iterable[str], *, points: int = 150, include_all: bool = True) -> pd.DataFrame:
+def elo_curves(judgments: pd.DataFrame, judges: Iterable[str], *, points: int = 150, include_all: bool = True,
+               models: Iterable[str] | None = None) -> pd.DataFrame:
     """Online Elo of every contestant over the battles, one curve set per judge (PRD Fig. 4).
 
     Each judge's battles are taken in stored order; ``points`` checkpoints per curve.
-    With ``include_all`` a set named ``All selected`` pools the chosen judges.
+    With ``include_all`` a set named ``All selected`` pools the chosen judges. ``models``:
+    the curves of these contestants only (every battle still counts): with thousands of
+    contestants, the few a chart draws.
 
     Returns
     -------
@@ -140,6 +143,8 @@ def elo_curves(judgments: pd.DataFrame, judges: Iterable[str], *, points: int = 
         if len(rows) == 0:
             continue
         trajectory = elo_trajectory(rows, every=max(1, len(rows) // points))
+        if models is not None:
+            trajectory = trajectory[[m for m in models if m in trajectory.columns]]
         long = trajectory.reset_index().melt(id_vars="battles", var_name="model", value_name="elo")
         frames.append(long.assign(judge=name))
     if not frames:

@@ -461,19 +461,23 @@ def peer_weights(db: str, study_: str, rev: int, selection: Selection, peer: str
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def elo_curves(db: str, study_: str, rev: int, selection: Selection, judges_: tuple[str, ...]) -> pd.DataFrame:
-    return reports.elo_curves(selected(db, study_, rev, selection), judges_)
+def elo_curves(db: str, study_: str, rev: int, selection: Selection, judges_: tuple[str, ...],
+               models: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """:func:`peercore.reports.elo_curves` of the chosen judges, for ``models`` only (the ones the chart draws)."""
+    return reports.elo_curves(selected(db, study_, rev, selection), judges_, models=models)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def heatmap(db: str, study_: str, rev: int, selection: Selection, judge: str) -> pd.DataFrame:
+def heatmap(db: str, study_: str, rev: int, selection: Selection, judge: str,
+            models: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Pairwise win fractions of one judge's battles; ``models``: only these, in this order (a few of thousands)."""
     frame = selected(db, study_, rev, selection)
-    return pairwise_win_fraction(frame[frame["judge"] == judge])
+    return pairwise_win_fraction(frame[frame["judge"] == judge], models=models)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def counts(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFrame:
-    return battle_counts(selected(db, study_, rev, selection))
+def counts(db: str, study_: str, rev: int, selection: Selection, models: tuple[str, ...] | None = None) -> pd.DataFrame:
+    return battle_counts(selected(db, study_, rev, selection), models=models)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
