@@ -43,7 +43,7 @@ from pathlib import Path
 from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REF = "d5a4680"  # main before the store-side aggregates (the first round, ada9ce6 -> 05cc9b6, is in app.md)
+BEFORE_REF = "a6b4876"  # main before the read model (issue 18); d5a4680 before the store-side aggregates is in git history of app.md
 PAGES = {"studies": "Studies (home)", "leaderboard": "Leaderboard", "bias": "Bias", "efficiency": "Efficiency",
          "meta_evaluation": "Meta-evaluation"}
 COLD_TARGET_S, WARM_TARGET_S, MEMORY_TARGET_MB = 3.0, 1.0, 1536
@@ -52,7 +52,11 @@ COLD_TARGET_S, WARM_TARGET_S, MEMORY_TARGET_MB = 3.0, 1.0, 1536
 # ------------------------------------------------------------------------------ studies
 
 
-def arena_judgments(n: int, *, models: int = 100, per_prompt: int = 10, tie_rate: float = 0.10, seed: int = 0):
+SHAPES = {"arena": "arena", "human": "human:crowd"}  # shape -> the one judge label
+
+
+def arena_judgments(n: int, *, models: int = 100, per_prompt: int = 10, tie_rate: float = 0.10, seed: int = 0,
+                    judge: str = "arena"):
     """``n`` canonical judgments in the Chatbot Arena shape (one judge), ``per_prompt`` battles per prompt."""
     import numpy as np
     import pandas as pd
@@ -69,26 +73,26 @@ def arena_judgments(n: int, *, models: int = 100, per_prompt: int = 10, tie_rate
     names = np.array([f"model-{k:03d}" for k in range(models)])
     return judgments_from_frame(pd.DataFrame({
         "question_id": pd.Series(np.arange(n) // per_prompt).map("p{:07d}".format),
-        "model_a": names[a], "model_b": names[b], "judge": "arena",
+        "model_a": names[a], "model_b": names[b], "judge": judge,
         "winner": np.where(tie, "tie", np.where(a_wins, "model_a", "model_b")),
     }))
 
 
-def build_study(path: Path, n: int, *, per_prompt: int, root: Path = ROOT) -> float:
+def build_study(path: Path, n: int, *, per_prompt: int, root: Path = ROOT, judge: str = "arena") -> float:
     """Write the study ``arena`` into a new database with the code of ``root``; seconds taken.
 
     Each tree (before, after) writes its own database: the schema may have moved on.
     """
     if root != ROOT or "peercore" not in sys.modules:
         done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--build", str(root), str(path), str(n),
-                               str(per_prompt)], capture_output=True, text=True, cwd=root, check=True)
+                               str(per_prompt), judge], capture_output=True, text=True, cwd=root, check=True)
         return float(done.stdout.strip().splitlines()[-1])
     from peercore.store import Store
 
     start = time.perf_counter()
     store = Store(path)
     store.create_study("arena", description=f"{n:,} synthetic Arena battles (benchmarks/app.py)")
-    store.add_judgments("arena", arena_judgments(n, per_prompt=per_prompt))
+    store.add_judgments("arena", arena_judgments(n, per_prompt=per_prompt, judge=judge))
     store.close()
     return time.perf_counter() - start
 
@@ -166,7 +170,7 @@ def run_page(root: Path, db: Path, study: str, page: str, *, profile: Path | Non
     return out
 
 
-IMPORTS = "import peercore.ui.data, peercore.charts, peercore.reports, peercore.study, plotly.graph_objects"
+IMPORTS = "import peercore.ui.data, peercore.charts, peercore.reports, plotly.graph_objects"
 
 
 def import_seconds(root: Path) -> float:
@@ -212,7 +216,7 @@ def _ratio(before, after) -> str:
     return f"{before / after:.1f}x"
 
 
-def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int,
+def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per_prompt: int, judge: str = "arena",
            after_ref: str | None = None, imports: dict | None = None, repeats: int = 1) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import machine, markdown_table
@@ -245,8 +249,8 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
         "",
         f"Machine: {machine()}; shared with other jobs while measured (load varies).",
         "",
-        f"Study: the Chatbot Arena shape: 100 contestants, one judge, battles between uniformly random pairs, "
-        f"10% ties, {per_prompt} battles per prompt. Each page's cold run is the first `AppTest.run()` of the page in a "
+        f"Study: the Chatbot Arena shape: 100 contestants, one judge (`{judge}`), battles between uniformly random "
+        f"pairs, 10% ties, {per_prompt:,} battles per prompt. Each page's cold run is the first `AppTest.run()` of the page in a "
         "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run); warm = the next run "
         "in the same process; peak MB = the process's peak resident set (`ru_maxrss`, Streamlit's own ~200 MB "
         f"included); {'one process' if repeats == 1 else f'median of {repeats} processes'} per page and side. "
@@ -274,12 +278,12 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--build":
-        root, path, n, per_prompt = sys.argv[2:6]
+        root, path, n, per_prompt, judge = sys.argv[2:7]
         sys.path.insert(0, root)
         import peercore
 
         assert Path(peercore.__file__).resolve().is_relative_to(Path(root).resolve()), peercore.__file__
-        print(build_study(Path(path), int(n), per_prompt=int(per_prompt), root=ROOT))
+        print(build_study(Path(path), int(n), per_prompt=int(per_prompt), root=ROOT, judge=judge))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         root, db, study, page = sys.argv[2:6]
@@ -292,11 +296,19 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE_REF, help="git ref of the 'before' code (default %(default)s)")
     parser.add_argument("--after", default=None, help="git ref of the 'after' code (default: this working tree)")
     parser.add_argument("--per-prompt", type=int, default=10)
+    parser.add_argument("--shape", choices=list(SHAPES), default="arena",
+                        help="arena: judge 'arena', --per-prompt battles per prompt; human: one 'human:crowd' judge "
+                             "label over 500 question ids (issue 18's shape: the count fast path gave up on it)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per page and process")
     parser.add_argument("--repeats", type=int, default=1, help="processes per page and side (the median is kept)")
     parser.add_argument("--profile", choices=list(PAGES), help="cProfile the cold run of this page (after only)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "app.md")
     args = parser.parse_args()
+    judge = SHAPES[args.shape]
+    if args.shape == "human":
+        args.per_prompt = max(1, max(args.sizes) // 500)
+        if args.out == ROOT / "benchmarks" / "results" / "app.md":
+            args.out = ROOT / "benchmarks" / "results" / "app_human.md"
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         build = {}
@@ -307,7 +319,8 @@ def main() -> None:
         for n in args.sizes:
             for side, root in trees.items():
                 (folder / f"db-{side}").mkdir(exist_ok=True)
-                seconds = build_study(folder / f"db-{side}" / f"arena-{n}.sqlite", n, per_prompt=args.per_prompt, root=root)
+                seconds = build_study(folder / f"db-{side}" / f"arena-{n}.sqlite", n, per_prompt=args.per_prompt, root=root,
+                                      judge=judge)
                 build[n] = seconds if side == "after" else build.get(n, seconds)
                 print(f"{side}: built {n:,} judgments in {seconds:.1f} s", flush=True)
         if args.profile:
@@ -337,7 +350,7 @@ def main() -> None:
                           flush=True)
     if args.pages != list(PAGES):
         return
-    text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt,
+    text = report(results, sizes=args.sizes, before_ref=args.before, build=build, per_prompt=args.per_prompt, judge=judge,
                   after_ref=args.after, imports=imports, repeats=args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)

@@ -3,29 +3,31 @@
 import streamlit as st
 
 from peercore import charts, reports
-from peercore.study import Selection
+from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
 
 state.ensure_frame()
 st.title("Bias")
 study = data.current_study()
 db, _, rev = data.key(study)
-data.prefetch_bias_codes(db, study, rev)  # a large study's verdict codes, read while the page does the rest
 all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.BIAS_JUDGES)
 chosen = st.multiselect("Judges", all_judges, key=state.BIAS_JUDGES, format_func=reports.judge_label)
 if not chosen:
     st.warning("Pick at least one judge.")
     st.stop()
-bias = data.bias_tables(db, study, rev, Selection(judges=tuple(chosen)))
+# Every vote counts, as `peercore bias`: a position effect shows in each verdict a judge gave (a majority hides it).
+bias = data.bias_tables(db, study, rev, Selection(judges=tuple(chosen), repeated_votes="each"))
+for warning in bias.warnings:  # what the selection merged or left out, never silently
+    st.info(safe.md(warning), icon=":material/info:")
 
 # --------------------------------------------------------------------- judge health
 st.header("Judge health")
 st.caption("Does a judge's verdict carry information? Flagged when one position takes more than 90% of its decisive "
            "verdicts, its position-bias interval lies wholly outside [0.2, 0.8], or more than 20% of its replies "
            "held no readable verdict. `peercore review` prints the same check after every run.")
-if len(bias["health"]):
+if len(bias.health):
     data.show_flags(db, study, rev, chosen)
-    tables.show(reports.health_display(bias["health"]), key="bias_health")
+    tables.show(reports.health_display(bias.health), key="bias_health")
 else:
     st.caption("No chosen judge is an LLM judge.")
 
@@ -35,8 +37,8 @@ st.caption("Share of decisive verdicts that chose the answer shown first, with 9
            "On a set where every pair is shown in both orders an unbiased judge sits on the red 0.5 line "
            "(Liusie et al. 2024; MT-Bench section 3.3).")
 # Chart, then its table at full width: side by side, the tables' right columns were cut off at 1366 px.
-st.plotly_chart(charts.position_bias_chart(bias["position"]), key="bias_position")
-tables.show(reports.position_display(bias["position"]), key="bias_position_table", hide_index=False)
+st.plotly_chart(charts.position_bias_chart(bias.position), key="bias_position")
+tables.show(reports.position_display(bias.position), key="bias_position_table", hide_index=False)
 
 discussion = data.discussion_bias(db, study, rev)
 if discussion is not None:
@@ -49,43 +51,43 @@ if discussion is not None:
 st.header("Swap consistency")
 st.caption("When a judge saw the same two answers in both orders, did it pick the same winner? "
            "Inconsistent pairs lean to the position that gained (MT-Bench Table 2).")
-st.plotly_chart(charts.swap_consistency_chart(bias["swap"]), key="bias_swap")
-tables.show(bias["swap"].round(3), key="bias_swap_table", hide_index=False)
+st.plotly_chart(charts.swap_consistency_chart(bias.swap), key="bias_swap")
+tables.show(bias.swap.round(3), key="bias_swap_table", hide_index=False)
 
 # ---------------------------------------------------------------- self-enhancement
 st.header("Self-enhancement")
-if bias["aliases"]:
+if bias.aliases:
     st.caption("Win rate each judge gives each contestant; a judge's own model is outlined. "
                "Self-enhancement = the rate a judge gives its own model minus what the other judges give it.")
-    st.plotly_chart(charts.self_enhancement_heatmap(bias["self_matrix"], bias["aliases"]), key="bias_self")
-    if (note := charts.cut_note(bias["self_matrix"].shape[1], what="contestants")) is not None:
+    st.plotly_chart(charts.self_enhancement_heatmap(bias.self_matrix, bias.aliases), key="bias_self")
+    if (note := charts.cut_note(bias.self_matrix.shape[1], what="contestants")) is not None:
         st.info(f"The heatmap draws {note}: the judges' own models first, then the others in name order (a column "
                 "per contestant could not be read). The table below holds each judge's self-enhancement.",
                 icon=":material/info:")
-    tables.show(bias["self_summary"].round(3), key="bias_self_table", hide_index=False)
+    tables.show(bias.self_summary.round(3), key="bias_self_table", hide_index=False)
 else:
     st.info("None of the chosen judges is a contestant, so self-enhancement cannot be measured. "
             "Mark which contestant a judge is on **Studies**.")
 
 # ---------------------------------------------------------------------- length bias
 st.header("Length bias")
-if bias["length"] is not None:
+if bias.length is not None:
     st.caption("Share of decisive verdicts between answers of different length that went to the longer one.")
-    st.plotly_chart(charts.length_bias_chart(bias["length"]), key="bias_length")
-    tables.show(bias["length"].round(3), key="bias_length_table", hide_index=False)
+    st.plotly_chart(charts.length_bias_chart(bias.length), key="bias_length")
+    tables.show(bias.length.round(3), key="bias_length_table", hide_index=False)
 else:
     st.info("Length bias needs the answers' texts. Import the answers on **Data** (question_id, model, answer).")
 
 # ---------------------------------------------------------------- debiasing threshold
 st.header("Debiasing threshold")
-if bias["debiased"] is not None:
+if bias.debiased is not None:
     st.caption("For judges that give a probability p(first is better): deciding 'first' when p > tau, with tau the "
                "median p, makes both positions win equally often (Liusie et al. 2024, eq. 9-10).")
     chart_col, table_col = st.columns([3, 1])
-    chart_col.plotly_chart(charts.position_bias_chart(bias["debiased"], group="stage",
+    chart_col.plotly_chart(charts.position_bias_chart(bias.debiased, group="stage",
                                                       title="First-position wins, as judged vs with tau"),
                            key="bias_threshold")
-    tables.show(reports.threshold_display(bias["tau"]), key="bias_tau", container=table_col, budget=210)
+    tables.show(reports.threshold_display(bias.tau), key="bias_tau", container=table_col, budget=210)
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")

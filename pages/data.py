@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from peercore.io.formats import file_name_part
 from peercore.ui import data, imports, safe, state
 from peercore.ui import nlg as nlg_ui
 
@@ -92,7 +93,7 @@ what = what_col.selectbox("What", list(imports.EXPORT_WHAT), format_func=imports
 out_format = format_col.selectbox("Format", ["csv", "jsonl", "parquet"], key="data_export_format")
 if counts["judgments"]:
     st.download_button(f"Download {what} ({out_format})", imports.export_bytes(db, study, rev, what, out_format),
-                       file_name=f"{study}-{what}.{out_format}", icon=":material/download:", key="data_export")
+                       file_name=f"{file_name_part(study)}-{what}.{out_format}", icon=":material/download:", key="data_export")
     st.caption("CSV cells that a spreadsheet would run as a formula (= + - @) are prefixed with ' .")
 else:
     st.caption("Nothing to export yet: the study has no judgments.")
@@ -100,5 +101,5 @@ for what, label, count in (("human", "human scores", counts.get("human_scores"))
                            ("judge-scores", "judges' absolute scores", counts.get("judge_scores"))):
     if count:
         st.download_button(f"Download {label} ({out_format})", nlg_ui.export_bytes(db, study, rev, what, out_format),
-                           file_name=f"{study}-{what}.{out_format}", icon=":material/download:",
+                           file_name=f"{file_name_part(study)}-{what}.{out_format}", icon=":material/download:",
                            key=f"data_export_{what}")

@@ -1,6 +1,6 @@
 """Leaderboard: who is best, by which method, according to which judges.
 
-The table is :meth:`peercore.study.Study.leaderboard`, the very call behind
+The table is :func:`peercore.app.leaderboard`, the very call behind
 ``peercore rank --study`` and leaderboard exports, with the same defaults.
 """
 
@@ -9,9 +9,14 @@ from dataclasses import replace
 import streamlit as st
 
 from peercore import charts, reports
+from peercore.io.formats import file_name_part
 from peercore.ranking.peer_rank import PER_SHUFFLE
-from peercore.study import PRELIMINARY_BATTLES, Selection
+from peercore.app.leaderboard import PRELIMINARY_BATTLES
+from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
+
+# The checkboxes below that undo what a selection merges or leaves out, as its warnings name them.
+PAGE_OPTIONS = {"each_vote": "“Count every repeated vote”", "all_rounds": "“Also count debate agents' initial verdicts”"}
 
 state.ensure_frame()
 st.title("Leaderboard")
@@ -132,7 +137,7 @@ try:
 except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
-for warning in result.warnings:
+for warning in data.page_warnings(result.warnings, result.notes, PAGE_OPTIONS):
     st.warning(safe.md(warning), icon=":material/warning:")
 
 tab_names = ["Table", "By category", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
@@ -160,7 +165,8 @@ with tabs[0]:
         table = result.table
         a, b, c = st.columns(3)
         a.metric("Judgments counted", f"{result.n_judgments:,}",
-                 help="After the selection: final debate verdicts, the majority of repeated votes; unparsed replies "
+                 help=f"After the selection: {'every debate round' if all_rounds else 'final debate verdicts'}, "
+                      f"{'every repeated vote' if each_vote else 'the majority of repeated votes'}; unparsed replies "
                       "are never counted (the Studies page lists them).")
         b.metric("Contestants", len(table))
         c.metric("Judges", len(result.judges))
@@ -205,7 +211,7 @@ with tabs[0]:
         if result.weights is not None:
             st.caption(f"Peer Rank weights after {result.iterations} iteration(s): "
                        + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result.weights.sort_values(ascending=False).items()))
-        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{study}-leaderboard.csv",
+        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{file_name_part(study)}-leaderboard.csv",
                            mime="text/csv", icon=":material/download:")
 
 # --------------------------------------------------------------------- by category

@@ -18,15 +18,24 @@ if len(panels) > 1:
                               "on plus the adjudications of its split debates.")
 elif panels:
     panel = panels[0]
-meta = data.meta_evaluation(db, study, rev, panel)
-if meta["n_judges"] == 0:
+REFERENCE_MODES = {"majority": "Majority of the human votes (PRD Table 3)",
+                   "votes": "Every human vote on its own (MT-Bench)"}
+HUMAN_WORDS = {"majority": "the human majority", "votes": "every human vote"}
+reference_mode = st.radio("Human reference", list(REFERENCE_MODES), format_func=REFERENCE_MODES.get,
+                          key="meta_reference_mode", horizontal=True,
+                          help="How the human votes on a comparison form the reference: their majority, or each vote "
+                               "compared on its own (`peercore agree --reference-mode majority|votes`).")
+meta = data.meta_evaluation(db, study, rev, panel, reference_mode)
+if meta.n_judges == 0:
     st.info("This study has no LLM or human verdicts to evaluate yet. Import judgments on **Data** or run "
             "reviewers on **Reviewers & runs**.")
     st.stop()
 
 cells = st.columns(4)
-for cell, (label, value) in zip(cells, meta["metrics"]):
-    cell.metric(label, value)
+for cell, (label, value) in zip(cells, meta.metrics.items()):
+    cell.metric(label, f"{value:,}")
+for warning in meta.warnings:  # what the selection merged or left out, never silently
+    st.info(safe.md(warning), icon=":material/info:")
 data.show_flags(db, study, rev, data.health(db, study, rev).index)
 
 # ------------------------------------------------------------------ against the gold
@@ -34,14 +43,14 @@ st.header("Against the gold set")
 st.caption("Gold = the verdicts the panel's debates agreed on plus human adjudications of its debates that stayed "
            "split (ScaleEval). Several decisions on one debate are reduced by majority. A judge's unparsed replies "
            "count as misses (ScaleEval eq. 2).")
-if meta["gold_accuracy"] is None and meta["n_gold"]:
-    st.info(f"The gold set holds {meta['n_gold']} verdict(s), but none is about a comparison a judge here "
+if meta.gold_accuracy is None and meta.n_gold:
+    st.info(f"The gold set holds {meta.n_gold} verdict(s), but none is about a comparison a judge here "
             "judged (same question, pair and criterion).")
-elif meta["gold_accuracy"] is None:
+elif meta.gold_accuracy is None:
     st.info("There is no gold verdict yet: no debate ended in agreement and none was adjudicated. "
             "Decide the open debates on **Adjudication**, or run ScaleEval debates on **Reviewers & runs**.")
 else:
-    gold_accuracy, gold_name = meta["gold_accuracy"], "the gold set"
+    gold_accuracy, gold_name = meta.gold_accuracy, "the gold set"
     audit = meta_ui.circularity(db, study, rev, panel)
     if len(audit["circular"]):
         st.warning(meta_ui.circular_text(audit["circular"]), icon=":material/sync_problem:")
@@ -59,11 +68,11 @@ else:
     tables.show(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False)
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
-    criteria = ["All criteria", *meta["criteria"]]
+    criteria = ["All criteria", *meta.criteria]
     if st.session_state[state.META_CRITERION] not in criteria:
         st.session_state[state.META_CRITERION] = criteria[0]
     criterion = st.segmented_control("Criterion", criteria, key=state.META_CRITERION, format_func=safe.md)
-    example, system = data.scaleeval_pivots(meta["scaleeval"], criterion or "All criteria")
+    example, system = data.scaleeval_pivots(meta.scaleeval, criterion or "All criteria")
     st.markdown("**Example-level agreement** (share of examples matching the gold)")
     tables.show(example, key="meta_example", hide_index=False)
     st.markdown("**System-level agreement** (share of system pairs whose most frequent verdict matches)")
@@ -71,26 +80,27 @@ else:
 
 # ------------------------------------------------------------------- against humans
 st.header("Against human annotations")
-if meta["human_accuracy"] is None:
+if meta.human_accuracy is None:
     st.info("No human annotations in this study. Import them on **Data** (judges named `human:<name>`).")
 else:
-    st.caption(f"Reference: {safe.md(meta['human_reference'])}. Cohen's kappa is MT-Bench's measure, Fleiss' "
+    st.caption(f"Reference: {safe.md(meta.human_reference)}. Cohen's kappa is MT-Bench's measure, Fleiss' "
                "kappa (judge and reference as two raters) is what PRD's Table 3 reports.")
-    st.plotly_chart(charts.agreement_chart(meta["human_accuracy"], metrics=data.ACCURACY_METRICS,
-                                           title="Each judge against the human majority"), key="meta_human_chart")
-    tables.show(reports.accuracy_display(meta["human_accuracy"]), key="meta_human_table", hide_index=False)
+    st.plotly_chart(charts.agreement_chart(meta.human_accuracy, metrics=data.ACCURACY_METRICS,
+                                           title="Each judge against the human majority" if reference_mode == "majority"
+                                           else "Each judge against every human vote"), key="meta_human_chart")
+    tables.show(reports.accuracy_display(meta.human_accuracy), key="meta_human_table", hide_index=False)
 
 # ------------------------------------------------------------------ cost vs agreement
 st.header("Cost versus agreement")
-costs = meta["costs"]
+costs = meta.costs
 st.caption(costs["caption"])
-against = "the gold set" if meta["gold_accuracy"] is not None else "the human majority"
+against = "the gold set" if meta.gold_accuracy is not None else HUMAN_WORDS[reference_mode]
 st.plotly_chart(meta_ui.cost_chart(costs, against=against), key="meta_cost")
 
 # ------------------------------------------------------------------ criteria variation
 st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
-if len(meta["variation"]):
-    tables.show(reports.variation_display(meta["variation"]), key="meta_variation", hide_index=False)
+if len(meta.variation):
+    tables.show(reports.variation_display(meta.variation), key="meta_variation", hide_index=False)
 else:
     st.info("Appears when judges were also run with varied criteria prompts (general, shortened, gibberish, "
             "shuffled, flipped, masked), recorded as criterion `<criterion>/<variant>`; "

@@ -80,7 +80,7 @@ else:
     if kind == "review":
         method_col, criterion_col, template_col = st.columns(3)
         options["method"] = method_col.selectbox(
-            "Verdict from", data.review_methods(), key="rv_method", format_func=runs.method_label,
+            "Verdict from", runs.review_methods(), key="rv_method", format_func=runs.method_label,
             help="default: each backend's own, as `peercore review` without --method (the label-probability "
                  "classifier for local models and log-probability servers; the verdict prompt for OpenAI and "
                  "Anthropic); verdict: the reply's verdict line (PRD); logprobs / logits: the probability of '1' vs "
@@ -89,7 +89,7 @@ else:
                                                       disabled=options["method"] != "samples")
         options["criterion"] = criterion_col.text_input("Criterion (optional)", key="rv_criterion",
                                                         placeholder="helpfulness")
-        options["template"] = template_col.selectbox("Template", ["(default)", *data.review_templates()],
+        options["template"] = template_col.selectbox("Template", ["(default)", *runs.review_templates()],
                                                      key="rv_template").replace("(default)", "")
     elif kind == "discussion":
         turns_col, orders_col = st.columns(2)
@@ -97,7 +97,7 @@ else:
         options["both_orders"] = orders_col.toggle("Both leader orders", value=True, key="rv_both")
     elif kind == "debate":
         criteria_col, rounds_col, panel_col = st.columns(3)
-        options["criteria"] = criteria_col.multiselect("Criteria", data.rubrics(), default=["helpfulness"], key="rv_criteria")
+        options["criteria"] = criteria_col.multiselect("Criteria", runs.rubrics(), default=["helpfulness"], key="rv_criteria")
         options["max_rounds"] = rounds_col.number_input("Rounds (incl. initial)", min_value=1, max_value=6, value=3,
                                                         key="rv_rounds")
         options["panel"] = panel_col.text_input("Panel name (optional)", key="rv_panel", placeholder="scaleeval",

@@ -432,7 +432,7 @@ def pooled_agreement(judgments: pd.DataFrame) -> PooledAgreement:
     left out. A comparison is a question, turn and criterion and an unordered pair of
     models: votes about ``(A, B)`` and ``(B, A)`` are compared in one orientation, as
     FastChat sorts the pair. Unlike the per-rater, leave-one-out table of
-    :func:`peercore.study.agreement_table`, each pair counts once, so this is the
+    :func:`peercore.app.agreement.agreement_table`, each pair counts once, so this is the
     figure to set beside FastChat's human-human 65.4% (with ties) and 82.8% (without).
     FastChat pairs every two expert votes on a comparison; two votes of one rater on
     one comparison are not a pair here (MT-Bench's experts vote once per comparison).

@@ -54,7 +54,6 @@ from peercore.errors import PeercoreError
 __all__ = [
     "DEFAULT_LEASE_SECONDS", "ENV_LEASE_SECONDS", "MAX_LEASE_SECONDS", "DecisionRefused", "Item",
     "lease_seconds", "stamp", "offerable", "identity", "refusal_message", "next_item", "decide", "release",
-    "add_commands",
 ]
 
 DEFAULT_LEASE_SECONDS = 600.0  # 10 minutes: long enough to read a debate, short enough to recover
@@ -287,64 +286,3 @@ def _name(annotator: str) -> str:
     if not isinstance(annotator, str) or not annotator.strip():
         raise ValueError(f"annotator name is empty (got {annotator!r})")
     return annotator.strip()
-
-
-# ------------------------------------------------------------------ command line
-
-
-def add_commands(subparsers) -> None:
-    """``peercore adjudicate``: take the next debate, decide one, or give up a lease, from a terminal."""
-    from peercore.cli import add_db_option
-
-    parser = subparsers.add_parser(
-        "adjudicate", help="take the next debate to adjudicate (a lease) or store a decision",
-        description="Adjudicate a study's unresolved debates from a terminal, with the same leases and overlap as "
-                    "the Adjudication page. --next prints the debate you now hold as JSON (one line); --decide "
-                    "ID DECISION stores your decision; --release gives your lease back.")
-    parser.add_argument("--study", required=True, metavar="NAME")
-    parser.add_argument("--annotator", required=True, metavar="NAME", help="your name (decisions are kept under it)")
-    add_db_option(parser)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--next", action="store_true", help="take (or renew) a lease on the next debate for you")
-    action.add_argument("--decide", nargs=2, metavar=("DEBATE_ID", "DECISION"),
-                        help="store your decision: model_a, model_b, tie or both_bad")
-    action.add_argument("--release", action="store_true", help="give back the debate you hold")
-    parser.add_argument("--note", default="", help="with --decide: why you decided so")
-    parser.add_argument("--lease-seconds", metavar="S", default=None,
-                        help=f"lease length (default ${ENV_LEASE_SECONDS} or {DEFAULT_LEASE_SECONDS:g})")
-    parser.add_argument("--scenario", metavar="NAME", help="with --next: only debates of this scenario")
-    parser.add_argument("--criterion", metavar="NAME", help="with --next: only debates of this criterion")
-    parser.set_defaults(handler=_command)
-
-
-def _command(args) -> int:
-    from peercore.store import Store
-
-    store = Store(args.db, create=False)
-    try:
-        if not store.has_study(args.study):
-            raise ValueError(f"--study: no study named {args.study!r} in {store.path}")
-        if args.next:
-            item = next_item(store, args.study, args.annotator, lease=lease_seconds(args.lease_seconds),
-                             scenario=args.scenario, criterion=args.criterion)
-            print(json.dumps(None if item is None else item.to_dict(), ensure_ascii=False))
-            if item is None:
-                print("nothing to take: every debate that needs people is decided by you, skipped by you, or held "
-                      "by others (their leases run out unless they decide)", file=sys.stderr)
-            return 0
-        if args.release:
-            print(json.dumps({"released": release(store, args.study, args.annotator)}))
-            return 0
-        raw_id, decision = args.decide
-        try:
-            debate_id = int(raw_id)
-        except ValueError:
-            raise ValueError(f"--decide: DEBATE_ID must be an integer, got {raw_id!r}") from None
-        if debate_id not in set(store.debates(args.study, kind="debate")["id"]):
-            raise ValueError(f"--decide: study {args.study!r} has no debate #{debate_id} (take one with --next)")
-        new = decide(store, debate_id, args.annotator, decision, note=args.note)
-        print(json.dumps({"debate_id": debate_id, "annotator": args.annotator.strip(), "decision": decision,
-                          "stored": "new" if new else "replaced"}))
-        return 0
-    finally:
-        store.close()

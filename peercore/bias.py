@@ -24,14 +24,15 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from peercore.agreement import _KEY, _canonical, _key_text
+from peercore.agreement import _canonical, _key_text
 from peercore.judgments import COLUMNS, _as_text
+from peercore import position
+from peercore.domain import verdicts
 from peercore.ranking.winrate import win_rates
 
 __all__ = [
     "SelfEnhancement",
     "position_bias",
-    "position_bias_from_counts",
     "swap_consistency",
     "debias_threshold",
     "debias_thresholds",
@@ -40,7 +41,7 @@ __all__ = [
     "length_bias",
     "larger_preference",
     "judge_health",
-    "judge_health_from_counts",
+    "decide",
     "JudgeBias",
     "BIASES",
     "judge_bias_model",
@@ -49,7 +50,6 @@ __all__ = [
 
 BIASES = ("position", "self", "length")
 
-_POSITION_VOTE = {"model_a": 1, "tie": 0, "model_b": -1}
 
 
 class SelfEnhancement(NamedTuple):
@@ -59,144 +59,40 @@ class SelfEnhancement(NamedTuple):
     summary: pd.DataFrame
 
 
+def _read_model(judgments: pd.DataFrame):
+    """A judgment table as the read model, its order from an ``order_known`` column or inferred
+    (:func:`peercore.domain.verdicts.infer_order`: known on pairs a judge saw both ways round)."""
+    return verdicts.from_frame(_canonical_with_validity(judgments))
+
+
+def _canonical_with_validity(judgments: pd.DataFrame) -> pd.DataFrame:
+    extra = [c for c in ("valid", "order_known") if c in judgments.columns]
+    if "valid" in extra and (judgments["valid"].fillna(1).astype(int) == 0).any():
+        return judgments  # unparsed rows: their winner is empty, the read model counts them as unparsed
+    frame = _canonical(judgments, "judgments")
+    for column in extra:
+        frame[column] = judgments[column].to_numpy()
+    return frame
+
+
 def position_bias(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
-    """How often each judge picks the answer shown first (Liusie et al. 2024, section 6, Table 4).
+    """How often each judge picks the answer shown first (Liusie et al. 2024, section 6, Table 4; eq. 8).
 
-    .. math:: P(\\text{first}) = \\frac{\\#\\{\\text{winner} = \\text{model\\_a}\\}}
-              {\\#\\{\\text{winner} \\ne \\text{tie}\\}}, \\qquad
-              P_{\\text{all}}(\\text{first}) = \\frac{\\#\\{\\text{winner} = \\text{model\\_a}\\}}{N}
-
-    ``p_first`` divides by the decisive verdicts (what the health check reads), with a
-    Wilson score interval; ``p_first_all`` by all N comparisons, ties included, as
-    Liusie et al.'s eq. 8 does (the two agree for a judge that never ties). The interval
-    is the closed form of ``statsmodels.stats.proportion.proportion_confint(...,
-    method="wilson")``. On a symmetric set (every pair judged in both orders) an
-    unbiased judge has :math:`P(\\text{first}) = 0.5`; on other sets the share also
-    reflects which models happen to be shown first. Mirroring every row
-    (:func:`peercore.judgments.mirror`) turns ``p_first`` into ``1 - p_first``, the
-    interval into ``[1 - ci_high, 1 - ci_low]``, ``p_first_all`` into ``1 - tie_rate -
-    p_first_all`` and ``mean_p_a`` into ``1 - mean_p_a``.
-
-    Parameters
-    ----------
-    judgments : canonical judgment table.
-    level : confidence level of the interval, in (0, 1).
-
-    Returns
-    -------
-    DataFrame
-        Indexed by judge: ``n`` (verdicts), ``n_decisive`` (non-tie verdicts),
-        ``p_first``, ``ci_low``, ``ci_high`` (NaN when ``n_decisive == 0``),
-        ``p_first_all`` (first chosen / n, Liusie eq. 8), ``tie_rate`` (ties / n) and
-        ``mean_p_a`` (mean of the given ``p_a``; NaN when the judge gave none).
-
-    Raises
-    ------
-    ValueError
-        If ``level`` is not in (0, 1) or ``judgments`` is not a judgment table.
+    :func:`peercore.position.position_bias` of the table (the one implementation): over
+    verdicts whose order is known (an ``order_known`` column, else pairs a judge judged in
+    both orientations) ``p_first`` = first chosen / decisive verdicts with a Wilson
+    interval, ``p_first_all`` = first chosen / all (eq. 8). Mirroring every row turns
+    ``p_first`` into ``1 - p_first``.
     """
-    _check_level(level)
-    judgments = _canonical(judgments, "judgments")
-    frame = pd.DataFrame(
-        {
-            "judge": judgments["judge"].to_numpy(dtype=object),
-            "first": (judgments["winner"] == "model_a").to_numpy(dtype=float),
-            "decisive": (judgments["winner"] != "tie").to_numpy(dtype=float),
-            "p_a": judgments["p_a"].to_numpy(dtype=float),
-        }
-    )
-    grouped = frame.groupby("judge", sort=True)
-    n = grouped.size()
-    n_first = grouped["first"].sum().astype(int)
-    n_decisive = grouped["decisive"].sum().astype(int)
-    return _position_table(n, n_first, n_decisive, grouped["p_a"].mean(), level)
-
-
-def position_bias_from_counts(counts: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
-    """:func:`position_bias` from verdict counts: ``judge, winner, n`` (readable verdicts only).
-
-    The same table as :func:`position_bias` of the verdicts counted, ``mean_p_a`` NaN
-    (counts carry no probabilities: use it for judges that gave none).
-    """
-    _check_level(level)
-    frame = pd.DataFrame({"judge": counts["judge"].astype(str).to_numpy(dtype=object),
-                          "n": counts["n"].to_numpy(dtype=np.int64),
-                          "first": np.where(counts["winner"].astype(object).to_numpy() == "model_a",
-                                            counts["n"].to_numpy(dtype=np.int64), 0),
-                          "decisive": np.where(counts["winner"].astype(object).to_numpy() != "tie",
-                                               counts["n"].to_numpy(dtype=np.int64), 0)})
-    grouped = frame.groupby("judge", sort=True)
-    n = grouped["n"].sum().rename(None)
-    mean_p_a = pd.Series(np.nan, index=n.index, name="p_a")
-    return _position_table(n, grouped["first"].sum().astype(int), grouped["decisive"].sum().astype(int), mean_p_a,
-                           level)
-
-
-def _position_table(n: pd.Series, n_first: pd.Series, n_decisive: pd.Series, mean_p_a: pd.Series,
-                    level: float) -> pd.DataFrame:
-    ci_low, ci_high = _wilson(n_first.to_numpy(), n_decisive.to_numpy(), level)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_first = np.where(n_decisive > 0, n_first / n_decisive.where(n_decisive > 0, 1), np.nan)
-    out = pd.DataFrame(
-        {
-            "n": n.astype("int64"),
-            "n_decisive": n_decisive.astype("int64"),
-            "p_first": p_first,
-            "ci_low": ci_low,
-            "ci_high": ci_high,
-            "p_first_all": n_first / n,  # Liusie et al. eq. 8: over all comparisons, ties included
-            "tie_rate": 1.0 - n_decisive / n,
-            "mean_p_a": mean_p_a,
-        }
-    )
-    return _judge_indexed(out)
+    return position.position_bias(_read_model(judgments), level=level)
 
 
 def swap_consistency(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Whether each judge picks the same winner when the two answers swap places.
+    """Whether each judge picks the same winner when the answers swap places (MT-Bench, Table 2).
 
-    MT-Bench (Zheng et al. 2023, Table 2). Two verdicts form a pair when the same judge
-    judged the same ``question_id``, ``turn`` and ``criterion`` in both orders,
-    ``(A, B)`` and ``(B, A)``. Write each verdict by position, +1 first, 0 tie,
-    -1 second. The pair is *consistent* when the winning model is the same (or both are
-    ties): :math:`v_{AB} = -v_{BA}`. An inconsistent pair leans toward the position
-    that gained, the sign of :math:`v_{AB} + v_{BA}` (never 0 for an inconsistent
-    pair): "first, first" and "first, tie" favour the first position. The three shares
-    therefore sum to 1. When a judge gave several verdicts in one order (repeats,
-    rounds), every verdict in one order is paired with every verdict in the other.
-
-    Returns
-    -------
-    DataFrame
-        Indexed by every judge of ``judgments``: ``n_pairs``, ``consistent``,
-        ``inconsistent_first`` (inconsistent, favouring the first position) and
-        ``inconsistent_second``, as shares of ``n_pairs`` (NaN when it is 0).
+    :func:`peercore.position.swap_consistency` of the table (the one implementation).
     """
-    judgments = _canonical(judgments, "judgments")
-    question, model_a, model_b, turn, criterion = (_key_text(judgments[c]) for c in _KEY)
-    judges = judgments["judge"].tolist()
-    votes = judgments["winner"].map(_POSITION_VOTE).tolist()
-    forward: dict[tuple, list[int]] = {}
-    backward: dict[tuple, list[int]] = {}
-    for i, judge in enumerate(judges):
-        if model_a[i] < model_b[i]:
-            forward.setdefault((judge, question[i], model_a[i], model_b[i], turn[i], criterion[i]), []).append(votes[i])
-        else:
-            backward.setdefault((judge, question[i], model_b[i], model_a[i], turn[i], criterion[i]), []).append(votes[i])
-    counts = {judge: [0, 0, 0] for judge in sorted(set(judges))}  # consistent, first, second
-    for key, ab_votes in forward.items():
-        for ab in ab_votes:
-            for ba in backward.get(key, ()):
-                lean = ab + ba
-                counts[key[0]][0 if lean == 0 else 1 if lean > 0 else 2] += 1
-    tally = pd.DataFrame.from_dict(
-        counts, orient="index", columns=["consistent", "inconsistent_first", "inconsistent_second"], dtype=float
-    ).reindex(sorted(counts))
-    n_pairs = tally.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shares = tally.div(n_pairs.where(n_pairs > 0), axis=0)
-    out = pd.concat([n_pairs.rename("n_pairs").astype("int64"), shares.astype(float)], axis=1)
-    return _judge_indexed(out)
+    return position.swap_consistency(_read_model(judgments))
 
 
 def debias_threshold(p_a: np.ndarray | pd.Series) -> float:
@@ -278,11 +174,27 @@ def apply_threshold(judgments: pd.DataFrame, tau: float | Mapping[str, float] | 
     else:
         _check_tau(tau, "tau")
         threshold = np.full(len(judgments), float(tau))
-    p_a = judgments["p_a"].to_numpy(dtype=float)
-    decided = np.where(p_a > threshold, "model_a", np.where(p_a < threshold, "model_b", "tie"))
+    winner = decide(judgments["p_a"].to_numpy(dtype=float), threshold,
+                    judgments["winner"].map(_WINNER_CODE).to_numpy(dtype=np.int8))
     out = judgments.copy()
-    out["winner"] = pd.array(np.where(given.to_numpy(), decided, judgments["winner"].to_numpy(dtype=object)), dtype="str")
+    out["winner"] = pd.array(np.array(verdicts.WINNER_NAMES, dtype=object)[winner], dtype="str")
     return out
+
+
+_WINNER_CODE = {"model_a": verdicts.WINNER_A, "model_b": verdicts.WINNER_B, "tie": verdicts.TIE}
+
+
+def decide(p_a: np.ndarray, threshold: np.ndarray, winner: np.ndarray) -> np.ndarray:
+    """Winners re-decided from ``p_a`` by a threshold (Liusie eq. 9), as winner codes (0 a, 1 b, 2 tie).
+
+    ``model_a`` where :math:`p_a > \\tau`, ``model_b`` where :math:`p_a < \\tau`, a tie where equal;
+    where ``p_a`` or the threshold is missing, ``winner`` as it was.
+    """
+    p_a = np.asarray(p_a, dtype=float)
+    threshold = np.broadcast_to(np.asarray(threshold, dtype=float), p_a.shape)
+    decided = np.where(p_a > threshold, verdicts.WINNER_A, np.where(p_a < threshold, verdicts.WINNER_B, verdicts.TIE))
+    known = ~np.isnan(p_a) & ~np.isnan(threshold)
+    return np.where(known, decided, winner).astype(np.int8)
 
 
 def self_enhancement(judgments: pd.DataFrame, *, aliases: Mapping[str, str]) -> SelfEnhancement:
@@ -439,124 +351,13 @@ def larger_preference(judge, winner, value_a, value_b, *, level: float = 0.95) -
 
 # ------------------------------------------------------------------------ judge health
 
-# A judge carries no information when (issue "judgment record"; the rules are the product's):
-HEALTH_MAX_SHARE = 0.90      # one position takes more than this share of its decisive verdicts,
-HEALTH_INTERVAL = (0.2, 0.8)  # or its position-bias interval lies wholly outside this range,
-HEALTH_MAX_INVALID = 0.20    # or more than this share of its replies held no readable verdict.
-HEALTH_MIN_DECISIVE = 10     # the share rule needs at least this many decisive verdicts.
-
-
 def judge_health(judgments: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
-    """Whether each judge's verdicts carry information: position bias, identical verdicts, invalid replies.
+    """Whether each judge's verdicts carry information (:func:`peercore.position.judge_health` of the table).
 
-    A judge is *flagged* when any of these holds:
-
-    * one position takes more than 90% of its decisive verdicts (with at least 10 of them);
-    * its position-bias interval (Wilson, ``level``) lies wholly outside [0.2, 0.8];
-    * more than 20% of its replies held no readable verdict.
-
-    Position bias is P(first chosen) among decisive verdicts (Liusie et al. 2024,
-    Table 4; :func:`position_bias`); on the default selection (every pair in both
-    orders) an informative judge is near 0.5. A judge that answers the same label
-    whatever the order (the 1.5B offline judge through the verdict prompt said
-    "second" 40 times out of 40) is flagged by the first two rules.
-
-    Parameters
-    ----------
-    judgments : canonical judgments, optionally with the store's ``valid`` column
-        (``Store.judgments(study, include_invalid=True)``): rows with ``valid == 0``
-        count as invalid replies.
-    level : confidence level of the interval.
-
-    Returns
-    -------
-    DataFrame
-        Indexed by judge: ``n`` (replies), ``n_invalid``, ``invalid_share``,
-        ``n_decisive``, ``p_first``, ``ci_low``, ``ci_high``, ``identical_share``
-        (share of the most frequent verdict among readable ones), ``flagged`` (bool),
-        ``reasons`` (sentence, '' when healthy) and ``fix`` (what to try).
+    ``judgments`` may carry the store's ``valid`` column: rows with ``valid == 0`` count as
+    replies with no readable verdict.
     """
-    _check_level(level)
-    if "valid" in judgments.columns:
-        valid_mask = judgments["valid"].fillna(1).astype(int).to_numpy() == 1
-    else:
-        valid_mask = judgments["winner"].notna().to_numpy()
-    counts = pd.DataFrame({"judge": judgments["judge"].astype(str).to_numpy(dtype=object),
-                           "valid": valid_mask.astype(np.int64),
-                           "winner": judgments["winner"].astype(object).where(valid_mask, None).to_numpy()})
-    counts = counts.groupby(["judge", "valid", "winner"], dropna=False, sort=False).size().rename("n").reset_index()
-    return judge_health_from_counts(counts, level=level)
-
-
-def judge_health_from_counts(counts: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
-    """:func:`judge_health` from verdict counts instead of verdicts (the same table).
-
-    Parameters
-    ----------
-    counts : ``judge, valid, winner, n``: how many replies of each judge were readable
-        (``valid`` 1, ``winner`` one of ``model_a, model_b, tie``) or not (``valid`` 0,
-        any ``winner``), e.g. :func:`peercore.aggregates.verdict_tally` summed over pairs.
-        Only these counts enter the check, so a study of a million verdicts is checked
-        from its store-side tally.
-    level : confidence level of the interval.
-    """
-    _check_level(level)
-    judge = counts["judge"].astype(str).to_numpy(dtype=object)
-    n = counts["n"].to_numpy(dtype=np.int64)
-    readable = counts["valid"].to_numpy() == 1
-    winner = counts["winner"].astype(object).to_numpy()
-    replies = pd.Series(n, index=judge).groupby(level=0).sum()
-    invalid = pd.Series(np.where(readable, 0, n), index=judge).groupby(level=0).sum()
-    out = pd.DataFrame(index=pd.Index(sorted(replies.index), name="judge"))
-    out["n"] = replies.reindex(out.index).astype("int64")
-    out["n_invalid"] = invalid.reindex(out.index).fillna(0).astype("int64")
-    out["invalid_share"] = out["n_invalid"] / out["n"]
-    seen = pd.Series(n[readable], index=judge[readable])
-    by_winner = (pd.DataFrame({"judge": judge[readable], "winner": winner[readable], "n": n[readable]})
-                 .groupby(["judge", "winner"])["n"].sum())
-    readers = sorted(set(judge[readable]))  # judges with a readable verdict: the position statistics' rows
-    if readers:
-        per = by_winner.unstack("winner").reindex(index=readers).fillna(0).astype("int64")
-        first = per["model_a"] if "model_a" in per.columns else pd.Series(0, index=per.index)
-        ties = per["tie"] if "tie" in per.columns else pd.Series(0, index=per.index)
-        total = seen.groupby(level=0).sum().reindex(readers)
-        n_first = first.to_numpy(dtype=np.int64)
-        n_decisive = (total - ties).to_numpy(dtype=np.int64)
-        ci_low, ci_high = _wilson(n_first, n_decisive, level)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p_first = np.where(n_decisive > 0, n_first / np.where(n_decisive > 0, n_decisive, 1), np.nan)
-        position = pd.DataFrame({"n_decisive": n_decisive, "p_first": p_first, "ci_low": ci_low, "ci_high": ci_high},
-                                index=readers)
-        identical = per.max(axis=1) / per.sum(axis=1)  # share of the most frequent verdict (value_counts' first)
-    else:
-        position = pd.DataFrame(columns=["n_decisive", "p_first", "ci_low", "ci_high"])
-        identical = pd.Series(dtype=float)
-    out["n_decisive"] = position["n_decisive"].reindex(out.index).fillna(0).astype("int64")
-    for column in ("p_first", "ci_low", "ci_high"):
-        out[column] = position[column].reindex(out.index).astype(float)
-    out["identical_share"] = identical.reindex(out.index).astype(float)
-    reasons, fixes = [], []
-    for judge, row in out.iterrows():
-        why, fix = [], []
-        p = row["p_first"]
-        if row["n_decisive"] >= HEALTH_MIN_DECISIVE and (p > HEALTH_MAX_SHARE or p < 1 - HEALTH_MAX_SHARE):
-            side = "first" if p > 0.5 else "second"
-            why.append(f"the {side} answer won {max(p, 1 - p):.0%} of its {int(row['n_decisive'])} decisive verdicts")
-        elif row["ci_low"] > HEALTH_INTERVAL[1] or row["ci_high"] < HEALTH_INTERVAL[0]:
-            why.append(f"its position bias P(first) = {p:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] lies outside "
-                       f"[{HEALTH_INTERVAL[0]}, {HEALTH_INTERVAL[1]}]")
-        if why:
-            fix.append("use the label-probability classifier (--method auto, the default for local models) and score "
-                       "both orders, or a stronger judge")
-        if row["invalid_share"] > HEALTH_MAX_INVALID:
-            why.append(f"{row['invalid_share']:.0%} of its {int(row['n'])} replies held no readable verdict")
-            fix.append("raise --max-tokens, use a template that puts the verdict first, or the classifier")
-        reasons.append("; ".join(why))
-        fixes.append("; ".join(fix))
-    out["flagged"] = [bool(r) for r in reasons]
-    out["reasons"] = reasons
-    out["fix"] = fixes
-    return out
+    return position.judge_health(_read_model(judgments), level=level)
 
 
 # ----------------------------------------------------------------- judge bias as a model
@@ -645,21 +446,14 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     from scipy.special import expit, ndtri
 
     from peercore.ranking import core
-    from peercore.ranking._battles import CountedBattles, encode
+    from peercore.ranking._battles import encode
 
     _check_level(level)
-    if isinstance(judgments, CountedBattles):  # a store-side tally: each row stands for `count` battles
-        if lengths is not None:
-            raise ValueError("counted battles have no answers' lengths; pass the judgments for a length term")
-        battles, count = judgments, np.asarray(judgments.count, dtype=np.int64)
-        if len(battles) == 0:
-            raise ValueError("judgments is empty; the bias model needs verdicts")
-    else:
-        judgments = _canonical(judgments, "judgments")
-        if len(judgments) == 0:
-            raise ValueError("judgments is empty; the bias model needs verdicts")
-        battles = encode(judgments)
-        count = np.ones(len(battles), dtype=np.int64)
+    judgments = _canonical(judgments, "judgments")
+    if len(judgments) == 0:
+        raise ValueError("judgments is empty; the bias model needs verdicts")
+    battles = encode(judgments)
+    count = np.ones(len(battles), dtype=np.int64)
     models = battles.models
     family = families_of(models, families)
     aliases = dict(aliases or {})
@@ -731,8 +525,7 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
 
 
 def _check_level(level: float) -> None:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    position.check_level(level)
 
 
 def _check_tau(value: object, name: str) -> None:
@@ -744,28 +537,7 @@ def _check_tau(value: object, name: str) -> None:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
 
 
-def _wilson(count: np.ndarray, nobs: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for ``count`` successes in ``nobs`` trials; NaN where nobs is 0.
-
-    The closed form (Wilson 1927) that ``statsmodels.stats.proportion.proportion_confint(...,
-    method="wilson")`` computes, written out here because importing that module (and
-    ``scipy.stats`` with it) cost 0.8 s of the Bias page's first run; a unit test checks the
-    two agree to 1e-12.
-    """
-    from scipy.special import ndtri  # scipy.special is already loaded by peercore.ranking
-
-    count, nobs = np.asarray(count, dtype=float), np.asarray(nobs, dtype=float)
-    low, high = np.full(count.shape, np.nan), np.full(count.shape, np.nan)
-    seen = nobs > 0
-    if seen.any():
-        k, n = count[seen], nobs[seen]
-        z = ndtri(1.0 - (1.0 - level) / 2.0)
-        share, z2 = k / n, z * z
-        denominator = 1.0 + z2 / n
-        centre = (share + z2 / (2.0 * n)) / denominator
-        half_width = z * np.sqrt(share * (1.0 - share) / n + z2 / (4.0 * n * n)) / denominator
-        low[seen], high[seen] = centre - half_width, centre + half_width
-    return low, high
+_wilson = position.wilson
 
 
 def _judge_indexed(frame: pd.DataFrame) -> pd.DataFrame:

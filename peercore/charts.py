@@ -528,7 +528,7 @@ def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering
 def style_control_chart(table: pd.DataFrame, *, title: str | None = "Plain vs style-controlled rating") -> go.Figure:
     """Each model's plain Bradley-Terry rating and its style-controlled rating, joined by a line.
 
-    ``table`` is a style-controlled :class:`peercore.study.Ranking`'s table (``model,
+    ``table`` is a style-controlled :class:`peercore.app.Ranking`'s table (``model,
     score, ci_low, ci_high, plain_score, rank_change``); models in its order.
     """
     _require(table, ("model", "score", "ci_low", "ci_high", "plain_score", "rank_change"), "table")

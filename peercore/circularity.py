@@ -1,6 +1,6 @@
 """Circular gold: a debate's own agents scored against the consensus they formed, and the way out.
 
-ScaleEval's gold set (:func:`peercore.study.gold_judgments`) is the verdict a panel's
+ScaleEval's gold set (:func:`peercore.app.study.gold_judgments`) is the verdict a panel's
 agents agreed on, plus human decisions on the debates they left split. When a judge
 under evaluation is also one of the panel's agents, its score against that gold is
 partly circular: on every debate it argued in and the panel agreed on, the gold *is*
@@ -8,7 +8,7 @@ its own final verdict (it agrees by construction), and every debate where it was
 lone dissent has no gold at all (the panel did not agree), so its disagreements are
 never counted.
 
-Leave-one-agent-out gold (the rule :func:`peercore.study.agreement_table` applies to
+Leave-one-agent-out gold (the rule :func:`peercore.app.agreement.agreement_table` applies to
 reference judges: a judge is never part of its own reference) removes the judge from
 the panel before forming the gold it is scored against: on a debate it argued in, the
 gold is the final verdict the *other* agents all gave (unanimity of the rest, as the

@@ -36,6 +36,14 @@ transaction rolled back) and, on PostgreSQL 14 and later, ``client_connection_ch
 (the server checks every 5 s that the client is still there while a statement runs, and
 stops the statement of a killed client instead of finishing it).
 
+A writer waits for another's write lock at most the busy timeout, on both engines: SQLite's
+``busy_timeout``, PostgreSQL's ``lock_timeout`` (``$PEERBOARD_BUSY_TIMEOUT`` seconds, default
+120: longer than a long import holds it). A wait that may last 2 s or more is said on stderr
+first (:func:`say_lock_wait`, a warning of the ``peercore.db`` logger); when the time is up the
+statement fails with the engine's lock error (:func:`is_lock_error`), and the command line
+turns that, like a lost connection (:func:`is_connection_lost`), into one line
+(:func:`database_trouble`).
+
 A URL is shown only through :func:`redact_url`, which finds the password where libpq does
 (:func:`url_problem` refuses a URL libpq would misread, e.g. a password with an unencoded
 ``/``, without repeating it).
@@ -45,27 +53,36 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from peercore.errors import PeercoreError
+from peercore.locations import is_postgres_url, redact_text, redact_url, url_problem
 
 __all__ = ["is_postgres_url", "redact_url", "url_problem", "redact_text", "connect_postgres", "PgConnection",
            "read_sql_query", "translate", "postgres_error", "describe_error", "StatementTimeout", "is_postgres",
-           "read_arrow", "is_lock_error", "integrity_errors", "ENV_CONNECT_TIMEOUT", "ENV_STATEMENT_TIMEOUT"]
+           "read_arrow", "is_lock_error", "integrity_errors", "ENV_CONNECT_TIMEOUT", "ENV_STATEMENT_TIMEOUT",
+           "ENV_BUSY_TIMEOUT", "busy_timeout_ms", "say_lock_wait", "is_connection_lost", "database_trouble"]
 
-_POSTGRES_SCHEMES = ("postgresql", "postgres")
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 # The key of the one advisory lock a write transaction takes (BEGIN IMMEDIATE's equivalent).
 WRITE_LOCK_KEY = 0x5045_4552  # "PEER"
-# How long a statement waits for a lock (the write lock, a row) before failing, as the
-# store's SQLite busy timeout (Store.busy_timeout changes it with PRAGMA busy_timeout).
-LOCK_TIMEOUT_MS = 30_000
+# How long a writer waits for another's lock (the write lock, a row) before failing: SQLite's
+# busy_timeout, PostgreSQL's lock_timeout (Store.busy_timeout changes it with PRAGMA busy_timeout).
+# Seconds; $PEERBOARD_BUSY_TIMEOUT changes it (busy_timeout_ms).
+ENV_BUSY_TIMEOUT = "PEERBOARD_BUSY_TIMEOUT"
+BUSY_TIMEOUT_S = 120
+# A wait for the write lock that may last this long or more is said first (say_lock_wait).
+SAY_WAIT_FROM_MS = 2_000
 # How long connecting may take before giving up (a host that accepts the connection and never
 # answers hung every command before), and how long one statement may run (a killed client's
 # import went on holding the write lock). Seconds; the environment variables change them.
@@ -77,105 +94,6 @@ STATEMENT_TIMEOUT_S = 300
 CLIENT_CHECK_INTERVAL_MS = 5_000
 # Tables whose ``id`` is an identity column: an INSERT into them returns it (lastrowid).
 _IDENTITY_TABLES = frozenset({"studies", "imports", "debates", "adjudications", "verdicts", "judge_scores"})
-
-
-def is_postgres_url(value: object) -> bool:
-    """Whether ``value`` is a ``postgresql://`` (or ``postgres://``) URL."""
-    if not isinstance(value, str):
-        return False
-    return value.split("://", 1)[0].lower() in _POSTGRES_SCHEMES and "://" in value
-
-
-def _libpq_split(url: str) -> tuple[str, str | None, str]:
-    """``(scheme, user info or None, rest)`` of a URL, split where libpq splits it.
-
-    libpq (``conninfo_uri_parse_options`` in fe-connect.c) takes the text before the first
-    ``@`` as user info when no ``/`` comes before it, and knows no fragment: ``#`` and ``?``
-    inside a password are part of it (``postgresql://u:a#b?c@host/db`` has password
-    ``a#b?c``), so splitting the URL as a web URL (``urlsplit``) cut the password at them.
-    """
-    scheme, _, rest = url.partition("://")
-    end = re.search(r"[@/]", rest)
-    if end is None or end.group(0) != "@":
-        return scheme, None, rest
-    return scheme, rest[:end.start()], rest[end.start() + 1:]
-
-
-def _query_items(query: str) -> list[tuple[str, str, str]]:
-    """``(raw item, decoded name, raw value)`` of a URL query, split on ``&`` as libpq does."""
-    out = []
-    for item in query.split("&"):
-        name, _, value = item.partition("=")
-        try:
-            decoded = unquote(name, errors="strict")
-        except UnicodeDecodeError:
-            decoded = name
-        out.append((item, decoded, value))
-    return out
-
-
-_SECRET_PARAMETERS = ("password", "sslpassword")
-
-
-def url_problem(url: str) -> str | None:
-    """Why libpq would misread ``url`` (a sentence that quotes nothing of it), or None.
-
-    libpq parses the URL (``PQconninfoParse``, through psycopg); it is refused when that
-    fails, or when what libpq read is not what the URL says: an ``@`` left in the host or
-    the database name, or a port that is not a number. A password with an unencoded ``/``,
-    ``@`` or ``%`` does that (``postgresql://u:pa/ss@host/db`` is host ``u``, port ``pa``,
-    database ``ss@host/db``), and libpq's own message would then quote pieces of it.
-    """
-    hint = ("characters such as / @ % & in the user name or password must be percent-encoded "
-            "(/ as %2F, @ as %40, % as %25, & as %26)")
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        parsed = conninfo_to_dict(url)
-    except ImportError:  # pragma: no cover - psycopg is a dependency
-        return None
-    except Exception as exc:  # psycopg.ProgrammingError: libpq could not parse it
-        reason = re.sub(r':?\s*"[^"]*"', "", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
-        return f"libpq cannot read this URL ({reason.strip() or 'malformed'}); {hint}"
-    _, userinfo, rest = _libpq_split(url)
-    misread = (userinfo is None and "@" in rest.partition("?")[0]) \
-        or any("@" in str(parsed.get(key) or "") for key in ("host", "hostaddr", "port")) \
-        or not re.fullmatch(r"[0-9,]*", str(parsed.get("port") or ""))
-    return f"libpq would read another host, port or database than this URL names; {hint}" if misread else None
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password (for messages, ``Store.path`` and the dashboard's cache keys).
-
-    The password is found as libpq finds it (:func:`_libpq_split`): in the user info
-    (``user:***@host``, however many ``#``, ``?`` or percent-encoded characters it holds)
-    and in the ``password=`` or ``sslpassword=`` query parameter (also when the name is
-    percent-encoded). A URL that libpq would misread (:func:`url_problem`) is shown as
-    ``scheme://***@host`` (the host after its last ``@``), nothing more.
-    """
-    scheme, userinfo, rest = _libpq_split(url)
-    if url_problem(url) is not None:
-        host = re.split(r"[/?]", rest.rsplit("@", 1)[-1] if "@" in url else rest, maxsplit=1)[0]
-        return f"{scheme}://***@{host}" if "@" in url else f"{scheme}://{host}"
-    shown = "" if userinfo is None else (userinfo.split(":", 1)[0] + (":***" if ":" in userinfo else "") + "@")
-    where, mark, query = rest.partition("?")
-    items = [f"{raw.partition('=')[0]}=***" if name in _SECRET_PARAMETERS and value else raw
-             for raw, name, value in _query_items(query)] if mark else []
-    return f"{scheme}://{shown}{where}{mark}{'&'.join(items)}"
-
-
-def redact_text(text: str, url: str) -> str:
-    """``text`` (an error message) with the password of ``url`` replaced by ``***``, as written in
-    the URL and as decoded, wherever it appears."""
-    _, userinfo, rest = _libpq_split(url)
-    values = []
-    if userinfo is not None and ":" in userinfo:
-        values.append(userinfo.split(":", 1)[1])
-    values += [value for _, name, value in _query_items(rest.partition("?")[2]) if name in _SECRET_PARAMETERS]
-    values += [unquote(v) for v in values]
-    for value in sorted({v for v in values if v}, key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
 
 
 # ------------------------------------------------------------------- translation
@@ -389,12 +307,20 @@ class PgCursor:
         if translated.kind == "begin":
             self._cursor.execute("BEGIN")
             try:
-                self._cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+                self._cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+                if not self._cursor.fetchone()[0]:  # another writer holds it: wait, saying so when long
+                    connection = self._connection
+                    limits = [ms for ms in (connection.lock_ms, connection.statement_ms) if ms > 0]
+                    say_lock_wait(connection.shown, min(limits) if limits else None)
+                    self._cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
             except BaseException:  # as a failed BEGIN IMMEDIATE: no transaction is left open
-                self._connection.raw.execute("ROLLBACK")
+                with contextlib.suppress(Exception):  # (a lost connection has none left either)
+                    self._connection.raw.execute("ROLLBACK")
                 raise
             self._empty, self._rowcount = True, -1
             return self
+        if translated.kind == "pragma":  # PRAGMA busy_timeout = N: SET lock_timeout = N
+            self._connection.lock_ms = int(translated.sql.rsplit("=", 1)[1])
         self._cursor.execute(translated.sql, _params(translated, params))
         self._rowcount = self._cursor.rowcount
         if translated.returning_id:
@@ -459,6 +385,7 @@ class PgConnection:
         self.total_changes = 0
         self.shown = shown                # the URL without its password, for messages
         self.statement_ms = statement_ms  # the session's statement_timeout
+        self.lock_ms = 0                  # the session's lock_timeout (0: the server's default)
 
     def cursor(self) -> PgCursor:
         return PgCursor(self)
@@ -584,6 +511,30 @@ def _seconds_setting(name: str, default: float) -> float:
     return value
 
 
+def busy_timeout_ms() -> int:
+    """How long a writer waits for another's lock, in milliseconds (``$PEERBOARD_BUSY_TIMEOUT`` seconds,
+    default :data:`BUSY_TIMEOUT_S`; at least 1 ms, since PostgreSQL reads a lock_timeout of 0 as "for ever").
+
+    Raises
+    ------
+    PeercoreError
+        If the variable is not a number of seconds, 0 or more (the variable and value are named).
+    """
+    return max(1, round(_seconds_setting(ENV_BUSY_TIMEOUT, BUSY_TIMEOUT_S) * 1000))
+
+
+def say_lock_wait(shown: str, limit_ms: float | None) -> None:
+    """Say (a warning of the ``peercore.db`` logger, on stderr unless logging is set up) that a write
+    waits for another process's write lock on ``shown`` (a path, or a URL without its password), and
+    for how long at most; a wait of less than :data:`SAY_WAIT_FROM_MS` is not worth a line.
+    """
+    if limit_ms is not None and limit_ms < SAY_WAIT_FROM_MS:
+        return
+    limit = "with no time limit" if limit_ms is None else f"up to {limit_ms / 1000:g} s"
+    log.warning("%s: another process is writing to this database; waiting %s for its write lock "
+                "($%s sets the limit in seconds)", shown, limit, ENV_BUSY_TIMEOUT)
+
+
 def _connect_timeout_s() -> int:
     """The connect timeout in whole seconds, at least 2 (libpq's own floor; its 0, "wait forever", is
     what hung every command on a silent host, so it is not offered)."""
@@ -604,9 +555,10 @@ def connect_postgres(url: str) -> PgConnection:
     integer, floating = _numpy_dumpers()
     options = {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": _connect_timeout_s()}
     statement_ms = round(_seconds_setting(ENV_STATEMENT_TIMEOUT, STATEMENT_TIMEOUT_S) * 1000)
+    lock_ms = busy_timeout_ms()
     raw = psycopg.connect(url, autocommit=True, **options)
     try:
-        raw.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")  # SQLite's busy timeout (peercore.store)
+        raw.execute(f"SET lock_timeout = {lock_ms}")  # SQLite's busy timeout (peercore.store)
         raw.execute(f"SET statement_timeout = {statement_ms}")
         if raw.info.server_version >= 140000:
             raw.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_INTERVAL_MS}")
@@ -625,7 +577,9 @@ def connect_postgres(url: str) -> PgConnection:
         raw.adapters.register_dumper(kind, integer)
     for kind in (np.float32, np.float64):
         raw.adapters.register_dumper(kind, floating)
-    return PgConnection(raw, shown=redact_url(url), statement_ms=statement_ms)
+    connection = PgConnection(raw, shown=redact_url(url), statement_ms=statement_ms)
+    connection.lock_ms = lock_ms
+    return connection
 
 
 @functools.lru_cache(maxsize=1)
@@ -692,6 +646,8 @@ def _timeouts_said(connection: "PgConnection"):
 
 def read_sql_query(sql: str, connection, params: Sequence | None = None) -> pd.DataFrame:
     """``pandas.read_sql_query`` on either engine (pandas itself only knows sqlite3 among raw drivers)."""
+    import pandas as pd  # heavy: the command line imports this module for its errors, before any query
+
     if not isinstance(connection, PgConnection):
         return pd.read_sql_query(sql, connection, params=params)
     cursor = connection.cursor()
@@ -765,6 +721,36 @@ def is_lock_error(exc: BaseException) -> bool:
         return False
     errors = psycopg.errors
     return isinstance(exc, (errors.LockNotAvailable, errors.SerializationFailure, errors.DeadlockDetected))
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the PostgreSQL server went away: the connection broke or was closed
+    (psycopg's ``OperationalError`` without a server error code, or of class 08 "connection
+    exception" or 57P "operator intervention": shutdown, terminated, crashed)."""
+    psycopg = _psycopg_errors()
+    if psycopg is None or not isinstance(exc, psycopg.OperationalError) or is_lock_error(exc):
+        return False
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith(("08", "57P"))
+
+
+def database_trouble(exc: BaseException, shown: str) -> str | None:
+    """What happened to the database ``shown`` and when to try again, in one line, when ``exc`` is a
+    lock not released in time or a lost connection; else None.
+
+    ``shown`` must carry no password (:func:`redact_url`); the driver's own words are not
+    repeated (they may quote the server's address). Every write is one transaction, so the
+    one under way was rolled back: nothing is half-written.
+    """
+    rolled_back = "nothing was half-written (the write under way was rolled back)"
+    if is_lock_error(exc):
+        return (f"{shown}: another process held the database's write lock longer than this command waits "
+                f"({busy_timeout_ms() / 1000:g} s; ${ENV_BUSY_TIMEOUT} sets it); {rolled_back}. Run the command "
+                "again when that process is done")
+    if is_connection_lost(exc):
+        return (f"{shown}: the connection to the database server was lost (the server stopped or ended the "
+                f"session); {rolled_back}. Run the command again once the server is back")
+    return None
 
 
 def integrity_errors() -> tuple[type[BaseException], ...]:

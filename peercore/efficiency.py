@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.special import logit
-from scipy.stats import rankdata
 
+from peercore.domain.verdicts import candidates_per_question, from_frame
 from peercore.ranking.core import batch_laplacian, fit_batch
 from peercore.ranking.poe import DEFAULT_L2, METHODS, comparisons_from_judgments
 from peercore.ranking.selection import GreedySelector
@@ -97,9 +97,7 @@ def problems_from_judgments(judgments: pd.DataFrame, *, min_candidates: int = 3,
 
 def _first_questions(judgments: pd.DataFrame, min_candidates: int, limit: int) -> list[str]:
     """The first ``limit`` question ids (sorted) with at least ``min_candidates`` compared candidates."""
-    from peercore.aggregates import question_judge_sizes
-
-    sizes = question_judge_sizes(judgments[["question_id", "model_a", "model_b"]].assign(judge=""))
+    sizes = candidates_per_question(from_frame(judgments.assign(judge="")))
     usable = sorted(sizes.loc[sizes["candidates"] >= min_candidates, "question_id"].astype(str).tolist())
     return usable[:max(int(limit), 0)]
 
@@ -235,6 +233,8 @@ def spearman_rows(predicted: np.ndarray, reference: np.ndarray) -> np.ndarray:
     hold no NaN: :func:`efficiency_curve` gives uncompared candidates the neutral
     share 0.5 first.
     """
+    from scipy.stats import rankdata  # on use (about 0.6 s): pages that import this module may never rank
+
     ranked_p = rankdata(predicted, axis=1)
     ranked_r = rankdata(reference, axis=1)
     dp = ranked_p - ranked_p.mean(axis=1, keepdims=True)

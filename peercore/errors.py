@@ -6,7 +6,10 @@ library can still catch bad input the usual way.
 
 from __future__ import annotations
 
-__all__ = ["PeercoreError", "JudgmentError", "VerdictConflict", "JudgeConflict", "ConvergenceError", "StoreError"]
+import sys
+
+__all__ = ["PeercoreError", "JudgmentError", "VerdictConflict", "JudgeConflict", "ConvergenceError", "StoreError",
+           "AccessDenied", "read_only_refusal"]
 
 
 class PeercoreError(ValueError):
@@ -137,3 +140,64 @@ class ConvergenceError(PeercoreError):
             f"{what} did not converge in {iterations} iterations "
             f"(last change {change:.3g} > tol {tol:.3g})"
         )
+
+
+class AccessDenied(PeercoreError):
+    """An action was refused because the person asking lacks the role it needs (issue 20).
+
+    Raised by :func:`peercore.app.access.require` before anything is written: a refused
+    action changes nothing and leaves no record.
+
+    Attributes
+    ----------
+    who : str or None
+        The person asking (None for a visitor who has not signed in).
+    action : str
+        The action's value (e.g. ``import``).
+    needed : str
+        The role it needs (e.g. ``editor``).
+    held : str or None
+        The role they have there (None: none).
+    study : str or None
+        The study (None for a global action such as creating a study).
+    """
+
+    def __init__(self, message: str, *, who: str | None, action: str, needed: str, held: str | None,
+                 study: str | None) -> None:
+        self.who = who
+        self.action = action
+        self.needed = needed
+        self.held = held
+        self.study = study
+        super().__init__(message)
+
+
+# SQLSTATE 42501 (insufficient_privilege) and 25006 (read_only_sql_transaction: a standby,
+# or default_transaction_read_only = on).
+_READ_ONLY_STATES = ("42501", "25006")
+
+
+def read_only_refusal(exc: BaseException, shown: str) -> str | None:
+    """One line saying that the database ``shown`` refused a write for lack of privileges, else None (issue 20).
+
+    For a command run with a PostgreSQL role that may only read (an analyst's): the
+    server refuses the first INSERT, UPDATE, DELETE or CREATE with SQLSTATE 42501
+    (insufficient privilege) or 25006 (read-only transaction), and the transaction it
+    was in rolls back, so nothing was written. ``shown`` must carry no password
+    (:func:`peercore.locations.redact_url`); the server's own words are not repeated.
+    psycopg is looked at only if it is already imported (a PostgreSQL store opened it).
+    """
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
+        return None
+    for _ in range(6):  # the exception, or what it was raised from (e.g. a StoreError wrapping the refusal)
+        if exc is None:
+            return None
+        if isinstance(exc, psycopg.Error) and getattr(exc, "sqlstate", None) in _READ_ONLY_STATES:
+            break
+        exc = exc.__cause__ or exc.__context__
+    else:
+        return None
+    return (f"{shown}: this database role may only read (the server refused a write: insufficient privilege); "
+            "nothing was written. Run the command with a role allowed to write (see docs/TEAM.md, "
+            "\"PostgreSQL privileges\")")

@@ -39,7 +39,6 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "WINNERS",
     "judgments_from_frame",
-    "read_judgments",
     "empty_judgments",
     "mirror",
 ]
@@ -75,7 +74,7 @@ def judgments_from_frame(frame: pd.DataFrame, *, source: str | None = None) -> p
     DataFrame
         Exactly the canonical columns, in canonical order, with a fresh RangeIndex.
         In a DataFrame a missing ``p_a`` (None or NaN) means "not given"; files are
-        stricter (see :func:`read_judgments`).
+        stricter (see :func:`peercore.io.canonical.read_judgments`).
 
     Raises
     ------
@@ -91,48 +90,6 @@ def judgments_from_frame(frame: pd.DataFrame, *, source: str | None = None) -> p
     return _validate(frame, source=source, line_of=None)
 
 
-def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.DataFrame:
-    """Read a canonical judgment table from a CSV, JSONL or Parquet file.
-
-    The file is read by the importers' careful reader (:mod:`peercore.io._common`), so
-    it is held to the same rules as ``peercore import`` (:mod:`peercore.io.rules`).
-
-    Parameters
-    ----------
-    path : the file.
-    format : ``"auto"`` (from the extension: .csv, .jsonl/.json/.ndjson, .parquet/.pq),
-        or one of ``"csv"``, ``"jsonl"``, ``"parquet"``.
-
-    Returns
-    -------
-    DataFrame in the canonical shape (see :func:`judgments_from_frame`).
-
-    Raises
-    ------
-    JudgmentError
-        Naming the file, line and column: everything :func:`judgments_from_frame`
-        rejects, plus an empty file, text that is not UTF-8, a line that is not valid
-        JSON, and an explicit ``NaN`` in ``p_a`` (an empty CSV cell or a JSON ``null``
-        means "not given").
-    """
-    from peercore.io._common import table_records
-
-    path = Path(path)
-    fmt = _detect_format(path, format)
-    name = path.name
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise JudgmentError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
-    if size == 0:
-        raise JudgmentError("the file is empty (0 bytes); expected judgments", source=name)
-    kind = {"csv": "csv", "jsonl": "json", "parquet": "parquet"}[fmt]
-    frame, line_of = table_records(path, format=kind, allow_empty=True)
-    if len(frame) == 0:
-        raise JudgmentError("the file holds no judgments (no data rows)", source=name)
-    return _validate(frame, source=name, line_of=line_of)
-
-
 def mirror(judgments: pd.DataFrame) -> pd.DataFrame:
     """The same verdicts with the two answers' positions swapped.
 
@@ -145,28 +102,6 @@ def mirror(judgments: pd.DataFrame) -> pd.DataFrame:
     out["winner"] = judgments["winner"].map({"model_a": "model_b", "model_b": "model_a", "tie": "tie"})
     out["p_a"] = 1.0 - judgments["p_a"]
     return _cast(out)
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def _detect_format(path: Path, format: str) -> str:
-    if format != "auto":
-        if format not in _FORMATS:
-            raise ValueError(f"format must be 'auto' or one of {_FORMATS}, got {format!r}")
-        return format
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if suffix in (".parquet", ".pq"):
-        return "parquet"
-    raise JudgmentError(
-        f"cannot tell the format from the extension {quote(suffix)}; "
-        "use .csv, .jsonl or .parquet (or pass format=)",
-        source=path.name,
-    )
 
 
 # -------------------------------------------------------------------------- validation

@@ -4,7 +4,7 @@ Pages describe the screen; the tables they show (transcripts, opinion changes,
 annotator agreement, what-if tables, meta-evaluation tables) are built here, as plain
 functions of DataFrames that tests call directly, and formatted for display by the
 ``*_display`` functions. Which judgments a number is computed from (selection, the
-gold set, judge kinds, aliases) is decided once, in :mod:`peercore.study`; the maths
+gold set, judge kinds, aliases) is decided once, in :mod:`peercore.app`; the maths
 stays in :mod:`peercore.ranking`, :mod:`peercore.bias` and :mod:`peercore.agreement`.
 """
 
@@ -22,7 +22,11 @@ from peercore.agreement import agreement_by_judge, cohen_kappa, scaleeval_agreem
 from peercore.judges import VARIANT_MARK, base_name
 from peercore.judgments import COLUMNS, concat, empty_judgments, judgments_from_frame
 from peercore.ranking import elo_trajectory
-from peercore.study import KIND_LABELS
+
+# How the judge pickers group judges by kind (display labels: the kinds themselves are
+# peercore.judges.JUDGE_KINDS).
+KIND_LABELS = {"llm": "LLM reviewers", "human": "Humans", "debate": "Debate gold", "adjudicator": "Debate gold",
+               "vote": "Derived votes", "other": "Other judges"}
 
 __all__ = [
     "LEADERBOARD_METHODS", "WEIGHT_MODES", "BASE_SCORES", "POE_METHODS", "STYLE_CONTROLS", "INTERVAL_KINDS",
@@ -30,14 +34,14 @@ __all__ = [
     "score_digits", "number_formats", "average_lengths", "question_categories",
     "leaderboard_method", "judge_groups", "judge_label", "verdict_label", "what_if", "elo_curves", "turn_judgments",
     "initial_and_final", "debate_overview", "opinion_counts", "leader_effect", "leader_adoption", "final_turns",
-    "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "accuracy_table", "scaleeval_table",
+    "decisions_by_item", "annotator_agreement", "answers_for", "with_answers", "scaleeval_table",
     "system_summary", "criteria_variation", "run_costs", "scaleeval_pivots", "health_display",
-    "reference_description", "settings_text", "opinion_chart_rows", "adoption_display", "BASELINE_COLUMNS",
+    "settings_text", "opinion_chart_rows", "adoption_display", "BASELINE_COLUMNS",
     "baseline_columns", "baseline_display", "style_table", "grouped_table", "bias_model_display",
     "self_preference_summary", "alpha_display", "BIAS_LABELS",
 ]
 
-# Leaderboard methods as the page names them -> peercore.study codes.
+# Leaderboard methods as the page names them -> peercore.domain.options.Method codes.
 LEADERBOARD_METHODS: tuple[str, ...] = ("Win rate", "Elo", "Bradley-Terry", "Peer Rank weighted", "PoE",
                                          "Versus a baseline")
 # Style controls as the page names them -> peercore.ranking.style controls.
@@ -329,36 +333,6 @@ def with_answers(judgments: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame
 # -------------------------------------------------------------------- meta-evaluation
 
 
-def accuracy_table(judgments: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Each judge against a reference: accuracy with and without ties, Cohen's and Fleiss' kappa.
-
-    The reference is reduced by majority per comparison and matched in either
-    orientation (:func:`peercore.agreement.agreement_by_judge`). Unparsed replies of a
-    judge (rows with ``valid == 0``) count as misses (ScaleEval eq. 2) and are
-    counted in ``unparsed``. Fleiss' kappa treats the judge and the reference as two
-    raters, as PRD's Table 3 reports it; Cohen's kappa is MT-Bench's.
-
-    Returns
-    -------
-    DataFrame indexed by judge: ``n``, ``accuracy``, ``cohen_kappa``, ``fleiss_kappa``
-    (ties counted), ``unparsed``, ``n_without_ties``, ``accuracy_without_ties``,
-    ``cohen_kappa_without_ties``.
-    """
-    columns = ["n", "accuracy", "cohen_kappa", "fleiss_kappa", "unparsed", "n_without_ties", "accuracy_without_ties",
-               "cohen_kappa_without_ties"]
-    if len(judgments) == 0 or len(reference) == 0:
-        return pd.DataFrame(columns=columns)
-    with_ties = agreement_by_judge(judgments, reference, ties="include")
-    without = agreement_by_judge(judgments, reference, ties="exclude")
-    out = pd.DataFrame({
-        "n": with_ties["n"], "accuracy": with_ties["agreement"], "cohen_kappa": with_ties["cohen_kappa"],
-        "fleiss_kappa": with_ties["fleiss_kappa"], "unparsed": with_ties["unparsed"],
-        "n_without_ties": without["n"], "accuracy_without_ties": without["agreement"],
-        "cohen_kappa_without_ties": without["cohen_kappa"],
-    })
-    return out[out["n"] > 0][columns]
-
-
 def scaleeval_table(judgments: pd.DataFrame, gold: pd.DataFrame, group_of: Mapping[str, str]) -> pd.DataFrame:
     """ScaleEval Tables 3-4: example- and system-level agreement per judge, scenario, criterion.
 
@@ -394,24 +368,6 @@ def system_summary(table: pd.DataFrame) -> pd.DataFrame:
 # Criteria-prompt variants of ScaleEval section 6 (Table 5), as peercore.prompts makes
 # them; a variant is written after the criterion, e.g. "helpfulness/gibberish".
 from peercore.prompts import VARIATIONS as CRITERIA_VARIANTS  # noqa: E402
-
-
-def reference_description(humans: pd.DataFrame) -> str:
-    """What the human reference is: how many annotators and how many votes each comparison has.
-
-    The reference is the majority of the human votes on each comparison, so its
-    strength is the number of votes per comparison, not the number of annotator names
-    (PRD's ``human:prd`` is one name holding three votes per pair).
-    """
-    if len(humans) == 0:
-        return "no human votes"
-    key = [humans[c].astype(str) for c in ("question_id", "model_a", "model_b")]
-    pair = pd.Series([tuple(sorted(k[1:])) + (k[0],) for k in zip(*key)])
-    votes = pair.value_counts()
-    names = humans["judge"].nunique()
-    spread = f"{votes.min()}" if votes.min() == votes.max() else f"{votes.min()}–{votes.max()}, median {votes.median():g}"
-    return (f"the majority of the human votes on each comparison ({len(humans):,} votes by {names} annotator "
-            f"name{'s' if names != 1 else ''}; {spread} vote{'s' if votes.max() != 1 else ''} per comparison)")
 
 
 def settings_text(settings: Mapping | None) -> str:
@@ -630,7 +586,7 @@ def leaderboard_display(table: pd.DataFrame, score_label: str, *, lengths: pd.Se
                               for b, w in zip(table["rank"], table["rank_worst"])]
     if "sandwich_low" in table.columns:
         out["robust interval"] = _intervals(table["sandwich_low"], table["sandwich_high"], digits)
-    if "preliminary" in table.columns:  # fewer battles than the minimum (peercore.study.PRELIMINARY_BATTLES)
+    if "preliminary" in table.columns:  # fewer battles than the minimum (peercore.app.leaderboard.PRELIMINARY_BATTLES)
         out["preliminary"] = table["preliminary"].astype(bool).to_numpy()
     if "plain_score" in table.columns:
         out["plain"] = table["plain_score"].round(digits).to_numpy()
@@ -752,6 +708,7 @@ def position_display(position: pd.DataFrame) -> pd.DataFrame:
         "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
         "P(first) over all, ties included (eq. 8)": position["p_first_all"].round(3),
         "ties": position["tie_rate"].round(3),
+        "why no statistic": position["position_note"].fillna("") if "position_note" in position.columns else "",
     }, index=position.index)
 
 
@@ -856,7 +813,7 @@ def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`accuracy_table` with readable column names (each kappa named)."""
+    """:func:`peercore.app.agreement.accuracy_table` with readable column names (each kappa named)."""
     return table.round(3).rename(columns={"n": "matched", "cohen_kappa": "Cohen's kappa",
                                           "fleiss_kappa": "Fleiss' kappa (PRD Table 3)",
                                           "unparsed": "unparsed (counted as misses)",

@@ -83,7 +83,8 @@ from peercore import db as _db
 from peercore.errors import PeercoreError
 from peercore.reviewers._sdk import should_retry
 from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion, MissingCredentials
-from peercore.store import scrub_secrets
+from peercore.store import StoreError, scrub_secrets
+from peercore.jobs.pricing import load_prices
 
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.jobs.pricing import PriceTable
@@ -536,7 +537,6 @@ class Runner:
         if not commit_interval_s >= 0:
             raise ValueError(f"commit_interval_s must be >= 0, got {commit_interval_s!r}")
         if prices is None:
-            from peercore.jobs.pricing import load_prices
 
             prices = load_prices()
         self.store = store
@@ -741,7 +741,6 @@ def _refuse_other_job(store: "Store", run_id: str, kind: str, config: dict) -> N
     RunnerError
         Naming the options that differ; the stored run (its status, items) is unchanged.
     """
-    from peercore.store import StoreError
 
     try:
         existing = store.run(run_id)

@@ -14,7 +14,7 @@ flat files the first-run seeding imports with the ordinary readers:
 - ``questions.jsonl``: ``prompts/vicuna_questions.jsonl``, byte for byte;
 - ``answers.parquet``: ``question_id, model, answer`` from ``generations/answer_<model>.jsonl``
   (the model named by the file, as the PRD reader does; ``answer_id`` and ``model_id`` dropped);
-- ``judgments.parquet``: the canonical table ``question_id, model_a, model_b, judge, winner,
+- ``judgments.parquet``: the canonical table ``question_id, model_a, model_b, judge, winner, order_known,
   rationale`` in the reader's order: 8,000 LLM reviews (the review text as rationale; PRD's
   unparsed ``-1`` scores read as ties, as the PRD notebook and the reader do) and 1,760 human
   votes (judge ``human:prd``, no text; repeated votes on one pair are numbered by the store).
@@ -72,6 +72,9 @@ def main(argv: list[str]) -> int:
     judgments["rationale"] = judgments["rationale"].astype(object).where(judgments["rationale"].notna(), None)
     for column in COLUMNS[:5]:
         judgments[column] = judgments[column].astype(str)
+    # PRD's files record which answer was shown first (the reviewers' and the annotators' answer 1): the
+    # canonical copy says so, as importing the PRD folder itself does (issue 18).
+    judgments["order_known"] = True
     _write_parquet(judgments, out / "judgments.parquet")
 
     answers = bundle.answers[bundle.answers["model"].isin(MODELS)][["question_id", "model", "answer"]]

@@ -40,6 +40,9 @@ class WeightsFrom(StrEnum):
     WINRATE = "winrate"
     ELO = "elo"
     BT = "bt"
+    # PRD's notebook (cells 26, 40, 41): with method elo and peer weights prd, the weights come
+    # from Elo recomputed inside every shuffle (Table 2's "All (weighted)" Elo).
+    ELO_PER_SHUFFLE = "elo-per-shuffle"
 
 
 class WeightNormalisation(StrEnum):

@@ -40,6 +40,7 @@ __all__ = [
     "Verdicts", "SelectionNotes", "Selected", "WINNER_A", "WINNER_B", "TIE", "UNPARSED", "WINNER_NAMES",
     "NO_CATEGORY", "from_frame", "from_columns", "to_frame", "take", "concat", "compact", "select", "final_only",
     "majority", "infer_order", "group_ids", "empty", "judge_codes", "contestants_by_judge", "score_a",
+    "candidates_per_question",
 ]
 
 WINNER_A, WINNER_B, TIE, UNPARSED = 0, 1, 2, -1  # the store's winner codes; -1: a reply with no readable verdict
@@ -714,3 +715,27 @@ def _common_contestants(verdicts: Verdicts) -> Verdicts:
     common = set.intersection(*by_judge.values())
     allowed = np.array([m in common for m in verdicts.models], dtype=bool)
     return take(verdicts, allowed[verdicts.a] & allowed[verdicts.b])
+
+
+def candidates_per_question(verdicts: Verdicts) -> pd.DataFrame:
+    """How many distinct contestants each judge compared on each question (readable verdicts).
+
+    Returns
+    -------
+    DataFrame ``judge, question_id, candidates``: one row per judge and question with a
+    readable verdict (what the Efficiency and NLG pages sub-sample: questions with three
+    candidates or more).
+    """
+    readable = take(verdicts, verdicts.winner >= 0)
+    if len(readable) == 0:
+        return pd.DataFrame({"judge": pd.Series([], dtype=object), "question_id": pd.Series([], dtype=object),
+                             "candidates": pd.Series([], dtype=np.int64)})
+    owner = group_ids([readable.judge, readable.question])
+    pairs = np.unique(np.concatenate([owner * readable.n_models + readable.a, owner * readable.n_models + readable.b]))
+    groups, sizes = np.unique(pairs // readable.n_models, return_counts=True)
+    first = np.zeros(int(owner.max()) + 1, dtype=np.int64)
+    first[owner[::-1]] = np.arange(len(owner))[::-1]
+    rows = first[groups]
+    return pd.DataFrame({"judge": np.asarray(readable.judges, dtype=object)[readable.judge[rows]],
+                         "question_id": readable.questions[readable.question[rows]],
+                         "candidates": sizes.astype(np.int64)})

@@ -65,14 +65,14 @@ would run as a formula are neutralised), JSONL or Parquet, as files or bytes.
 from __future__ import annotations
 
 __all__ = ["import_path", "read_path", "import_bundle", "ImportReport", "detect_format", "FORMATS",
-           "write_table", "table_bytes", "neutralise_formulas", "export_study"]
+           "write_table", "table_bytes", "neutralise_formulas"]
 
 _LAZY = {
     "import_path": "peercore.io.importer", "read_path": "peercore.io.importer",
     "import_bundle": "peercore.io.importer", "ImportReport": "peercore.io.importer", "FORMATS": "peercore.io.importer",
     "detect_format": "peercore.io.detect",
     "write_table": "peercore.io.export", "table_bytes": "peercore.io.export",
-    "neutralise_formulas": "peercore.io.export", "export_study": "peercore.io.export",
+    "neutralise_formulas": "peercore.io.export",
 }
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from peercore.errors import JudgmentError
 from peercore.io.rules import (
+    INTEGER_BOUNDS,
     INVISIBLE,
     MAX_IDENTIFIER,
     MAX_LINE_BYTES,
@@ -38,12 +39,13 @@ from peercore.io.rules import (
     is_scalar,
     kind_of,
     line_too_long,
+    array_element_lines,
     longest_line,
     parquet_table,
     parse_json,
     quote,
 )
-from peercore.judgments import COLUMNS, concat, empty_judgments
+from peercore.judgments import COLUMNS, _as_text, concat, empty_judgments, whole_number_problems
 
 __all__ = [
     "Bundle",
@@ -419,7 +421,7 @@ class _ArrayLines(Sequence):
     def __getitem__(self, index):
         if self._lines is None:
             text = read_text(self._path)
-            self._lines = _array_element_lines(text, text.index("["), self._count)
+            self._lines = array_element_lines(text, text.index("["), self._count)
         return self._lines[index]
 
 
@@ -434,43 +436,9 @@ class _LazyLines(Sequence):
 
     def __getitem__(self, index):
         if self._lines is None:
-            self._lines = _array_element_lines(self._text, self._start, self._count)
+            self._lines = array_element_lines(self._text, self._start, self._count)
             self._text = None
         return self._lines[index]
-
-
-def _array_element_lines(text: str, start: int, count: int) -> list[int]:
-    """Line on which each of the ``count`` top-level elements starts (one scan, no parsing)."""
-    lines: list[int] = []
-    depth = 0
-    in_string = escape = False
-    line = text.count("\n", 0, start) + 1
-    expecting = True
-    for char in text[start + 1:]:
-        if char == "\n":
-            line += 1
-        if in_string:
-            if escape:
-                escape = False
-            elif char == "\\":
-                escape = True
-            elif char == '"':
-                in_string = False
-            continue
-        if expecting and not char.isspace() and char not in ",]":
-            lines.append(line)
-            expecting = False
-        if char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-            if depth < 0:
-                break
-        elif char == "," and depth == 0:
-            expecting = True
-    return lines if len(lines) == count else [None] * count
 
 
 def _json_frame(path: Path) -> tuple[pd.DataFrame, Sequence[int]]:
@@ -697,7 +665,6 @@ def check_identifiers(frame: pd.DataFrame, columns: Sequence[str], *, source: st
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from peercore.judgments import _as_text
 
     for column in columns:
         if column not in frame.columns:
@@ -757,7 +724,6 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], *, source: str,
 def text_column(frame: pd.DataFrame, column: str, *, source: str, line_of: LineOf | None,
                 required: bool = True) -> pd.Series:
     """A column as stripped text ("str" dtype); empty required values are named, lists refused."""
-    from peercore.judgments import _as_text
 
     if column in frame.columns:
         row = first_non_scalar(frame[column])
@@ -782,7 +748,6 @@ def whole_numbers(frame: pd.DataFrame, column: str, *, source: str, line_of: Lin
     A list, a boolean, a non-number, a non-finite number or one out of bounds is named
     with its line.
     """
-    from peercore.judgments import whole_number_problems
 
     if column not in frame.columns:
         return pd.Series(pd.array([default] * len(frame), dtype="Int64"), index=frame.index)
@@ -829,7 +794,6 @@ def record_whole_number(record: dict, field: str, *, source: str, line: int | No
     The same verdicts and words as :func:`peercore.judgments.whole_number_problems`,
     without building a Series per record.
     """
-    from peercore.io.rules import INTEGER_BOUNDS
 
     value = record.get(field)
     if not is_scalar(value):

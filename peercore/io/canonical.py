@@ -58,7 +58,8 @@ from peercore.io.rules import (
     scan_file,
     type_depth,
 )
-from peercore.judgments import COLUMNS, REQUIRED_COLUMNS, _as_text, _validate
+from peercore.errors import JudgmentError
+from peercore.judgments import _FORMATS, COLUMNS, REQUIRED_COLUMNS, _as_text, _validate
 
 __all__ = [
     "read_canonical_judgments",
@@ -577,3 +578,65 @@ def read_qa_table(path: str | Path) -> Bundle:
     answers = answers_frame(frame, name=path.name, line_of=line_of)
     return Bundle(source=str(path), format="qa", questions=questions, answers=answers, files=[path],
                   answer_lines=line_of)
+
+
+# ------------------------------------------------------------- a canonical file as a table
+
+
+def read_judgments(path: str | os.PathLike[str], *, format: str = "auto") -> pd.DataFrame:
+    """Read a canonical judgment table from a CSV, JSONL or Parquet file.
+
+    The file is read by the importers' careful reader (:mod:`peercore.io._common`), so
+    it is held to the same rules as ``peercore import`` (:mod:`peercore.io.rules`).
+
+    Parameters
+    ----------
+    path : the file.
+    format : ``"auto"`` (from the extension: .csv, .jsonl/.json/.ndjson, .parquet/.pq),
+        or one of ``"csv"``, ``"jsonl"``, ``"parquet"``.
+
+    Returns
+    -------
+    DataFrame in the canonical shape (see :func:`judgments_from_frame`).
+
+    Raises
+    ------
+    JudgmentError
+        Naming the file, line and column: everything :func:`judgments_from_frame`
+        rejects, plus an empty file, text that is not UTF-8, a line that is not valid
+        JSON, and an explicit ``NaN`` in ``p_a`` (an empty CSV cell or a JSON ``null``
+        means "not given").
+    """
+    path = Path(path)
+    fmt = _detect_format(path, format)
+    name = path.name
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise JudgmentError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
+    if size == 0:
+        raise JudgmentError("the file is empty (0 bytes); expected judgments", source=name)
+    kind = {"csv": "csv", "jsonl": "json", "parquet": "parquet"}[fmt]
+    frame, line_of = table_records(path, format=kind, allow_empty=True)
+    if len(frame) == 0:
+        raise JudgmentError("the file holds no judgments (no data rows)", source=name)
+    return _validate(frame, source=name, line_of=line_of)
+
+
+def _detect_format(path: Path, format: str) -> str:
+    if format != "auto":
+        if format not in _FORMATS:
+            raise ValueError(f"format must be 'auto' or one of {_FORMATS}, got {format!r}")
+        return format
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise JudgmentError(
+        f"cannot tell the format from the extension {quote(suffix)}; "
+        "use .csv, .jsonl or .parquet (or pass format=)",
+        source=path.name,
+    )

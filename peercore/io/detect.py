@@ -42,15 +42,12 @@ import re
 from pathlib import Path
 
 from peercore.io._common import fail, file_kind, read_bytes
+from peercore.io.formats import FILE_FORMATS, FOLDER_FORMATS
 from peercore.io.rules import MAX_JSON_DEPTH, column_list, parse_json
 from peercore.io.scaleeval import is_scaleeval_folder
 
 __all__ = ["detect_format", "first_record_fields", "FILE_FORMATS", "FOLDER_FORMATS", "DATA_SUFFIXES"]
 
-FILE_FORMATS = ("canonical", "arena", "fastchat-human", "fastchat-pair", "fastchat-answers", "fastchat-questions",
-                "alpacaeval", "scaleeval", "debates", "human", "questions", "answers", "qa", "prd-discussions",
-                "human-scores", "usr", "judge-scores", "prd-answers")
-FOLDER_FORMATS = ("prd", "scaleeval", "fastchat", "folder")
 DATA_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet", ".pq")
 _ARENA_HINTS = ("tstamp", "anony", "language", "conversation_a", "conversation_b", "conv_metadata")
 _PRD_FILE = re.compile(r"^answer[_-].+-vs-answer[_-].+-reviewer.*\.jsonl$")

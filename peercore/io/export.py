@@ -7,20 +7,20 @@ which spreadsheets display but do not execute; numbers are written as numbers an
 not touched (a negative score stays ``-0.5``). JSONL and Parquet are data formats and
 are written unchanged.
 
-The dashboard calls :func:`table_bytes` (for download buttons); the CLI calls
-:func:`export_study`.
+The dashboard calls :func:`table_bytes` (for download buttons), the CLI
+:func:`write_table`; what a study's export holds is :mod:`peercore.app.exports`.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 import pandas as pd
+
+from peercore.io.formats import EXPORT_FORMATS, EXPORT_WHAT
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -29,12 +29,8 @@ __all__ = [
     "neutralise_formulas",
     "table_bytes",
     "write_table",
-    "study_table",
-    "export_study",
 ]
 
-EXPORT_FORMATS = ("csv", "jsonl", "parquet")
-EXPORT_WHAT = ("judgments", "leaderboard")
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -102,51 +98,3 @@ def _jsonl(frame: pd.DataFrame) -> str:
         return ""
     text = frame.reset_index(drop=True).to_json(orient="records", lines=True, force_ascii=False, double_precision=15)
     return text if text.endswith("\n") else text + "\n"
-
-
-def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = None, method: str = "bt",
-                peer_weights: str = "none", bootstrap: int = 0, seed: int = 0, selection=None,
-                **leaderboard_options) -> pd.DataFrame:
-    """The table an export writes: the study's judgments, or its leaderboard.
-
-    Both go through the application layer (:class:`peercore.study.Study`), so an export
-    holds what ``peercore rank --study`` and the Leaderboard page show.
-
-    Parameters
-    ----------
-    what : ``judgments`` (canonical columns, stored order) or ``leaderboard`` (``model,
-        score, rank, ci_low, ci_high, battles, preliminary``, and the columns the options
-        add: ``rank_worst`` with intervals, ``sandwich_low, sandwich_high`` for
-        Bradley-Terry, ``plain_score, plain_rank, rank_change`` with style control,
-        AlpacaEval's ``win_rate ... lc_win_rate, lc_standard_error`` against a baseline; see
-        :meth:`peercore.study.Study.leaderboard`).
-    judges : names or prefixes ending in ``:``; default all (a shortcut for
-        ``selection=Selection(judges=...)``).
-    method, peer_weights, bootstrap, seed, **leaderboard_options : leaderboard options, every
-        one :meth:`peercore.study.Study.leaderboard` takes (``baseline``, ``controls``,
-        ``intervals``, ``reweight``, ``prior``, ``min_battles`` ...), so an export holds
-        exactly what ``peercore rank --study`` prints with the same options.
-    selection : a :class:`peercore.study.Selection` (default: every judge, final verdicts).
-    """
-    if what not in EXPORT_WHAT:
-        raise ValueError(f"what must be one of {', '.join(EXPORT_WHAT)}; got {what!r}")
-    from peercore.study import Selection, Study, select
-
-    chosen = selection if selection is not None else Selection(judges=list(judges) if judges is not None else None)
-    handle = Study(store, study)
-    if what == "judgments":
-        stored = store.judgments(study)
-        if chosen.judges is None and chosen.kinds is None:
-            return stored
-        return select(stored, replace(chosen, final_only=False, repeated_votes="each"), kinds=handle.kinds())
-    board = handle.leaderboard(chosen, method=method, peer_weights=peer_weights, bootstrap=bootstrap, seed=seed,
-                               **leaderboard_options)
-    return board.table.reset_index(drop=True)
-
-
-def export_study(store, study: str, destination, *, what: str, format: str, **options) -> int:
-    """Write :func:`study_table` to ``destination``; returns the number of rows written."""
-    table = study_table(store, study, what=what, **options)
-    write_table(table, destination, format=format)
-    return len(table)
-

@@ -27,6 +27,8 @@ import pandas as pd
 
 from peercore.io._common import Bundle, check_identifiers, fail, quote, require_columns, table_records
 from peercore.io.canonical import _careful_canonical, _judges_of
+from peercore.agreement import fleiss_kappa, majority_vote
+from peercore.judgments import COLUMNS, judgments_from_frame
 
 __all__ = ["read_human_annotations", "majority_labels", "annotator_agreement", "AnnotatorAgreement",
            "HUMAN_PREFIX"]
@@ -93,7 +95,6 @@ def majority_labels(judgments: pd.DataFrame, *, judges: str = HUMAN_PREFIX, tie_
     DataFrame
         Canonical table, one row per ordered comparison, ``judge = judge_name``.
     """
-    from peercore.agreement import majority_vote
 
     return majority_vote(_human_rows(judgments, judges), tie_margin=tie_margin, judge_name=judge_name)
 
@@ -129,8 +130,6 @@ def annotator_agreement(judgments: pd.DataFrame, *, judges: str = HUMAN_PREFIX) 
     item, so only the items with the most common vote count (at least 2) are used; the
     others are reported in ``n_items_skipped``.
     """
-    from peercore.agreement import fleiss_kappa
-    from peercore.judgments import COLUMNS, judgments_from_frame
 
     if any(c not in judgments.columns for c in COLUMNS):
         judgments = judgments_from_frame(judgments)

@@ -31,12 +31,12 @@ from peercore.errors import JudgmentError
 from peercore.io._common import Bundle, fail, merge, quote, sha256_of
 from peercore.io.names import look_alike_warnings
 from peercore.io.rules import check_folder
-from peercore.io.detect import DATA_SUFFIXES, FILE_FORMATS, FOLDER_FORMATS, detect_format
+from peercore.io.detect import DATA_SUFFIXES, detect_format
+from peercore.io.formats import FOLDER_FORMATS, FORMATS
 from peercore.store import WriteCounts
 
 __all__ = ["read_path", "import_path", "import_bundle", "ImportReport", "FORMATS", "default_study_name"]
 
-FORMATS = tuple(dict.fromkeys(("auto", *FOLDER_FORMATS, *FILE_FORMATS, "prd-file")))
 _SKIP_NAMES = ("README", "LICENSE", "PROVENANCE")  # documentation, not data
 
 

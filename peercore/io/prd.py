@@ -34,6 +34,7 @@ from peercore.io._common import (Bundle, check_identifiers, fail, json_items, js
 from peercore.io.rules import MAX_LISTED_RECORDS
 from peercore.io.canonical import answers_frame, questions_frame
 from peercore.judgments import judgments_from_frame
+from peercore.discussion import discussions_from_prd_examples
 
 __all__ = ["read_prd_judgments", "read_prd_folder", "read_prd_file", "read_prd_answers", "prd_file_parts",
            "prd_answers_model", "PRD_HUMAN_JUDGE", "PRD_SCORE_TO_WINNER", "QLORA_MODEL_NAMES", "PRD_REVIEWERS"]
@@ -359,7 +360,6 @@ def read_prd_discussions(path: str | Path) -> Bundle:
     JudgmentError
         Naming the file, record and field of the first problem.
     """
-    from peercore.discussion import discussions_from_prd_examples
 
     path = Path(path)
     records, lines = json_records(path)

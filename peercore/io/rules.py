@@ -440,10 +440,42 @@ def _bad_text(text: str) -> str | None:
     return None
 
 
-def _array_line(text: str, index: int, count: int) -> int | None:
-    from peercore.io._common import _array_element_lines
+def array_element_lines(text: str, start: int, count: int) -> list[int]:
+    """Line on which each of the ``count`` top-level elements starts (one scan, no parsing)."""
+    lines: list[int] = []
+    depth = 0
+    in_string = escape = False
+    line = text.count("\n", 0, start) + 1
+    expecting = True
+    for char in text[start + 1:]:
+        if char == "\n":
+            line += 1
+        if in_string:
+            if escape:
+                escape = False
+            elif char == "\\":
+                escape = True
+            elif char == '"':
+                in_string = False
+            continue
+        if expecting and not char.isspace() and char not in ",]":
+            lines.append(line)
+            expecting = False
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif char == "," and depth == 0:
+            expecting = True
+    return lines if len(lines) == count else [None] * count
 
-    return _array_element_lines(text, text.index("["), count)[index]
+
+def _array_line(text: str, index: int, count: int) -> int | None:
+    return array_element_lines(text, text.index("["), count)[index]
 
 
 def check_record_depth(record, *, name: str, line: int | None) -> None:

@@ -60,6 +60,7 @@ from peercore.io._common import (
     text_column,
 )
 from peercore.io.rules import MAX_IDENTIFIER, is_scalar, kind_of
+from peercore.io._common import whole_numbers
 
 __all__ = ["ScoreBundle", "read_human_scores", "read_usr", "read_judge_scores", "judge_scores_table",
            "human_scores_wide", "USR_SCALES", "SCORE_LIMIT"]
@@ -322,7 +323,6 @@ def read_judge_scores(path: str | Path) -> ScoreBundle:
         a score that is not a finite number, ``valid`` other than 0 / 1, a valid row
         with no score, a key (question_id, model, judge, attribute, vote) given twice.
     """
-    from peercore.io._common import whole_numbers
 
     path = Path(path)
     name = path.name

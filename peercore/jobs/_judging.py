@@ -19,6 +19,7 @@ from peercore.prompts import format_turns, load_rubric, load_template, parse_ver
 from peercore.prompts.criteria import RubricError
 from peercore.prompts.templates import PromptTemplate, TemplateError
 from peercore.reviewers.base import ChatRequest, Completion
+from peercore.reviewers import judging
 
 __all__ = ["Verdict", "METHODS", "DEFAULT_TEMPLATES", "review_template", "review_request", "read_verdict",
            "discussion_request", "debate_request", "debate_templates", "p_from_samples", "strip_verdict_line",
@@ -267,7 +268,6 @@ def comparison_template(template: str | None, method: str) -> PromptTemplate:
     Table 8); the judging module's defaults otherwise (the prompt-based classifier
     ``liusie_classifier_numeric`` for probability methods).
     """
-    from peercore.reviewers import judging
 
     if method not in judging.METHODS:
         raise ValueError(f"method must be one of {judging.METHODS}, got {method!r}")
@@ -284,7 +284,6 @@ def comparison_requests(backend, question: str, answer_1: str, answer_2: str, *,
     For estimates before a run. Mirrors ``compare``'s construction (a test checks that
     the two agree); ``optional`` marks the verdict fallback of ``method="auto"``.
     """
-    from peercore.reviewers import judging
 
     chosen = judging.resolve_method(method, backend.capabilities, k=k)
     tpl = load_template(template if template is not None else judging._DEFAULT_TEMPLATE[chosen])

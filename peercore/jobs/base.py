@@ -213,3 +213,18 @@ def load_answers(store: "Store", study: str) -> dict[tuple[str, str], str]:
     frame = store.answers(study)
     frame = frame[frame["turn"].fillna(1).astype(int) == 1]
     return {(str(q), str(m)): str(a) for q, m, a in zip(frame["question_id"], frame["model"], frame["answer"])}
+
+
+def accounting_line(accounting: dict) -> str:
+    """Where every call the run paid for ended up (stored verdicts, debates, answers, failed items)."""
+    stored = [f"{accounting['verdicts']:,} verdicts stored ({accounting['valid']:,} valid + "
+              f"{accounting['invalid']:,} invalid)"]
+    if accounting.get("debates"):
+        stored.append(f"{accounting['debates']:,} debates")
+    if accounting.get("answers"):
+        stored.append(f"{accounting['answers']:,} answers")
+    text = (f"paid calls: {accounting['calls_paid']:,} calls paid by this run -> " + ", ".join(stored)
+            + f", {accounting['items_failed']:,} failed items")
+    if accounting.get("unaccounted"):
+        text += f"; {accounting['unaccounted']:,} items paid but stored nothing (run again: the cache has them)"
+    return text

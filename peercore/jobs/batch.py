@@ -70,8 +70,10 @@ from typing import TYPE_CHECKING
 from peercore.errors import PeercoreError
 from peercore.reviewers._sdk import catchable, import_sdk, map_error, response_json, should_retry
 from peercore.reviewers.base import Backend, BackendError, ChatRequest, Completion
-from peercore.runner import RetryPolicy, RunResult, RunnerError, _refuse_other_job, _shallow
+from peercore.runner import RetryPolicy, RunResult, Runner, RunnerError, _refuse_other_job, _shallow
 from peercore.store import scrub_secrets
+from peercore.reviewers.openai_backend import _to_completion
+from peercore.jobs.pricing import load_prices
 
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.jobs.pricing import PriceTable
@@ -353,7 +355,6 @@ class _OpenAIBatches(_Provider):
         """
         from openai.types.chat import ChatCompletion
 
-        from peercore.reviewers.openai_backend import _to_completion
 
         return _to_completion(ChatCompletion.construct(**body), provider=self.backend.name)
 
@@ -781,8 +782,6 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
     ValueError
         If a judge has no batch API (:func:`check_batchable`), or ``poll_s`` is not > 0.
     """
-    from peercore.jobs.pricing import load_prices
-    from peercore.runner import Runner
 
     check_batchable(job)
     if not (isinstance(poll_s, (int, float)) and poll_s > 0):

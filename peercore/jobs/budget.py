@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from peercore.jobs.base import seeded_rng
 
 __all__ = ["Plan", "limit_questions", "fit_budget"]
 
@@ -78,7 +79,6 @@ class Plan:
 
 def question_order(questions: Sequence[str], *, seed: int) -> list[str]:
     """The questions in a random order fixed by ``seed`` (stable across machines)."""
-    from peercore.jobs.base import seeded_rng
 
     rng = seeded_rng(seed, "question order")
     return [questions[k] for k in rng.permutation(len(questions))]

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from peercore.jobs.base import Judge
 from peercore.jobs.specs import make_backend
 from peercore.runner import Job
+from peercore.jobs.answers import AnswerJob
+from peercore.jobs.discussion import DebateJob, DiscussionJob
+from peercore.jobs.review import ReviewJob
 
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
@@ -47,9 +50,6 @@ def job_from_config(kind: str, study: str, config: dict, *, timeout: float | Non
     ValueError
         If ``kind`` is not one of answers, review, discussion, debate.
     """
-    from peercore.jobs.answers import AnswerJob
-    from peercore.jobs.discussion import DebateJob, DiscussionJob
-    from peercore.jobs.review import ReviewJob
 
     pairs = {k: config.get(k) for k in _PAIRS if k in config}
 

@@ -51,6 +51,8 @@ from peercore.jobs.base import (
 from peercore.prompts.templates import PromptTemplate
 from peercore.reviewers.base import Backend, ChatRequest
 from peercore.runner import ItemContext, ItemOutcome, Job, PlannedCall
+from peercore.nlg.prompts import SCORE_TEMPLATE, load_nlg_template, quality_of
+from peercore.nlg.scoring import check_scale, expected_score, parse_score
 
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
@@ -155,8 +157,6 @@ class ScoreJob(Job):
                  contestants: Sequence[str] | None = None, questions: Sequence[str] | None = None,
                  method: str | None = None, template: str | PromptTemplate | None = None,
                  scale: tuple[int, int] | None = None, temperature: float | None = None, max_tokens: int = 64) -> None:
-        from peercore.nlg.prompts import SCORE_TEMPLATE, load_nlg_template
-        from peercore.nlg.scoring import check_scale
 
         if method is not None and method not in SCORE_METHODS:
             raise ValueError(f"method must be one of {SCORE_METHODS} or None (each backend's default), got {method!r}")
@@ -247,7 +247,6 @@ class ScoreJob(Job):
 
     def request(self, judge: Judge, question: str, answer: str) -> ChatRequest:
         """The request scoring ``answer`` to ``question`` by ``judge``."""
-        from peercore.nlg.prompts import quality_of
 
         settings = self.settings[judge.label]
         messages = settings.template.render(question=question, answer=answer, quality=quality_of(self.attribute),
@@ -266,7 +265,6 @@ class ScoreJob(Job):
         return [PlannedCall(judge.backend, request, typical_output_tokens=1 if request.top_logprobs else 16)]
 
     async def run_item(self, item: str, ctx: ItemContext) -> ItemOutcome:
-        from peercore.nlg.scoring import expected_score, parse_score
 
         question, model, label = parse_item_key(item)
         judge = self._by_name[label]

@@ -36,6 +36,7 @@ from urllib.parse import parse_qsl, unquote_plus
 from peercore.jobs.base import Judge
 from peercore.redaction import is_secret_name, looks_like_key, mask_urls, url_credentials
 from peercore.reviewers.base import Backend
+from peercore.reviewers.registry import BACKENDS as classes, make_backend as build, parse_spec
 
 __all__ = ["make_backend", "parse_judge_spec", "masked_spec", "refuse_credentials"]
 _OPTIONS = ("temperature", "seed", "timeout", "api_key_env")
@@ -94,9 +95,6 @@ def make_backend(spec: str, *, timeout: float | None = None, api_key: str | None
     ValueError
         If the spec is malformed or names an unknown backend (the accepted forms are listed).
     """
-    from peercore.reviewers.registry import BACKENDS as classes
-    from peercore.reviewers.registry import make_backend as build
-    from peercore.reviewers.registry import parse_spec
 
     refuse_credentials(spec)
     kind, _, _ = parse_spec(spec)

@@ -14,7 +14,7 @@ where used (this package is loaded by the CLI on every start, so nothing heavy h
 - :mod:`peercore.nlg.prompts`: the NLG templates (``templates/*.toml``) and attribute wording;
 - :mod:`peercore.nlg.report`: the papers' table shape and the benchmark report;
 - :mod:`peercore.nlg.charts`: the page's figures;
-- :mod:`peercore.nlg.commands`: ``peercore nlg ...``.
+- ``peercore nlg ...`` is :mod:`peercore.cli.nlg`.
 
 Human scores and judges' scores are stored in tables of their own
 (:meth:`peercore.store.Store.add_human_scores`, :meth:`~peercore.store.Store.add_judge_scores`)

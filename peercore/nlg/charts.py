@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from peercore import charts
 from peercore.untrusted import escape_plotly as _esc
+from peercore.nlg.report import scorer_label
 
 __all__ = ["correlation_chart", "human_curves_chart"]
 
@@ -26,7 +27,6 @@ def correlation_chart(table: pd.DataFrame, *, measure: str = "spearman",
     ``"spearman"`` or ``"pearson"``. Grey: absolute scores; blue: comparative, raw;
     orange: comparative, debiased.
     """
-    from peercore.nlg.report import scorer_label
 
     if measure not in ("spearman", "pearson"):
         raise ValueError(f"measure must be 'spearman' or 'pearson', got {measure!r}")

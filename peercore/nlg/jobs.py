@@ -22,6 +22,10 @@ from collections.abc import Sequence
 from peercore.jobs.base import Judge
 from peercore.jobs.review import ReviewJob, ReviewSettings
 from peercore.prompts.templates import PromptTemplate
+from peercore.nlg.prompts import COMPARE_TEMPLATE, GENERATIVE_COMPARE_TEMPLATE, aspect_of, load_nlg_template
+from peercore.reviewers import judging
+from peercore.jobs.resume import _judge
+from peercore.jobs.scoring import ScoreJob
 
 __all__ = ["ComparisonJob", "job_from_config"]
 
@@ -59,7 +63,6 @@ class ComparisonJob(ReviewJob):
                  budget: int | None = None, seed: int = 0, method: str | None = None,
                  template: str | PromptTemplate | None = None, samples: int = 1, temperature: float | None = None,
                  max_tokens: int = 512) -> None:
-        from peercore.nlg.prompts import COMPARE_TEMPLATE, load_nlg_template
 
         if not isinstance(attribute, str) or not attribute.strip():
             raise ValueError(f"attribute must be a non-empty name (e.g. 'coherence'), got {attribute!r}")
@@ -74,8 +77,6 @@ class ComparisonJob(ReviewJob):
     def _template_for(self, reviewer: Judge) -> PromptTemplate:
         """The given template, else ``nlg_compare`` for probability methods and
         ``nlg_compare_generative`` for generated verdicts (per reviewer, as its method)."""
-        from peercore.nlg.prompts import COMPARE_TEMPLATE, GENERATIVE_COMPARE_TEMPLATE, load_nlg_template
-        from peercore.reviewers import judging
 
         if self._given is not None:
             return self._given
@@ -84,7 +85,6 @@ class ComparisonJob(ReviewJob):
         return load_nlg_template(COMPARE_TEMPLATE if concrete in ("logprobs", "logits") else GENERATIVE_COMPARE_TEMPLATE)
 
     def _settings(self, reviewer: Judge) -> ReviewSettings:
-        from peercore.nlg.prompts import aspect_of
 
         saved, self.template = self.template, self._template_for(reviewer)
         try:
@@ -118,9 +118,6 @@ def job_from_config(kind: str, study: str, config: dict):
         If ``kind`` is not an NLG job kind, or the stored template version differs from
         the shipped template's (the run was made with other wording; start a new run).
     """
-    from peercore.jobs.resume import _judge
-    from peercore.jobs.scoring import ScoreJob
-    from peercore.nlg.prompts import load_nlg_template
 
     if kind not in ("nlg-compare", "score"):
         raise ValueError(f"kind must be 'nlg-compare' or 'score' for an NLG run, got {kind!r}")

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.nlg.evaluation import SCORER_LABELS
+from peercore.nlg.study import NLGStudy
 
 __all__ = ["paper_table", "scorer_label", "findings", "topicalchat_report"]
 
@@ -95,7 +96,6 @@ def findings(table: pd.DataFrame, curves: pd.DataFrame | None, bias: dict) -> di
 def topicalchat_report(store, study: str, *, attributes: Sequence[str], state: dict, machine: str,
                        repeats: int = 20) -> tuple[str, dict]:
     """The Markdown report of ``benchmarks/nlg_topicalchat.py`` and its facts (JSON-safe)."""
-    from peercore.nlg.study import NLGStudy
 
     nlg = NLGStudy(store, study)
     facts: dict = {"attributes": {}}

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from peercore.nlg import evaluation
+from peercore.efficiency import efficiency_curve, summarise
+from peercore.bias import position_bias
 
 if TYPE_CHECKING:  # pragma: no cover
     from peercore.store import Store
@@ -258,7 +260,6 @@ class NLGStudy:
         DataFrame ``strategy, method, debiased, k, median, low, high`` (median and
         ``band`` quantiles over the seeded repeats).
         """
-        from peercore.efficiency import efficiency_curve, summarise
 
         human = self.human(attribute)
         judgments = self.comparisons(judge, attribute if criterion is None else criterion)
@@ -298,7 +299,6 @@ def _systems(human: pd.DataFrame, judgments: pd.DataFrame | None, scores: pd.Dat
 
 def _bias(judgments: pd.DataFrame, offsets: "evaluation.Offsets | None", level: float) -> dict:
     """Position bias; ``mean_p`` and ``tau`` are None when the comparisons all went one way (no offsets)."""
-    from peercore.bias import position_bias
 
     row = position_bias(judgments.assign(judge="judge"), level=level).iloc[0]
     return {"n": int(row["n"]), "p_first": float(row["p_first"]), "ci_low": float(row["ci_low"]),

@@ -20,7 +20,7 @@ _SCORE_OF_WINNER = {"model_a": 1.0, "tie": 0.5, "model_b": 0.0}
 # An optional column of a judgment table holding the outcome for model_a as a number in
 # [0, 1] (a soft verdict, e.g. the judge's p_a); where given it replaces the winner's
 # 1 / 0.5 / 0 in every estimator (win rate, Elo, Bradley-Terry, Peer Rank). Rows where it
-# is missing keep their hard outcome. peercore.study adds it for "soft" rankings.
+# is missing keep their hard outcome. peercore.app.leaderboard adds it for "soft" rankings.
 SOFT_COLUMN = "outcome_a"
 
 
@@ -51,35 +51,6 @@ class Battles:
 
     def __len__(self) -> int:
         return len(self.a)
-
-
-@dataclass(frozen=True)
-class CountedBattles:
-    """Battles as counts: row ``r`` stands for ``count[r]`` identical battles (same pair, order, outcome, judge).
-
-    What a store-side tally gives (:meth:`peercore.study.Study.leaderboard` at Arena
-    scale): a million verdicts in a few thousand rows. Only the Bradley-Terry estimator
-    takes it (:func:`peercore.ranking.bradley_terry.bradley_terry_intervals`, through
-    :func:`peercore.ranking.leaderboard.leaderboard` with ``method="bt"``); it gives
-    exactly what the same battles one row each give, because the fit and the bootstrap
-    see battles only through per-pair sums and sorted category counts. ``len`` is the
-    number of battles.
-    """
-
-    models: tuple[str, ...]
-    a: np.ndarray
-    b: np.ndarray
-    score_a: np.ndarray
-    judges: tuple[str, ...]
-    judge: np.ndarray
-    count: np.ndarray
-
-    @property
-    def n_models(self) -> int:
-        return len(self.models)
-
-    def __len__(self) -> int:
-        return int(self.count.sum())
 
 
 def encode(judgments: pd.DataFrame, *, models: list[str] | None = None) -> Battles:

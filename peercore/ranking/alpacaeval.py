@@ -70,7 +70,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from peercore.errors import ConvergenceError
@@ -394,6 +393,8 @@ def _fit_joint(mi, qi, t, y, n_models: int, n_questions: int, priors: LCPriors):
     start = np.zeros(3 * m + 1 + n_questions)
     start[2 * m] = lam.slope_anchor
     start[2 * m + 1:3 * m + 1] = 1.0
+    from scipy.optimize import minimize  # on use (about 0.5 s): every page imports peercore.ranking
+
     result = minimize(objective, start, jac=True, method="L-BFGS-B",
                       options={"maxiter": 20_000, "maxcor": 20, "gtol": 1e-7, "ftol": 1e-13})
     gradient = np.max(np.abs(result.jac))

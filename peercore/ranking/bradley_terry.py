@@ -19,7 +19,7 @@ interval is arena-rank's ``ci_method="sandwich"``: :math:`H^{-1} G H^{-1}` with 
 per-battle score outer products as :math:`G` (:func:`peercore.ranking.core.sandwich`).
 
 Options LMArena's leaderboard has: reweighting battles by :math:`1/\\max(n_{pair}, 50)`
-(``reweight``); a minimum-battles "preliminary" flag (in :mod:`peercore.study`). And one
+(``reweight``); a minimum-battles "preliminary" flag (in :mod:`peercore.app.leaderboard`). And one
 it has not: a weak Gaussian prior on the ratings (``prior``), so that a handful of
 verdicts cannot give ratings like 1739 / -479.
 """
@@ -36,7 +36,7 @@ import scipy.sparse
 from scipy.special import ndtri
 
 from peercore.ranking import core
-from peercore.ranking._battles import Battles, CountedBattles, as_battles, as_series, battle_weights, draw_counts, \
+from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, draw_counts, \
     resample_chunks, rounds_at_once, run_chunks
 
 __all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
@@ -95,12 +95,9 @@ class _Prepared:
     pair_of_battle: np.ndarray
     score_lo: np.ndarray         # outcome for the lower-index model of each battle
     weight: np.ndarray | None    # per-battle weight (None = 1)
-    count: np.ndarray | None = None  # battles each row stands for (None = 1; CountedBattles)
 
 
 def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
-    if isinstance(judgments, CountedBattles):
-        return _prepare_counted(judgments, weights, reweight)
     battles = as_battles(judgments)
     weight = battle_weights(judgments, weights, reweight=reweight)
     n = battles.n_models
@@ -114,25 +111,6 @@ def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
     return _Prepared(table, played, pair_of_battle.astype(np.intp), score_lo, weight)
 
 
-def _prepare_counted(battles: CountedBattles, weights, reweight: bool) -> _Prepared:
-    """:func:`_prepare` of counted battles: the same pair table and categories as one row per battle.
-
-    Per-pair sums of counts times outcomes (0, 1/2, 1) are exact in floating point, so
-    the pair table, and hence the fit, the bootstrap and the sandwich, are identical.
-    """
-    if weights is not None or reweight:
-        raise ValueError("counted battles take no judge weights and no reweighting")
-    n = battles.n_models
-    count = np.asarray(battles.count, dtype=np.int64)
-    lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)
-    played = (np.bincount(battles.a, count, minlength=n) + np.bincount(battles.b, count, minlength=n)).astype(np.int64)
-    pair_keys, pair_of_battle = np.unique(lo.astype(np.int64) * n + hi, return_inverse=True)
-    wins = np.bincount(pair_of_battle, count * score_lo, minlength=len(pair_keys))
-    games = np.bincount(pair_of_battle, count, minlength=len(pair_keys)).astype(float)
-    table = PairTable(battles.models, (pair_keys // n).astype(np.intp), (pair_keys % n).astype(np.intp), wins, games)
-    return _Prepared(table, played, pair_of_battle.astype(np.intp), score_lo, None, count)
-
-
 def _categories(prepared: _Prepared, *, decimals: int | None):
     """Distinct (pair, outcome, weight) battles: ``(pair, outcome, weight, count)``."""
     outcome = prepared.score_lo if decimals is None else np.round(prepared.score_lo, decimals)
@@ -144,11 +122,7 @@ def _categories(prepared: _Prepared, *, decimals: int | None):
         weight_values = np.asarray(weight_values, dtype=float)
     n_out, n_w = len(outcome_values), len(weight_values)
     key = (prepared.pair_of_battle.astype(np.int64) * n_out + outcome_code) * n_w + weight_code
-    if prepared.count is None:
-        keys, count = np.unique(key, return_counts=True)
-    else:  # rows standing for several battles: their counts add up
-        keys, inverse = np.unique(key, return_inverse=True)
-        count = np.bincount(inverse, prepared.count, minlength=len(keys)).astype(np.int64)
+    keys, count = np.unique(key, return_counts=True)
     pair = (keys // (n_out * n_w)).astype(np.intp)
     return pair, outcome_values[(keys // n_w) % n_out], weight_values[keys % n_w], count
 

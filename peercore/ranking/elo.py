@@ -32,8 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from peercore.ranking._battles import Battles, encode
-from peercore.ranking._battles import row_weights as judge_row_weights
+from peercore.ranking._battles import Battles, as_battles, battle_weights
 
 __all__ = ["elo_ratings", "elo_intervals", "elo_trajectory", "elo_update", "WEIGHT_NORMALISATIONS"]
 
@@ -157,8 +156,8 @@ def elo_trajectory(
     if k < 0 or scale <= 0 or base <= 1:
         raise ValueError(f"need k >= 0, scale > 0 and base > 1; got k={k}, scale={scale}, base={base}")
     _check_normalisation(weight_normalisation)
-    battles = encode(judgments)
-    multiplier = _multiplier(judgments, battles, weights, row_weights, weight_normalisation)
+    battles = as_battles(judgments)
+    multiplier = _multiplier(battles, weights, row_weights, weight_normalisation)
     n = len(battles)
     checkpoints = np.unique(np.r_[np.arange(every, n + 1, every), n]) if n else np.array([], int)
     if shuffles == 0:
@@ -212,8 +211,8 @@ def elo_intervals(
     point = elo_ratings(judgments, k=k, scale=scale, base=base, initial=initial, weights=weights,
                         row_weights=row_weights, shuffles=shuffles, seed=seed,
                         weight_normalisation=weight_normalisation)
-    battles = encode(judgments)
-    multiplier = _multiplier(judgments, battles, weights, row_weights, weight_normalisation)
+    battles = as_battles(judgments)
+    multiplier = _multiplier(battles, weights, row_weights, weight_normalisation)
     n = len(battles)
     played = np.bincount(battles.a, minlength=battles.n_models) + np.bincount(battles.b, minlength=battles.n_models)
     low = high = np.full(battles.n_models, np.nan)
@@ -245,12 +244,12 @@ def _check_normalisation(weight_normalisation) -> None:
         raise ValueError(f"weight_normalisation must be one of {WEIGHT_NORMALISATIONS}, got {weight_normalisation!r}")
 
 
-def _multiplier(judgments, battles: Battles, weights, row_weights, weight_normalisation: str = "sum") -> np.ndarray:
+def _multiplier(battles: Battles, weights, row_weights, weight_normalisation: str = "sum") -> np.ndarray:
     multiplier = np.ones(len(battles))
-    judge_weights = judge_row_weights(judgments, weights)  # w_r / mean(w) over the judges present
+    judge_weights = battle_weights(battles, weights)  # w_r / mean(w) over the judges present
     if judge_weights is not None:
         if weight_normalisation == "sum":  # w_r / sum(w) = (w_r / mean(w)) / J
-            judge_weights = judge_weights / pd.unique(judgments["judge"].to_numpy(dtype=object)).size
+            judge_weights = judge_weights / len(np.unique(battles.judge))
         multiplier = multiplier * judge_weights
     if row_weights is not None:
         extra = np.asarray(row_weights, dtype=float)

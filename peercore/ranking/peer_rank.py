@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.errors import ConvergenceError
-from peercore.ranking._battles import Battles, encode
+from peercore.ranking._battles import Battles, as_battles
 from peercore.ranking.bradley_terry import DEFAULT_L2, PairTable, _fit, _orient
 from peercore.ranking.elo import _batch_size, _run_replicas, _run_shuffled
 
@@ -351,7 +351,7 @@ class _Problem:
     def build(cls, judgments, *, aliases, method, elo_shuffles, seed) -> "_Problem":
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        battles = encode(judgments)
+        battles = as_battles(judgments)
         if len(battles) == 0:
             raise ValueError("judgments is empty; Peer Rank needs reviews")
         mapping = resolve_aliases(battles.judges, battles.models, aliases)

@@ -85,6 +85,7 @@ the ``judgments`` view does for them.
 
 from __future__ import annotations
 
+from peercore.store.access import AccessMixin
 from peercore.store.adjudication import AdjudicationMixin
 from peercore.store.core import StoreCore
 from peercore.store.judges import JudgesMixin
@@ -96,21 +97,21 @@ from peercore.store.studies import StudiesMixin
 
 # The names peercore.store offered when it was one module (tests and callers import them from here).
 from peercore.store.adjudication import _CLAIM_CANDIDATES, _offerable_sql, _overlap  # noqa: F401
-from peercore.store.core import DEBATE_STATUSES, DECISIONS, ENV_DB, JUDGE_KINDS, MAX_OVERLAP, RUN_STATUSES, ScoreConflict, StoreError, VERDICTS, WriteCounts, _BUSY_TIMEOUT_MS, _ENV_PAUSE_BEFORE_COMMIT, _SECRET_WORDS, _URL, _is_secret_key, _is_secret_name, _now, _require, _text_or, database_location, default_db_path, scrub_secrets  # noqa: F401
+from peercore.store.core import DEBATE_STATUSES, DECISIONS, JUDGE_KINDS, MAX_OVERLAP, RUN_STATUSES, ScoreConflict, StoreError, VERDICTS, WriteCounts, _BUSY_TIMEOUT_MS, _ENV_PAUSE_BEFORE_COMMIT, _SECRET_WORDS, _is_secret_key, _is_secret_name, _now, _require, _text_or, scrub_secrets  # noqa: F401
 from peercore.store.judgments import _Encoded, _KEY_FIELDS, _Labels, _MAX_VOTE, _OPTIONAL, _TEXT, _VERDICT_FIELDS, _WINNER_CODE, _WINNER_TEXT, _arrow, _brief, _decode, _dictionary, _encode_judgments, _insert_encoded, _is_canonical_dtypes, _nullable_list, _refuse_conflicts, _same, _trusted_canonical, _vote_numbers  # noqa: F401
 from peercore.store.schema import SCHEMA_VERSION
 from peercore.store.scores import _finite, _names, _score_key  # noqa: F401
 from peercore.store.studies import _json_default  # noqa: F401
 
-__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "default_db_path", "database_location", "scrub_secrets", "SCHEMA_VERSION"]
+__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION"]
 
 
-class Store(StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin, AdjudicationMixin, ScoresMixin, StoreCore):
+class Store(AccessMixin, StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin, AdjudicationMixin, ScoresMixin, StoreCore):
     """A PeerBoard database.
 
     Parameters
     ----------
-    path : the SQLite file (created if missing), or None for :func:`default_db_path`.
+    path : the SQLite file (created if missing), or None for :func:`peercore.locations.default_db_path`.
         ``":memory:"`` is refused: every thread needs to see the same database. A
         ``postgresql://`` URL opens PostgreSQL through :mod:`peercore.db` (its schema from
         :mod:`peercore.store.schema`), as does ``$PEERBOARD_DB`` holding one.

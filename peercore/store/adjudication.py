@@ -11,6 +11,7 @@ import pandas as pd
 
 from peercore import db as _db
 from peercore.store.core import DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, StoreError, VERDICTS, WriteCounts, _now
+from peercore.assignment import DecisionRefused, stamp
 
 
 class AdjudicationMixin:
@@ -117,7 +118,6 @@ class AdjudicationMixin:
         leases on it by annotators other than ``annotator``, see :meth:`claim_debate`), in
         debate order.
         """
-        from peercore.assignment import stamp
 
         sid = self.study_id(study)
         overlap = _overlap(overlap)
@@ -164,7 +164,6 @@ class AdjudicationMixin:
             n_rounds, decisions, expires_at, renewed``; None when no debate is offerable
             (the annotator's leases in the study are then given up).
         """
-        from peercore.assignment import stamp
 
         sid = self.study_id(study)
         now = self.clock() if now is None else float(now)
@@ -216,7 +215,6 @@ class AdjudicationMixin:
 
     def leases(self, study: str, *, now: float | None = None) -> pd.DataFrame:
         """The study's leases: debate_id, annotator, expires_at, created_at, live (False once expired)."""
-        from peercore.assignment import stamp
 
         frame = _db.read_sql_query(
             "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
@@ -262,7 +260,6 @@ class AdjudicationMixin:
             raise ValueError(f"verdict must be one of {DECISIONS}, got {verdict!r}")
         if not annotator or not annotator.strip():
             raise ValueError("annotator name is empty")
-        from peercore.assignment import DecisionRefused, stamp
 
         both_bad = int(verdict == "both_bad")
         stored = "tie" if both_bad else verdict

@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 
 from peercore import db as _db
-from peercore.errors import StoreError, JudgmentError, PeercoreError
+from peercore.errors import JudgmentError, PeercoreError, StoreError
+from peercore.locations import database_location, default_db_path, is_postgres_url, redact_url
 from peercore.redaction import SECRET_WORDS as _SECRET_WORDS  # noqa: F401 (re-exported)
 from peercore.redaction import is_secret_name as _is_secret_name
 from peercore.store import schema
 from peercore.store.legacy import LEGACY
 
 
-ENV_DB = "PEERBOARD_DB"
 VERDICTS = ("model_a", "model_b", "tie")
 # An annotator's choices on a debate: a verdict, or "both bad" (stored as a tie, flagged).
 DECISIONS = (*VERDICTS, "both_bad")
@@ -35,10 +35,12 @@ JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
-# test can kill the process while a large import is written but not committed.
+# test can kill the process while a large import is written but not committed; "stdin":
+# wait there until a line can be read from standard input (the test decides when).
 _ENV_PAUSE_BEFORE_COMMIT = "PEERBOARD_TEST_PAUSE_BEFORE_COMMIT"
-# How long a connection waits for another writer's lock before SQLite says "locked".
-_BUSY_TIMEOUT_MS = 30_000
+# How long a connection waits for another writer's lock before SQLite says "locked", unless
+# $PEERBOARD_BUSY_TIMEOUT says otherwise (peercore.db.busy_timeout_ms; the same on PostgreSQL).
+_BUSY_TIMEOUT_MS = _db.BUSY_TIMEOUT_S * 1000
 
 
 class ScoreConflict(JudgmentError):
@@ -81,48 +83,6 @@ class WriteCounts:
                            self.invalid + other.invalid)
 
 
-def default_db_path() -> Path | str:
-    """``$PEERBOARD_DB``, else the per-user data folder (XDG) ``peerboard/peerboard.sqlite``.
-
-    ``$PEERBOARD_DB`` is a SQLite file path or a ``postgresql://`` URL (returned as the
-    string, see :func:`database_location`).
-
-    Raises
-    ------
-    StoreError
-        If ``$PEERBOARD_DB`` is a URL of another kind (``mysql://...``): it must not become
-        a folder named ``mysql:``.
-    """
-    if os.environ.get(ENV_DB):
-        return database_location(os.environ[ENV_DB], what=f"${ENV_DB}")
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "peerboard" / "peerboard.sqlite"
-
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def database_location(value: str | os.PathLike[str], *, what: str) -> Path | str:
-    """Where a user's database is (``--db``, ``$PEERBOARD_DB``): a SQLite file's path, or a
-    ``postgresql://`` URL kept as given (the team store, :mod:`peercore.db`).
-
-    Any other URL is refused without repeating it (it may carry a password): a URL is
-    never taken for a file path. So is a ``postgresql://`` URL that libpq would misread
-    (:func:`peercore.db.url_problem`: e.g. a password with an unencoded ``/``).
-    """
-    text = os.fspath(value)
-    if _db.is_postgres_url(text):
-        problem = _db.url_problem(text)
-        if problem is not None:  # libpq would misread it, and its message would quote pieces of the password
-            raise StoreError(f"{what} {_db.redact_url(text)}: {problem}")
-        return text
-    if _URL.match(text):
-        scheme = text.split("://", 1)[0]
-        raise StoreError(f"{what} is a {scheme}:// URL; PeerBoard stores studies in a SQLite file (give its path, "
-                         f"e.g. ~/peerboard.sqlite) or in PostgreSQL (postgresql://user@host/database)")
-    return Path(text).expanduser()
-
-
 def scrub_secrets(config: object) -> object:
     """A copy of ``config`` with every value under a secret-looking key replaced by ``"***"``.
 
@@ -154,9 +114,9 @@ class StoreCore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
         path = default_db_path() if path is None else database_location(path, what="the database")
-        self.url = path if _db.is_postgres_url(path) else None
+        self.url = path if is_postgres_url(path) else None
         if self.url is not None:  # PostgreSQL (peercore.db)
-            self.path = _db.redact_url(self.url)
+            self.path = redact_url(self.url)
             self._local = threading.local()
             try:
                 if not create and self.connect().execute(
@@ -198,10 +158,11 @@ class StoreCore:
                 raise StoreError(f"{self.path}: {_db.describe_error(exc, self.url)}") from exc
             self._local.depth = 0
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            busy_ms = _db.busy_timeout_ms()
+            connection = sqlite3.connect(self.path, timeout=busy_ms / 1000, isolation_level=None)
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            connection.execute(f"PRAGMA busy_timeout = {busy_ms}")
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":  # pragma: no cover - e.g. a network file system
                 raise StoreError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
@@ -231,8 +192,11 @@ class StoreCore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
 
-        Everything inside lands together or, on any exception (or a killed process),
-        not at all.
+        Everything inside lands together or, on any exception (or a killed process, or a
+        lost connection to the server), not at all. While another process holds the write
+        lock, it waits at most the busy timeout (:func:`peercore.db.busy_timeout_ms`), saying
+        so when that may be long (:func:`peercore.db.say_lock_wait`), then fails with the
+        engine's lock error.
         """
         connection = self.connect()
         if self._local.depth:
@@ -242,21 +206,53 @@ class StoreCore:
             finally:
                 self._local.depth -= 1
             return
-        connection.execute("BEGIN IMMEDIATE")
+        self._begin(connection)
         self._local.depth = 1
         try:
             yield connection
             pause = os.environ.get(_ENV_PAUSE_BEFORE_COMMIT)
             if pause:  # test hook (see _ENV_PAUSE_BEFORE_COMMIT)
-                print(f"peercore: test hook: pausing {pause} s before COMMIT", file=sys.stderr, flush=True)
-                time.sleep(float(pause))
+                print(f"peercore: test hook: pausing {pause}{'' if pause == 'stdin' else ' s'} before COMMIT",
+                      file=sys.stderr, flush=True)
+                if pause == "stdin":
+                    sys.stdin.readline()
+                else:
+                    time.sleep(float(pause))
         except BaseException:
-            connection.execute("ROLLBACK")
+            try:
+                connection.execute("ROLLBACK")
+            except Exception as exc:  # the server went away: it rolled the transaction back itself
+                if not _db.is_connection_lost(exc):
+                    raise
             raise
         else:
             connection.execute("COMMIT")
         finally:
             self._local.depth = 0
+
+    def _begin(self, connection) -> None:
+        """``BEGIN IMMEDIATE``; on SQLite, first without waiting, so that a long wait is said before it starts.
+
+        (On PostgreSQL :mod:`peercore.db` does the same with ``pg_try_advisory_xact_lock``.)
+        """
+        if self.url is not None:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        limit_ms = connection.execute("PRAGMA busy_timeout").fetchone()[0]
+        if limit_ms < _db.SAY_WAIT_FROM_MS:  # e.g. the runner's short waits (it retries and says so itself)
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        connection.execute("PRAGMA busy_timeout = 0")
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _db.is_lock_error(exc):
+                raise
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {limit_ms}")
+        _db.say_lock_wait(str(self.path), limit_ms)
+        connection.execute("BEGIN IMMEDIATE")
 
     def clock(self) -> float:
         """Seconds since the epoch by the database's clock.

@@ -163,6 +163,19 @@ class JudgesMixin:
         frame["settings"] = frame["settings"].map(json.loads)
         return frame
 
+    def judge_registry(self, study: str) -> pd.DataFrame:
+        """The judges registered in the study: ``name, kind, model_alias, origin, settings`` (dict), by name.
+
+        Only the registry (a small table): what judges *did* is counted from the verdicts
+        by :meth:`peercore.app.study.Study.judges`.
+        """
+        rows = self.connect().execute(
+            "SELECT name, kind, model_alias, origin, settings FROM judges WHERE study_id = ? ORDER BY name",
+            (self.study_id(study),)).fetchall()
+        frame = pd.DataFrame([tuple(r) for r in rows], columns=["name", "kind", "model_alias", "origin", "settings"])
+        frame["settings"] = [json.loads(s or "{}") for s in frame["settings"]]
+        return frame
+
     def judge_aliases(self, study: str) -> dict[str, str]:
         """judge -> contestant, for judges registered with a ``model_alias``."""
         rows = self.connect().execute(

@@ -69,6 +69,11 @@ class QuestionsMixin:
             self.connect(), params=(self.study_id(study),),
         ).astype({"question_id": "str", "model": "str", "answer": "str"})
 
+    def answer_models(self, study: str) -> set[str]:
+        """The models with a stored answer (``SELECT DISTINCT``: the answers' texts are not read)."""
+        rows = self.connect().execute("SELECT DISTINCT model FROM answers WHERE study_id = ?", (self.study_id(study),))
+        return {str(r[0]) for r in rows}
+
     def question_conflicts(self, study: str, questions: pd.DataFrame) -> pd.DataFrame:
         """Rows of ``questions`` whose id is stored with a different text (columns + ``stored_text``)."""
         if not self.has_study(study) or len(questions) == 0:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import pandas as pd
 
 from peercore import db as _db
-from peercore.store.core import RUN_STATUSES, StoreError, _BUSY_TIMEOUT_MS, _now, scrub_secrets
+from peercore.store.core import RUN_STATUSES, StoreError, _now, scrub_secrets
 
 
 class RunsMixin:
@@ -255,4 +255,4 @@ class RunsMixin:
         try:
             yield
         finally:
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            connection.execute(f"PRAGMA busy_timeout = {_db.busy_timeout_ms()}")

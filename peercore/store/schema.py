@@ -43,7 +43,7 @@ from peercore.errors import StoreError
 __all__ = ["BASELINE_VERSION", "BASELINE", "UPGRADES", "MIGRATIONS", "SCHEMA_VERSION", "DIALECTS", "render",
            "statements", "upgrade", "applied_versions"]
 
-BASELINE_VERSION = 10
+BASELINE_VERSION = 11
 
 DIALECTS = {
     "sqlite": {
@@ -345,6 +345,30 @@ CREATE TABLE batch_requests (
     PRIMARY KEY (token, custom_id)
 );
 CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
+-- Who may do what (issue 20): a role for an e-mail address or a whole domain ('@example.com'),
+-- globally (study_id NULL) or in one study; the natural key is (study, who), one partial
+-- unique index for each half (NULLs are distinct in a UNIQUE constraint).
+CREATE TABLE roles (
+    id         {id},
+    who        TEXT NOT NULL CHECK (who <> ''),    -- lower-case e-mail address, or '@domain'
+    role       TEXT NOT NULL CHECK (role IN ('viewer', 'annotator', 'editor', 'owner')),
+    study_id   BIGINT REFERENCES studies(id) ON DELETE CASCADE,
+    granted_by TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX roles_by_study ON roles (study_id, who) WHERE study_id IS NOT NULL;
+CREATE UNIQUE INDEX roles_global ON roles (who) WHERE study_id IS NULL;
+-- Who changed what (issue 20): append-only (the store has no UPDATE or DELETE of it); the
+-- study by name, not by id, so that a study's deletion stays on record after it is gone.
+CREATE TABLE audit_log (
+    id      {id},
+    at      TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    action  TEXT NOT NULL,
+    study   TEXT,
+    details TEXT NOT NULL DEFAULT '{}'             -- JSON
+);
+CREATE INDEX audit_log_by_study ON audit_log (study, id);
 """
 
 # How a database made before the baseline reaches it (after peercore.store.legacy on SQLite;
@@ -369,6 +393,32 @@ WHERE run_id IS NOT NULL
 -- Writes go through the store (peercore.store); an INSERT trigger on the view was the one
 -- object each engine needed in its own language.
 {drop_judgments_insert}
+"""),
+    (11, "who may do what: roles per study and an append-only audit log (issue 20)", """
+-- Who may do what (issue 20): a role for an e-mail address or a whole domain ('@example.com'),
+-- globally (study_id NULL) or in one study; the natural key is (study, who), one partial
+-- unique index for each half (NULLs are distinct in a UNIQUE constraint).
+CREATE TABLE roles (
+    id         {id},
+    who        TEXT NOT NULL CHECK (who <> ''),    -- lower-case e-mail address, or '@domain'
+    role       TEXT NOT NULL CHECK (role IN ('viewer', 'annotator', 'editor', 'owner')),
+    study_id   BIGINT REFERENCES studies(id) ON DELETE CASCADE,
+    granted_by TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX roles_by_study ON roles (study_id, who) WHERE study_id IS NOT NULL;
+CREATE UNIQUE INDEX roles_global ON roles (who) WHERE study_id IS NULL;
+-- Who changed what (issue 20): append-only (the store has no UPDATE or DELETE of it); the
+-- study by name, not by id, so that a study's deletion stays on record after it is gone.
+CREATE TABLE audit_log (
+    id      {id},
+    at      TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    action  TEXT NOT NULL,
+    study   TEXT,
+    details TEXT NOT NULL DEFAULT '{}'             -- JSON
+);
+CREATE INDEX audit_log_by_study ON audit_log (study, id);
 """),
 ]
 

@@ -24,9 +24,11 @@ def study_name_problem(name: object) -> str | None:
 
     Refused: a name that is not text or is empty, spaces at its start or end (``' prd'``
     would be another study than ``'prd'``), more than :data:`MAX_STUDY_NAME` characters,
-    a line break or another invisible character (:data:`peercore.io.rules.INVISIBLE`), a
-    ``/`` or ``\\`` (the name becomes part of file names: ``../x`` would climb out of a
-    folder), and ``.`` or ``..``.
+    a line break or another invisible character (:data:`peercore.io.rules.INVISIBLE`), and
+    a name that reads as a path out of a folder: ``.``, ``..``, a ``..`` segment between
+    ``/`` or ``\\`` (``../x``), or a leading ``/`` or ``\\``. Other slashes are kept (``a/b
+    test``, ``</b>``): file names made from a study name go through
+    :func:`peercore.io.formats.file_name_part`.
     """
     if not isinstance(name, str) or not name.strip():
         return f"study name {quote(name)} is empty; give the study a name"
@@ -39,14 +41,11 @@ def study_name_problem(name: object) -> str | None:
     if hidden is not None:
         what = "a line break" if hidden[1] in "\n\r" else f"an invisible character, {describe_character(hidden[1])}"
         return f"study name {quote(name)} holds {what}; a study name is one line of visible text"
-    if "/" in name or "\\" in name or name in (".", ".."):
-        return (f"study name {quote(name)} looks like a path; a study name is also part of file names (downloads, "
-                "exports), so it may not hold / or \\ nor be . or ..")
+    segments = name.replace("\\", "/").split("/")
+    if name in (".", "..") or ".." in (s.strip() for s in segments) or name[0] in "/\\":
+        return (f"study name {quote(name)} reads as a path out of a folder; a study name may not be . or .., "
+                "hold a .. between slashes, or start with / or \\")
     return None
-
-
-# The summary's counts that read the verdicts (Store.summary by SQL, peercore.aggregates.summary in one scan).
-VERDICT_SUMMARY_KEYS = ("contestants", "judges", "judgments", "invalid_judgments", "human_votes")
 
 
 class StudiesMixin:
@@ -142,33 +141,14 @@ class StudiesMixin:
             self.study_id(study)  # raises with the list of studies
         return int(row[0])
 
-    def summary(self, study: str) -> dict[str, int]:
-        """Counts of what the study holds (the Studies page header)."""
-        sid = self.study_id(study)
-        q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
-        verdict_counts = {
-            "contestants": q("SELECT COUNT(*) FROM (SELECT text FROM labels WHERE study_id = ?1 AND id IN "
-                             "(SELECT DISTINCT model_a FROM verdicts WHERE study_id = ?1 "
-                             " UNION SELECT DISTINCT model_b FROM verdicts WHERE study_id = ?1) "
-                             "UNION SELECT model FROM answers WHERE study_id = ?1)"),
-            "judges": q("SELECT COUNT(DISTINCT judge) FROM verdicts WHERE study_id = ?"),
-            "judgments": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ? AND valid = 1"),
-            "invalid_judgments": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ? AND valid = 0"),
-            "human_votes": q("SELECT COUNT(*) FROM verdicts WHERE study_id = ?1 AND valid = 1 AND judge IN "
-                             "(SELECT id FROM labels WHERE study_id = ?1 AND text LIKE 'human:%')"),
-        }
-        return self.summary_with(study, verdict_counts)
-
-    def summary_with(self, study: str, verdict_counts: Mapping[str, int]) -> dict[str, int]:
-        """:meth:`summary` with its verdict counts (contestants, judges, judgments, invalid_judgments,
-        human_votes) given by the caller (:func:`peercore.aggregates.summary` counts them in one scan);
-        the other records are counted here."""
+    def record_counts(self, study: str) -> dict[str, int]:
+        """How many questions, answers, debates (unresolved, waiting for a person), runs, imports and scores
+        the study holds; its verdicts are counted from the read model (:meth:`peercore.app.study.Study.counts`)."""
         sid = self.study_id(study)
         q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
         return {
             "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
             "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
-            **{key: int(verdict_counts[key]) for key in VERDICT_SUMMARY_KEYS},
             "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
             "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
             "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "

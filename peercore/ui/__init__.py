@@ -4,9 +4,9 @@
 - :mod:`peercore.ui.data`: the store per process, first-run seeding, cached loaders
   keyed on the study's revision stamp.
 - :mod:`peercore.ui.runs`, :mod:`peercore.ui.imports`, :mod:`peercore.ui.safe`: run, upload and
-  rendering glue. What a page computes comes from :mod:`peercore.study` (the application
+  rendering glue. What a page computes comes from :mod:`peercore.app` (the application
   layer the CLI shares) and :mod:`peercore.reports` (pure tables for display).
-- :mod:`peercore.ui.commands`: the ``peercore app`` command.
+- ``peercore app`` (the command that opens the dashboard) is :mod:`peercore.cli.dashboard`.
 
 Importing this package does not import streamlit; the submodules that need it do.
 """

@@ -8,7 +8,7 @@ Caching rules (STYLE.md):
   between threads: it opens one connection per thread on first use (Streamlit runs
   each session's script in its own thread) and a PostgreSQL connection closes when
   its thread ends. :func:`study` is the other cached
-  resource: the :class:`peercore.study.Study` handle (the application layer the CLI
+  resource: the :class:`peercore.app.Study` handle (the application layer the CLI
   and the exports use too) of one study of that store; it holds no connection, only
   memos of what it read, each stamped with the study's revision.
 - Every DataFrame and every computed table is ``st.cache_data`` keyed on
@@ -30,18 +30,22 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from peercore import bias, reports
+from peercore import app, reports
+from peercore.app.efficiency import POOLED, efficiency_codes, efficiency_result, efficiency_verdicts
+from peercore.app.efficiency import efficiency_judges as _efficiency_judges
+from peercore.efficiency import summarise
+from peercore.app.leaderboard import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES
+from peercore.domain.selection import Selection
 from peercore.ranking import battle_counts, pairwise_win_fraction
-from peercore.db import is_postgres_url, redact_url
-from peercore.store import Store, default_db_path
-from peercore.study import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES, Selection, Study
+from peercore.locations import default_db_path, is_postgres_url, redact_url
+from peercore.store import Store
+from peercore.app.study import Study
 from peercore.ui import safe
 
 SAMPLE_STUDY = "sample"
 
 
 # ------------------------------------------------------------------------------ store
-
 
 def db_path() -> str:
     """The database the app uses (``$PEERBOARD_DB`` or the per-user default), as shown
@@ -75,7 +79,6 @@ def store() -> Store:
     """The :class:`Store` of :func:`db_path` (one object per process; one connection per thread)."""
     return _store(db_path())
 
-
 ENV_SAMPLE = "PEERBOARD_SAMPLE_DATA"
 _SEEDING = threading.Lock()
 
@@ -88,8 +91,6 @@ def sample_folder(default: Path) -> Path | None:
         value = os.environ[ENV_SAMPLE].strip()
         return Path(value).expanduser() if value else None
     return default
-
-
 
 _FIRST = {"questions": 0, "fastchat-questions": 0, "qa": 0, "usr": 0, "answers": 1, "fastchat-answers": 1,
           "prd-answers": 1}
@@ -163,7 +164,6 @@ def _bundle_plan(folder: Path, *, default: str, description: str | None = None):
 
 # ---------------------------------------------------------------------- cached tables
 
-
 def revision(study: str) -> int:
     """The study's cache stamp (changes with every write)."""
     return store().revision(study)
@@ -176,7 +176,7 @@ def key(study: str) -> tuple[str, str, int]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def summary(db: str, study: str, rev: int) -> dict:
-    """The study's counts (:meth:`Study.counts`: :meth:`Store.summary`'s numbers from one scan of the verdicts)."""
+    """The study's counts (:meth:`peercore.app.study.Study.counts`)."""
     return dict(_study(db, study).counts())
 
 
@@ -191,17 +191,13 @@ def _study(path: str, name: str) -> Study:
 
 
 def study(db: str, name: str) -> Study:
-    """The :class:`peercore.study.Study` of ``name`` (one handle per process; its memos follow the revision)."""
+    """The :class:`peercore.app.Study` of ``name`` (one handle per process; its memos follow the revision)."""
     return _study(db, name)
 
 
 def judgments(db: str, study_: str, rev: int) -> pd.DataFrame:
-    """The study's valid verdicts as stored (canonical).
-
-    Not ``st.cache_data``: the :class:`Study` handle holds the table once per revision;
-    a data cache would keep a pickled copy of a million rows and unpickle it on every run.
-    """
-    return study(db, study_).stored_judgments().drop(columns=["vote"])
+    """The study's readable stored verdicts as a canonical table (decoded from the read model, not cached twice)."""
+    return study(db, study_).judgments(Selection(final_only=False, repeated_votes="each"))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -279,7 +275,6 @@ def has_probabilities(db: str, study_: str, rev: int) -> bool:
 
 # ------------------------------------------------------------------ computed (cached)
 
-
 def selected(db: str, study_: str, rev: int, selection: Selection) -> pd.DataFrame:
     """The judgments a selection picks (:meth:`Study.judgments`, which keeps the last few selections per revision)."""
     return study(db, study_).judgments(selection)
@@ -290,20 +285,18 @@ def ranked(db: str, study_: str, rev: int, selection: Selection, method: str, pe
            bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False, weights_from: str = "winrate",
            baseline: str | None = None, controls: tuple[str, ...] = (), intervals: str = "bootstrap",
            reweight: bool = False, prior: float | None = None, min_battles: int = PRELIMINARY_BATTLES):
-    """:meth:`Study.leaderboard` (the CLI's ``peercore rank --study`` computes the same).
+    """:func:`peercore.app.leaderboard` (``peercore rank --study`` computes the same)."""
+    return app.leaderboard(study(db, study_), selection, method=method, peer_weights=peer, bootstrap=bootstrap,
+                           seed=0, soft=soft, weights_from=weights_from, baseline=baseline, controls=tuple(controls),
+                           intervals=intervals, reweight=reweight, prior=prior, min_battles=min_battles)
 
-    Returns
-    -------
-    peercore.study.Ranking
-        ``table`` (``model, score, rank, ci_low, ci_high, battles, preliminary`` and
-        the method's extra columns), ``weights``, ``history``, ``n_judgments``,
-        ``score_label``, ``verdicts``, ``warnings``, ``style``, ``baseline`` ...
-    """
-    return study(db, study_).leaderboard(selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0,
-                                         soft=soft, weights_from=weights_from, baseline=baseline,
-                                         controls=tuple(controls), intervals=intervals, reweight=reweight,
-                                         prior=prior, min_battles=min_battles)
 
+def page_warnings(warnings: Sequence[str], notes, options: dict[str, str]) -> list[str]:
+    """A result's warnings, what its selection merged or left out (``notes``, a
+    :class:`peercore.domain.verdicts.SelectionNotes`) worded with the page's ``options``
+    (e.g. a checkbox's label) instead of the CLI's flags."""
+    cli = set(notes.messages())
+    return [*notes.messages(options=options), *(w for w in warnings if w not in cli)]
 
 RANKING_QUICK_ROWS = 50_000  # up to this many valid verdicts the page waits for the bootstrap (a second or so)
 
@@ -354,10 +347,10 @@ def _ranking_job(db: str, study_: str, rev: int, selection: Selection, method: s
     handle = study(db, study_)
 
     def compute(progress):
-        return handle.leaderboard(selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0, soft=soft,
-                                  weights_from="winrate", baseline=baseline, controls=tuple(controls),
-                                  intervals=intervals, reweight=reweight, prior=prior, min_battles=min_battles,
-                                  progress=progress)
+        return app.leaderboard(handle, selection, method=method, peer_weights=peer, bootstrap=bootstrap, seed=0,
+                               soft=soft, weights_from="winrate", baseline=baseline, controls=tuple(controls),
+                               intervals=intervals, reweight=reweight, prior=prior, min_battles=min_battles,
+                               progress=progress)
 
     return RankingJob(compute, quick=quick)
 
@@ -390,15 +383,15 @@ def has_answers(db: str, study_: str, rev: int) -> bool:
 @st.cache_data(show_spinner=False, max_entries=32)
 def ranked_by(db: str, study_: str, rev: int, selection: Selection, by: str, groups: tuple[str, ...] | None,
               method: str, peer: str, *, bootstrap: int = DEFAULT_BOOTSTRAP, soft: bool = False):
-    """:meth:`Study.leaderboards_by` (``peercore rank --study ... --by``): one leaderboard per group."""
-    return study(db, study_).leaderboards_by(selection, by=by, groups=groups, method=method, peer_weights=peer,
-                                             bootstrap=bootstrap, seed=0, soft=soft)
+    """:func:`peercore.app.leaderboards_by` (``peercore rank --study ... --by``): one leaderboard per group."""
+    return app.leaderboards_by(study(db, study_), selection, by=by, groups=groups, method=method, peer_weights=peer,
+                               bootstrap=bootstrap, seed=0, soft=soft)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def bias_model(db: str, study_: str, rev: int, selection: Selection, families: tuple[tuple[str, str], ...] = ()):
-    """:meth:`Study.judge_bias` (``peercore bias --study ... --model``) with a model -> family map."""
-    return study(db, study_).judge_bias(selection, families=dict(families))
+    """:func:`peercore.app.judge_bias` (``peercore bias --study ... --model``) with a model -> family map."""
+    return app.judge_bias(study(db, study_), selection, families=dict(families))
 
 
 def family_frame(db: str, study_: str, rev: int) -> pd.DataFrame:
@@ -441,8 +434,8 @@ def alpha_rows(db: str, study_: str, rev: int, judges_: tuple[str, ...]) -> pd.D
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def alpha(db: str, study_: str, rev: int, raters: tuple[str, ...], rounds: int = 1000):
-    """:meth:`Study.alpha` (``peercore agree --study ... --alpha``): Krippendorff's alpha among ``raters``."""
-    return study(db, study_).alpha(raters, rounds=rounds, seed=0)
+    """:func:`peercore.app.alpha` (``peercore agree --study ... --alpha``): Krippendorff's alpha among ``raters``."""
+    return app.alpha(study(db, study_), raters, rounds=rounds, seed=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -455,8 +448,8 @@ def peer_weights(db: str, study_: str, rev: int, selection: Selection, peer: str
         return dict(reviewers=reviewers, weights=None, history=None, iterations=None)
     from dataclasses import replace
 
-    board = study(db, study_).leaderboard(replace(selection, judges=tuple(reviewers)), method=base, peer_weights=peer,
-                                          bootstrap=0)
+    board = app.leaderboard(study(db, study_), replace(selection, judges=tuple(reviewers)), method=base,
+                            peer_weights=peer, bootstrap=0)
     return dict(reviewers=reviewers, weights=board.weights, history=board.history, iterations=board.iterations)
 
 
@@ -482,8 +475,8 @@ def counts(db: str, study_: str, rev: int, selection: Selection, models: tuple[s
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def health(db: str, study_: str, rev: int) -> pd.DataFrame:
-    """Each LLM judge's health (:meth:`Study.health`): position bias, identical and unparsed verdicts, flag."""
-    return study(db, study_).health()
+    """Each LLM judge's health (:func:`peercore.app.health`): position bias, identical and unparsed verdicts, flag."""
+    return app.health(study(db, study_))
 
 
 def flagged(db: str, study_: str, rev: int, judges_) -> dict[str, tuple[str, str]]:
@@ -501,108 +494,18 @@ def show_flags(db: str, study_: str, rev: int, judges_) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def bias_tables(db: str, study_: str, rev: int, selection: Selection) -> dict:
-    """Position bias, swap consistency, self-enhancement, thresholds for the Bias page."""
-    quick = _bias_tables_from_counts(db, study_, rev, selection)
-    if quick is not None:
-        return quick
-    chosen = selected(db, study_, rev, selection)
-    judges_ = set(map(str, pd.unique(chosen["judge"])))  # not set(column): a million Arrow scalars take a second
-    alias = {j: m for j, m in aliases(db, study_, rev).items() if j in judges_}
-    from peercore import tallies
-
-    # Swap consistency counted with codes (tallies.swap_consistency, the same table as bias.swap_consistency).
-    out = dict(position=bias.position_bias(chosen), swap=tallies.swap_consistency(chosen), aliases=alias)
-    out["self_matrix"] = out["self_summary"] = None  # the page shows them only for judges that are contestants
-    if alias:
-        enhancement = bias.self_enhancement(chosen, aliases=alias)
-        out["self_matrix"], out["self_summary"] = enhancement.win_rates, enhancement.summary
-    tau = bias.debias_thresholds(chosen)
-    out["tau"] = tau
-    if len(tau):
-        with_p = chosen[chosen["judge"].isin(tau.index)]
-        before = bias.position_bias(with_p).assign(stage="as judged")
-        after = bias.position_bias(bias.apply_threshold(with_p, tau)).assign(stage="debiased threshold")
-        out["debiased"] = pd.concat([before, after])
-    else:
-        out["debiased"] = None
-    texts = reports.answers_for(chosen, answers(db, study_, rev))
-    usable = reports.with_answers(chosen, texts)
-    out["length"] = bias.length_bias(usable, texts) if len(usable) else None
-    table = health(db, study_, rev)
-    out["health"] = table[table.index.isin(judges_)]
-    return out
-
-
-PREFETCH_ROWS = 50_000  # from this many verdicts the Bias page reads their codes in a thread as it starts
-
-
-def prefetch_bias_codes(db: str, study_: str, rev: int) -> None:
-    """Start reading the verdicts' integer codes (:func:`peercore.aggregates.verdict_codes`) in a background thread.
-
-    The Bias page calls this first: on a large study its first run then overlaps that
-    scan (half a second at a million verdicts) with the pair tally and the rest of the
-    page, which waits for it where it needs it (:meth:`Study.position_and_swap`; one
-    computation per study revision). Skipped when the page will not use the codes
-    (answers' texts or probabilities stored) or the study is small.
-    """
-    from peercore import aggregates
-
-    handle = study(db, study_)
-    if handle._fresh("verdict_codes") is not None:
-        return
-    _, low, high = aggregates._range(handle.store, study_)
-    if high - low + 1 < PREFETCH_ROWS or "p_a" in aggregates.filled_columns(handle.store, study_) \
-            or aggregates.answer_models(handle.store, study_):
-        return
-    threading.Thread(target=handle._memo, args=("verdict_codes", lambda: aggregates.verdict_codes(handle.store, study_)),
-                     name="peerboard-prefetch", daemon=True).start()
-
-
-def _bias_tables_from_counts(db: str, study_: str, rev: int, selection: Selection) -> dict | None:
-    """:func:`bias_tables` from the store's counts and integer codes (no verdict table), or None.
-
-    When no chosen judge is a contestant (no self-enhancement), gave probabilities (no
-    threshold, no ``mean_p_a``) and the study has no answers (no length bias), the page's
-    tables are position bias and swap consistency (:meth:`Study.position_and_swap`) and
-    the judges' health: the same values the verdicts give.
-    """
-    from peercore.judgments import empty_judgments
-
-    handle = study(db, study_)
-    if has_answers(db, study_, rev):
-        return None
-    tallied = handle._memo(("tallied", selection), lambda: handle._tallied_battles(selection))
-    if tallied is None:
-        return None
-    judges_ = {tallied[0].judges[k] for k in np.unique(tallied[0].judge)}
-    if any(j in judges_ for j in aliases(db, study_, rev)):
-        return None
-    computed = handle.position_and_swap(selection)
-    if computed is None:
-        return None
-    out = dict(position=computed[0], swap=computed[1], aliases={}, self_matrix=None, self_summary=None)
-    out["tau"] = bias.debias_thresholds(empty_judgments())
-    out["debiased"] = None
-    out["length"] = None
-    table = health(db, study_, rev)
-    out["health"] = table[table.index.isin(judges_)]
-    return out
+def bias_tables(db: str, study_: str, rev: int, selection: Selection):
+    """The Bias page's tables (:func:`peercore.app.bias_report`: what ``peercore bias`` prints)."""
+    return app.bias_report(study(db, study_), selection)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def discussion_bias(db: str, study_: str, rev: int) -> pd.DataFrame | None:
-    """Position bias of the speakers' first and last verdicts in debates and discussions."""
-    table = reports.turn_judgments(debates(db, study_, rev), turns(db, study_, rev))
-    if len(table) == 0:
-        return None
-    before, after = reports.initial_and_final(table)
-    return pd.concat([bias.position_bias(before).assign(stage="before discussion"),
-                      bias.position_bias(after).assign(stage="after discussion")])
+    """Position bias of the speakers' first and last verdicts in debates and discussions (:func:`peercore.app.discussion_bias`)."""
+    return app.discussion_bias(study(db, study_))
 
 
 # ------------------------------------------------------------------- page furniture
-
 
 def sidebar_study_picker() -> None:
     """The study selectbox in the sidebar (on every page), bound to ``state.STUDY``."""
@@ -632,7 +535,6 @@ def current_study() -> str:
 
 
 # ------------------------------------------------------------------ Studies helpers
-
 
 def studies_overview(frame: pd.DataFrame) -> pd.DataFrame:
     """Every study with its main counts (cached per study revision)."""
@@ -670,7 +572,6 @@ def save_judges(study: str, edited: pd.DataFrame) -> None:
 
 
 # --------------------------------------------------------------- Leaderboard helpers
-
 
 def judges_or_stop(db: str, study: str, rev: int, *, choice_key: str) -> tuple[list[str], dict[str, list[str]]]:
     """The study's judges and their groups, with the judge multiselect ``choice_key`` seeded.
@@ -776,7 +677,6 @@ def answer_text(db: str, study: str, rev: int, question_id: str, model: str) -> 
         return None
     return "\n\n".join(match.sort_values("turn")["answer"])
 
-
 # Adjudication helpers (queue, decisions, skips, undo, blind mode, agreement) live in
 # peercore/ui/adjudication.py.
 
@@ -788,122 +688,9 @@ ACCURACY_METRICS = {"accuracy": "accuracy (with ties)", "accuracy_without_ties":
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None) -> dict:
-    """Everything the Meta-evaluation page shows, computed once per revision and panel.
-
-    Judges are the study's LLM judges and humans (kinds from the store), final debate
-    verdicts only, their unparsed replies counted as misses (ScaleEval eq. 2); the gold
-    is one panel's (:meth:`Study.gold`); the human reference is the majority of the human
-    votes on each comparison, a human never compared with its own votes.
-    """
-    handle = study(db, study_)
-    counted = _meta_from_counts(db, study_, rev, panel)
-    if counted is not None:
-        return counted
-    evaluated = handle.judgments(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
-    judge_kind = handle.kinds()
-    # One kind look-up per judge, not per verdict (a million verdicts, a handful of judges).
-    is_human = evaluated["judge"].map({j: judge_kind.get(j) == "human" for j in pd.unique(evaluated["judge"])})
-    is_human = is_human.fillna(False).to_numpy(dtype=bool)
-    humans = evaluated[is_human & (evaluated["valid"] == 1).to_numpy()]
-    gold_rows = handle.gold(panel)
-    if len(gold_rows) and evaluated["criterion"].isna().all():
-        # Verdicts recorded without a criterion are compared with the gold of any criterion.
-        gold_rows = gold_rows.assign(criterion=pd.Series(pd.NA, index=gold_rows.index, dtype="str"))
-    group_of = handle.question_groups()
-    debates_ = debates(db, study_, rev)
-    if panel is not None:
-        debates_ = debates_[debates_["panel"].replace("", "debate:consensus") == panel]
-    out: dict = {"n_judges": int(evaluated["judge"].nunique()), "n_humans": int(humans["judge"].nunique()),
-                 "n_gold": len(gold_rows), "panel": panel}
-    decided = adjudications(db, study_, rev)
-    out["metrics"] = [
-        ("Judges evaluated", f"{out['n_judges']}"),
-        ("Gold verdicts", f"{len(gold_rows):,}"),
-        ("Debates agreed", f"{int((debates_['status'] == 'agreed').sum()):,}"),
-        ("Adjudicated debates", f"{decided[decided['debate_id'].isin(debates_['id'])]['debate_id'].nunique():,}"),
-    ]
-    gold_accuracy = reports.accuracy_table(evaluated, gold_rows) if len(gold_rows) else None
-    out["gold_accuracy"] = gold_accuracy if gold_accuracy is not None and len(gold_accuracy) else None
-    out["scaleeval"] = reports.scaleeval_table(evaluated, gold_rows, group_of) if out["gold_accuracy"] is not None else pd.DataFrame()
-    out["criteria"] = sorted(out["scaleeval"]["criterion"].fillna("(none)").unique()) if len(out["scaleeval"]) else []
-    machine = evaluated[~is_human]
-    human_accuracy = reports.accuracy_table(machine, humans) if len(humans) and len(machine) else None
-    out["human_accuracy"] = human_accuracy if human_accuracy is not None and len(human_accuracy) else None
-    out["human_reference"] = reports.reference_description(humans)
-    out["costs"] = _cost_table(db, study_, rev, out["gold_accuracy"], out["human_accuracy"], evaluated)
-    out["variation"] = reports.criteria_variation(evaluated, gold_rows, families=handle.judge_families())
-    return out
-
-
-def _meta_from_counts(db: str, study_: str, rev: int, panel: str | None) -> dict | None:
-    """:func:`meta_evaluation` from the store's counts when nothing needs the verdicts themselves, else None.
-
-    Without gold (no agreed or adjudicated debate for the panel) and without human votes
-    there is no accuracy to compute: the page shows the judges evaluated, the debate
-    metrics and verdicts per judge (the cost chart's stand-in), all counted in the
-    store (:meth:`Study.verdict_tally`), the same values the verdicts give. Debate
-    rounds (only final verdicts count) also send the page back to the verdicts.
-    """
-    handle = study(db, study_)
-    gold_rows = handle.gold(panel)
-    if len(gold_rows) or "round" in handle._filled():
-        return None
-    kinds_ = handle.kinds()
-    tally = handle.verdict_tally()
-    judge = tally["judge"].astype(str)
-    kind = judge.map({j: kinds_.get(j, _prefix_kind(j)) for j in pd.unique(judge)})
-    if ((kind == "human").to_numpy() & (tally["valid"].to_numpy() == 1)).any():
-        return None  # human votes: the accuracy against their majority needs the verdicts
-    evaluated = tally[kind.isin(["llm", "human"]).to_numpy()]
-    verdicts = evaluated.groupby(evaluated["judge"].astype(str))["n"].sum()
-    verdicts = verdicts[verdicts > 0]
-    debates_ = debates(db, study_, rev)
-    if panel is not None:
-        debates_ = debates_[debates_["panel"].replace("", "debate:consensus") == panel]
-    decided = adjudications(db, study_, rev)
-    out: dict = {"n_judges": int(len(verdicts)), "n_humans": 0, "n_gold": 0, "panel": panel}
-    out["metrics"] = [
-        ("Judges evaluated", f"{out['n_judges']}"),
-        ("Gold verdicts", "0"),
-        ("Debates agreed", f"{int((debates_['status'] == 'agreed').sum()):,}"),
-        ("Adjudicated debates", f"{decided[decided['debate_id'].isin(debates_['id'])]['debate_id'].nunique():,}"),
-    ]
-    out["gold_accuracy"] = None
-    out["scaleeval"] = pd.DataFrame()
-    out["criteria"] = []
-    out["human_accuracy"] = None
-    out["human_reference"] = reports.reference_description(pd.DataFrame())
-    out["costs"] = _cost_table(db, study_, rev, None, None, None, verdicts=verdicts)
-    out["variation"] = reports.criteria_variation(pd.DataFrame(), gold_rows)
-    return out
-
-
-def _prefix_kind(name: str) -> str:
-    from peercore.study import _prefix_kind as kind
-
-    return kind(name)
-
-
-def _cost_table(db, study, rev, gold_accuracy, human_accuracy, evaluated, *, verdicts=None) -> dict:
-    accuracy, against = (gold_accuracy, "the gold set") if gold_accuracy is not None else (human_accuracy, "the human majority")
-    verdicts = evaluated.groupby("judge").size() if verdicts is None else verdicts
-    run_frame = runs(db, study, rev)
-    configs = {run_id: _store(db).run(run_id)["config"] for run_id in run_frame["id"]}
-    cost = reports.run_costs(configs, dict(zip(run_frame["id"], run_frame["cost_usd"])))
-    judges_ = sorted(set(verdicts.index) if accuracy is None else set(accuracy.index))
-    agreement = accuracy["accuracy"] if accuracy is not None else pd.Series(dtype=float)
-    if len(cost.reindex(judges_).dropna()):
-        table = pd.DataFrame({"judge": judges_, "cost": cost.reindex(judges_).to_numpy(),
-                              "agreement": agreement.reindex(judges_).to_numpy()})
-        return {"table": table, "axis": "cost of its runs (USD)",
-                "caption": f"Cost of each judge's runs against its accuracy with {against}; "
-                           "judges imported from files have no recorded cost and are not drawn."}
-    table = pd.DataFrame({"judge": judges_, "cost": verdicts.reindex(judges_).to_numpy(dtype=float),
-                          "agreement": agreement.reindex(judges_).to_numpy()})
-    return {"table": table, "axis": "verdicts given (no cost recorded)",
-            "caption": f"No run in this study recorded a cost, so the number of verdicts stands in for the cost; "
-                       f"agreement is accuracy with {against}. Runs launched on **Reviewers & runs** record their cost."}
+def meta_evaluation(db: str, study_: str, rev: int, panel: str | None = None, reference_mode: str = "majority"):
+    """Everything the Meta-evaluation page shows (:func:`peercore.app.meta_evaluation`, ``peercore agree``'s numbers)."""
+    return app.meta_evaluation(study(db, study_), panel=panel, reference_mode=reference_mode)
 
 
 def scaleeval_pivots(table: pd.DataFrame, criterion: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -913,7 +700,6 @@ def scaleeval_pivots(table: pd.DataFrame, criterion: str) -> tuple[pd.DataFrame,
 
 # ----------------------------------------------------------------- Efficiency helpers
 
-POOLED = "__pooled__"
 EFFICIENCY_METHODS = {"win_ratio": "win ratio", "bt": "Bradley-Terry", "avg_prob": "average probability",
                       "poe_bt": "PoE-BT", "poe_gaussian": "PoE-Gaussian"}
 EFFICIENCY_REFERENCES = {"self": "each scorer on all comparisons", **{k: f"{v} on all comparisons"
@@ -924,35 +710,19 @@ EFFICIENCY_REFERENCES = {"self": "each scorer on all comparisons", **{k: f"{v} o
 def efficiency_judges(db: str, study: str, rev: int) -> dict[str, str]:
     """judge -> label for the judges whose verdicts can rank a question's answers, best default first.
 
-    The default (first) is the best judge for the curves: one the health check does not
-    flag, then the one that gave probabilities on the most verdicts, then the one with
-    the most questions of three or more candidates. "All LLM reviewers pooled" comes
-    last when there are several. Everything is counted in the store, no verdict is read:
-    usable questions per judge by one ``GROUP BY``
-    (:func:`peercore.aggregates.questions_with_three_candidates`), probabilities per judge
-    from the pair tally (:meth:`Study.verdict_tally`).
+    Which judges qualify and in which order is :func:`peercore.app.efficiency.efficiency_judges`;
+    this only words the labels ("all LLM reviewers pooled" last when there are several).
     """
-    from peercore.aggregates import questions_with_three_candidates
-
-    handle = _study(db, study)
-    kind = kinds(db, study, rev)
-    usable = handle._memo("usable_questions", lambda: questions_with_three_candidates(handle.store, study))
-    usable = usable[[kind.get(j, "llm") in ("llm", "human") for j in usable.index]]
-    if len(usable) == 0:
-        return {}
-    tally = handle.verdict_tally()
-    valid = tally[tally["valid"].to_numpy() == 1]
-    with_p = valid.groupby(valid["judge"].astype(str))["n_p"].sum()
-    with_p = with_p[with_p > 0].reindex(usable.index).fillna(0)
-    flags = set(flagged(db, study, rev, list(usable.index)))
-    order = sorted(usable.index, key=lambda j: (j in flags, -with_p[j], -usable[j], j))
-    labels = {j: f"{j} ({usable[j]} questions{', with probabilities' if with_p[j] else ''}"
-                 f"{'; flagged by the health check' if j in flags else ''})" for j in order}
-    llm = [j for j in order if kind.get(j, "llm") == "llm"]
-    if len(llm) > 1:
-        labels[POOLED] = f"all LLM reviewers pooled ({len(llm)})"
+    table = _efficiency_judges(_study(db, study))
+    labels = {}
+    for judge, row in table.iterrows():
+        if judge == POOLED:
+            labels[POOLED] = f"all LLM reviewers pooled ({int(row['questions'])})"
+            continue
+        labels[judge] = (f"{judge} ({int(row['questions'])} questions"
+                         f"{', with probabilities' if row['with_probabilities'] else ''}"
+                         f"{'; flagged by the health check' if row['flagged'] else ''})")
     return labels
-
 
 EFFICIENCY_WAIT_S = 1.0  # how long a page run waits for curves that should be quick before it shows progress
 EFFICIENCY_QUICK_ROWS = 20_000  # a judge with more verdicts than this: the page shows progress at once
@@ -1000,32 +770,19 @@ class EfficiencyJob:
         return self._done.wait(max(0.0, self._started + seconds - time.monotonic()))
 
     def _run(self, rows, methods, repeats, max_questions, reference) -> None:
-        from peercore.efficiency import efficiency_curve, problems_from_judgments
-
         try:
-            from peercore.aggregates import question_judge_sizes
-
             rows = rows() if callable(rows) else rows  # read here, not in the page's run
-
-            # The first max_questions questions with three or more candidates (what efficiency_curve takes):
-            # found once, so that the curve only ever sees their verdicts.
-            sizes = question_judge_sizes(rows[["question_id", "model_a", "model_b"]].assign(judge=""))
-            usable = sorted(sizes.loc[sizes["candidates"] >= 3, "question_id"].astype(str).tolist())
-            rows = rows[rows["question_id"].isin(usable[:max_questions]).to_numpy()]
-            problems = problems_from_judgments(rows)
-            facts = {"questions": len(problems), "usable": len(usable),
-                     "candidates": round(sum(p.n for p in problems) / max(len(problems), 1), 1),
-                     "max_comparisons": max((len(p.p) for p in problems), default=0),
-                     "hard_only": bool(rows["p_a"].isna().all())}
+            facts: dict = {}
 
             def progress(fraction: float, curve: pd.DataFrame) -> None:
                 self.fraction = fraction
                 if len(curve) and fraction < 1.0:
                     self.partial = {**_efficiency_tables(curve, methods), **facts}
 
-            curve = efficiency_curve(rows, methods=methods, repeats=repeats, seed=0, reference=reference,
-                                     max_questions=max_questions, progress=progress)
-            self.result = {**_efficiency_tables(curve, methods), **facts}
+            result = efficiency_result(rows, methods=methods, repeats=repeats, max_questions=max_questions,
+                                       reference=reference, progress=progress, facts=facts)
+            self.result = {**_efficiency_tables(result["curve"], methods),
+                           **{k: v for k, v in result.items() if k not in ("curve", "summary")}}
             self.fraction = 1.0
         except Exception as error:  # shown on the page; the thread must not die silently
             self.error = f"{type(error).__name__}: {error}"
@@ -1045,23 +802,12 @@ def efficiency_job(db: str, study: str, rev: int, judge: str, methods: tuple[str
 
     ``judge`` is a judge name or :data:`POOLED` (every LLM judge's verdicts together).
     """
-    def rows() -> pd.DataFrame:  # read only when the job is not there yet (a rerun costs nothing)
-        frame = judgments(db, study, rev)
-        names = frame["judge"].astype(str)
-        if judge == POOLED:
-            kind = kinds(db, study, rev)
-            keep = names.map({j: kind.get(j, "llm") == "llm" for j in pd.unique(names)}).to_numpy(dtype=bool)
-        else:
-            keep = (names == judge).to_numpy(dtype=bool)
-        return frame[keep].reset_index(drop=True)
-
-    kind = kinds(db, study, rev)
-    tally = _study(db, study).verdict_tally()
-    names = tally["judge"].astype(str)
-    mine = names.map({j: (kind.get(j, "llm") == "llm") if judge == POOLED else j == judge for j in pd.unique(names)})
-    n_rows = int(tally.loc[mine.to_numpy(dtype=bool) & (tally["valid"].to_numpy() == 1), "n"].sum())
-    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference, rows,
-                           n_rows)
+    handle = _study(db, study)
+    table = handle.verdicts()
+    chosen = efficiency_codes(table, judge)
+    n_rows = int(np.count_nonzero(chosen[table.judge] & (table.winner >= 0)))
+    return _efficiency_job(db, study, rev, judge, tuple(methods), int(repeats), int(max_questions), reference,
+                           lambda: efficiency_verdicts(handle, judge, max_questions=int(max_questions)), n_rows)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -1077,8 +823,6 @@ def efficiency(db: str, study: str, rev: int, judge: str, methods: tuple[str, ..
 
 def _efficiency_tables(curve: pd.DataFrame, methods: tuple[str, ...]) -> dict:
     """``summary`` (named scorers) and the page's ``table`` of a curve (finished strategies only)."""
-    from peercore.efficiency import summarise
-
     summary = summarise(curve)
     named = summary.assign(method=summary["method"].map(EFFICIENCY_METHODS))
     table = named.assign(cell=[f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(named["median"], named["low"], named["high"])])
@@ -1087,7 +831,6 @@ def _efficiency_tables(curve: pd.DataFrame, methods: tuple[str, ...]) -> dict:
     table = table.sort_values(["strategy", "k"], key=lambda c: c.map({"random": 0, "greedy": 1}) if c.name == "strategy" else c)
     table = table[["strategy", "k", *[EFFICIENCY_METHODS[m] for m in methods]]].reset_index(drop=True)
     return {"summary": named, "table": table}
-
 
 _STRATEGY_WORDS = {"greedy": "greedy selection", "random": "random order"}
 
@@ -1141,31 +884,6 @@ def efficiency_takeaway(summary: pd.DataFrame, *, share: float = EFFICIENCY_SHAR
 
 
 # ----------------------------------------------------------------- prompts (cached)
-
-
-@st.cache_data(show_spinner=False)
-def review_templates() -> list[str]:
-    """Names of the bundled review templates (peercore.prompts)."""
-    from peercore.prompts import list_templates, load_template
-
-    return [name for name in list_templates() if load_template(name).kind in ("review", "generative", "classifier")]
-
-
-@st.cache_data(show_spinner=False)
-def review_methods() -> list[str]:
-    """How a review's verdict can be read: each backend's default first (as the CLI), then peercore.reviewers.METHODS."""
-    from peercore.reviewers import METHODS
-    from peercore.ui.runs import DEFAULT_METHOD
-
-    return [DEFAULT_METHOD, *METHODS]
-
-
-@st.cache_data(show_spinner=False)
-def rubrics() -> list[str]:
-    from peercore.prompts import list_rubrics
-
-    return list_rubrics()
-
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def imports_log(db: str, study: str, rev: int) -> pd.DataFrame:

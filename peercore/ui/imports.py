@@ -26,6 +26,11 @@ import streamlit as st
 
 from peercore.errors import JudgmentError
 from peercore.ui import data, state
+from peercore.io.importer import FORMATS, import_bundle, read_path
+from peercore.io.rules import check_zip, extract_zip
+from peercore.io._common import parquet_frame
+from peercore.app.exports import study_table
+from peercore.io.export import table_bytes
 
 # What the format picker offers: importer format -> label (peercore.io.importer.FORMATS).
 FORMAT_LABELS: dict[str, str] = {
@@ -56,7 +61,6 @@ EXPORT_WHAT = {"judgments": "every judgment (canonical table)", "leaderboard": "
 
 def formats() -> list[str]:
     """The formats this peercore can import, in the picker's order."""
-    from peercore.io.importer import FORMATS
 
     known = [f for f in FORMAT_LABELS if f in FORMATS]
     return known + [f for f in FORMATS if f not in FORMAT_LABELS]
@@ -98,7 +102,6 @@ def parse_upload(uploaded, fmt: str) -> Parsed:
     parsed = Parsed(key=key, name=uploaded.name, folder=folder)
     try:
         path = _materialise(uploaded.name, uploaded.getvalue(), folder)
-        from peercore.io.importer import read_path
 
         parsed.bundle = read_path(path, format=fmt)
         parsed.counts = bundle_counts(parsed.bundle)
@@ -209,7 +212,6 @@ def _materialise(name: str, payload: bytes, folder: Path) -> Path:
         target = folder / safe
         target.write_bytes(payload)
         return target
-    from peercore.io.rules import check_zip, extract_zip
 
     archive = folder / safe
     archive.write_bytes(payload)
@@ -237,7 +239,6 @@ def offending_rows(error: JudgmentError, folder: Path, *, around: int = 2) -> pd
             "content": [lines[number - 1][:400] for number in range(start, stop + 1)],
         })
     if error.row is not None and path.suffix.lower() in (".parquet", ".pq"):
-        from peercore.io._common import parquet_frame
 
         frame = parquet_frame(path, name=path.name)  # the same budget as the import
         if not 0 <= error.row < len(frame):
@@ -270,7 +271,6 @@ def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
 
 def do_import(target: str) -> None:
     """Button callback: write the parsed bundle into ``target`` (created if new), then clear the uploader."""
-    from peercore.io.importer import import_bundle
 
     parsed = st.session_state.get(PARSED)
     forget_outcome()
@@ -319,6 +319,5 @@ def imports_display(frame: pd.DataFrame) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=16)
 def export_bytes(db: str, study: str, rev: int, what: str, fmt: str) -> bytes:
     """The study's judgments or leaderboard in ``fmt`` (CSV cells that look like formulas neutralised)."""
-    from peercore.io.export import study_table, table_bytes
 
     return table_bytes(study_table(data.store(), study, what=what), format=fmt)

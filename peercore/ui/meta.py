@@ -9,9 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from peercore import reports
 from peercore.circularity import circular_gold, leave_one_agent_out_gold
-from peercore.study import CONSENSUS, Selection
+from peercore.app.agreement import accuracy_table
+from peercore.app.study import CONSENSUS
+from peercore.domain.selection import Selection
 from peercore.ui import data, safe
 
 GOLD_CHOICES = {"panel": "Panel gold (ScaleEval)", "loao": "Leave-one-agent-out gold"}
@@ -26,7 +27,7 @@ def circularity(db: str, study_: str, rev: int, panel: str | None = None) -> dic
     dict
         ``circular``: :func:`peercore.circularity.circular_gold` (empty when no judge
         under evaluation was an agent); ``loao_accuracy``: a
-        :func:`peercore.reports.accuracy_table` against each judge's leave-one-agent-out
+        :func:`peercore.app.agreement.accuracy_table` against each judge's leave-one-agent-out
         gold (None when nothing is circular or nothing matches); ``comparison``: judge,
         its gold it helped form, its accuracy against either gold.
     """
@@ -56,12 +57,12 @@ def circularity(db: str, study_: str, rev: int, panel: str | None = None) -> dic
             continue
         if no_criterion:  # as the page's main table: verdicts without a criterion match gold of any criterion
             own_gold = own_gold.assign(criterion=pd.Series(pd.NA, index=own_gold.index, dtype="str"))
-        tables.append(reports.accuracy_table(evaluated[evaluated["judge"] == judge], own_gold))
+        tables.append(accuracy_table(evaluated[evaluated["judge"] == judge], own_gold))
     loao = pd.concat(tables) if tables else None
     loao = loao if loao is not None and len(loao) else None
     if no_criterion and len(gold):
         gold = gold.assign(criterion=pd.Series(pd.NA, index=gold.index, dtype="str"))
-    standard = reports.accuracy_table(evaluated, gold) if len(gold) else pd.DataFrame(columns=["n", "accuracy"])
+    standard = accuracy_table(evaluated, gold) if len(gold) else pd.DataFrame(columns=["n", "accuracy"])
     comparison = pd.DataFrame({
         "agent in debates": circular["debates"],
         "gold verdicts it helped form": circular["gold_formed"],

@@ -27,7 +27,7 @@ def _study(db: str, name: str):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def has_human_scores(db: str, study: str, rev: int) -> bool:
-    return bool(_store(db).summary(study)["human_scores"])
+    return bool(_store(db).record_counts(study)["human_scores"])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

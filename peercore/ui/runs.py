@@ -20,7 +20,19 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
+from peercore.prompts import list_rubrics, list_templates, load_template
+from peercore.reviewers import METHODS
 from peercore.ui import data, state
+from peercore.jobs.base import Judge, accounting_line, progress_line
+from peercore.jobs.specs import make_backend, refuse_credentials
+from peercore.jobs.answers import AnswerJob
+from peercore.jobs.discussion import DebateJob, DiscussionJob
+from peercore.jobs.review import ONE_ORDER_STRATEGIES, ReviewJob
+from peercore.jobs.estimate import estimate as estimate_job, items_and_calls
+from peercore.jobs.pricing import load_prices
+from peercore.runner import start_run
+from peercore.jobs.resume import job_from_config
+from peercore.run_inspection import DISPLAY_LIMIT, filter_verdicts as keep, run_verdicts as verdicts_of, verdict_summary
 
 PROVIDERS: dict[str, str] = {
     "openai": "OpenAI",
@@ -34,7 +46,6 @@ JOBS: dict[str, str] = {"review": "Peer review", "answers": "Answers", "discussi
 LOCAL_PRESET = {"name": "", "provider": "local", "model": "qwen2.5-coder-1.5b", "base_url": "", "temperature": 0.0,
                 "api_key_env": ""}
 DEFAULT_METHOD = "default"  # the review method option meaning "each backend's default"
-ONE_ORDER_STRATEGIES = ("no-repeat", "greedy")  # peercore.jobs.review.ONE_ORDER_STRATEGIES (no import at page load)
 
 # widget keys of the "Add a reviewer" form
 F_PROVIDER, F_MODEL, F_URL, F_TEMPERATURE, F_NAME = "rv_provider", "rv_model", "rv_url", "rv_temperature", "rv_name"
@@ -137,8 +148,6 @@ def reviewers_table(reviewers: list[dict]) -> pd.DataFrame:
 
 
 def _judge(reviewer: dict, *, with_key: bool):
-    from peercore.jobs.base import Judge
-    from peercore.jobs.specs import make_backend, refuse_credentials
 
     refuse_credentials(reviewer.get("base_url") or "", what="the base URL")
     key = _key_for(reviewer["provider"]) if with_key else None
@@ -165,9 +174,6 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
     ValueError
         With the job's own message when an option is out of range.
     """
-    from peercore.jobs.answers import AnswerJob
-    from peercore.jobs.discussion import DebateJob, DiscussionJob
-    from peercore.jobs.review import ReviewJob
 
     judges = [_judge(r, with_key=with_keys) for r in reviewers]
     pairs = {"contestants": options.get("contestants") or None, "strategy": options["strategy"],
@@ -195,8 +201,6 @@ def build_job(study: str, kind: str, reviewers: list[dict], options: dict, *, wi
 @st.cache_data(show_spinner=False, max_entries=32)
 def estimate(db: str, study: str, rev: int, kind: str, reviewers: tuple, options: tuple) -> dict:
     """Calls, tokens and dollars of the described job (cached per study revision and settings)."""
-    from peercore.jobs.estimate import estimate as estimate_job
-    from peercore.jobs.estimate import items_and_calls
 
     job = build_job(study, kind, [dict(r) for r in reviewers], dict(options))
     est = estimate_job(job, data.store())
@@ -227,8 +231,7 @@ def method_label(method: str) -> str:
 
 
 def accounting_text(accounting: dict) -> str:
-    """Where every paid call of the run ended (:func:`peercore.jobs.commands.accounting_line`)."""
-    from peercore.jobs.commands import accounting_line
+    """Where every paid call of the run ended (:func:`peercore.jobs.base.accounting_line`)."""
 
     return accounting_line(accounting)
 
@@ -244,7 +247,6 @@ class LiveRun:
     job: object = None
 
     def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
-        from peercore.jobs.base import progress_line
 
         line = progress_line(event, self.kind)
         with self.lock:
@@ -257,7 +259,6 @@ class LiveRun:
 
 def launch(study: str, kind: str, reviewers: list[dict], options: dict, *, run_id: str | None = None) -> None:
     """Button callback: build the job with keys, start it in the background, keep the handle."""
-    from peercore.jobs.pricing import load_prices
 
     st.session_state["run_error"] = ""
     try:
@@ -285,7 +286,6 @@ def run_judges(live: LiveRun) -> list[str]:
 
 
 def _start(job, kind: str, *, run_id: str | None, prices) -> None:
-    from peercore.runner import start_run
 
     live = LiveRun(handle=None, kind=kind, job=job)
     live.handle = start_run(job, data.store(), run_id=run_id, on_progress=live.on_progress, prices=prices)
@@ -373,7 +373,6 @@ def job_from_run(study: str, run: dict):
         If the run was not made by a peercore job, or the rebuilt job would not continue
         this very run (its configuration no longer maps to the run's id).
     """
-    from peercore.jobs.resume import job_from_config
 
     if "job" not in run["config"]:
         raise ValueError("this run was not made by a peercore job")
@@ -386,7 +385,6 @@ def job_from_run(study: str, run: dict):
 
 def resume(study: str, run_id: str) -> None:
     """Button callback: continue a stored run where it stopped (only its pending items)."""
-    from peercore.jobs.pricing import load_prices
 
     st.session_state["run_error"] = ""
     try:
@@ -427,7 +425,6 @@ def inspect_label(db: str, study: str, rev: int):
 @st.cache_data(show_spinner=False, max_entries=16)
 def run_verdicts(db: str, study: str, rev: int, run_id: str, judges: tuple[str, ...] | None) -> pd.DataFrame:
     """:func:`peercore.run_inspection.run_verdicts`, cached per study revision."""
-    from peercore.run_inspection import run_verdicts as verdicts_of
 
     return verdicts_of(data.store(), study, run_id=run_id or None, judges=judges)
 
@@ -469,19 +466,36 @@ def verdict_label(verdicts: pd.DataFrame):
 
 
 def verdict_counts(verdicts: pd.DataFrame) -> dict[str, int]:
-    from peercore.run_inspection import verdict_summary
 
     return verdict_summary(verdicts)
 
 
 def filter_verdicts(verdicts: pd.DataFrame, *, invalid_only: bool, disagreeing_only: bool) -> pd.DataFrame:
-    from peercore.run_inspection import filter_verdicts as keep
 
     return keep(verdicts, invalid_only=invalid_only, disagreeing_only=disagreeing_only)
 
 
-DISPLAY_LIMIT = 2000  # peercore.run_inspection.DISPLAY_LIMIT (no import at page load)
 
 
 def judges_of(verdicts: pd.DataFrame) -> list[str]:
     return sorted(verdicts["judge"].unique().tolist())
+
+
+# ----------------------------------------------------------------- prompts (cached)
+
+
+@st.cache_data(show_spinner=False)
+def review_templates() -> list[str]:
+    """Names of the bundled review templates (peercore.prompts)."""
+    return [name for name in list_templates() if load_template(name).kind in ("review", "generative", "classifier")]
+
+
+@st.cache_data(show_spinner=False)
+def review_methods() -> list[str]:
+    """How a review's verdict can be read: each backend's default first (as the CLI), then peercore.reviewers.METHODS."""
+    return [DEFAULT_METHOD, *METHODS]
+
+
+@st.cache_data(show_spinner=False)
+def rubrics() -> list[str]:
+    return list_rubrics()

@@ -195,7 +195,8 @@ def bootstrap_on_hold(monkeypatch):
 
 
 def test_leaderboard_shows_the_point_estimate_and_progress_while_the_bootstrap_runs(synthetic, bootstrap_on_hold):
-    from peercore.study import Selection, Study
+    from peercore.app import Study, leaderboard
+    from peercore.domain.selection import Selection
 
     at = open_page(app_test(), "leaderboard")
     assert problems(at) == []
@@ -211,7 +212,7 @@ def test_leaderboard_shows_the_point_estimate_and_progress_while_the_bootstrap_r
     whole = _table(at, "model", "95% interval", "battles")
     assert (whole["95% interval"] != "").all()
     judges = tuple(at.multiselect(key="lb_judges").value)
-    direct = Study(Store(synthetic["db"]), "synthetic").leaderboard(Selection(judges=judges), method="bt",
+    direct = leaderboard(Study(Store(synthetic["db"]), "synthetic"), Selection(judges=judges), method="bt",
                                                                      bootstrap=100, seed=0).table
     assert whole["model"].tolist() == direct["model"].tolist()  # what the CLI ranks, intervals and all
     assert whole["rank"].tolist() == direct["rank"].tolist()
@@ -222,7 +223,8 @@ def test_leaderboard_shows_the_point_estimate_and_progress_while_the_bootstrap_r
 
 
 def test_leaderboard_win_rate_bootstrap_in_the_background_ends_with_the_cli_table(synthetic, monkeypatch):
-    from peercore.study import Selection, Study
+    from peercore.app import Study, leaderboard
+    from peercore.domain.selection import Selection
     from peercore.ui import data
 
     monkeypatch.setattr(data, "RANKING_QUICK_ROWS", 0)  # every study counts as large
@@ -232,7 +234,7 @@ def test_leaderboard_win_rate_bootstrap_in_the_background_ends_with_the_cli_tabl
     assert problems(at) == []
     shown = _table(at, "model", "95% interval", "battles")
     judges = tuple(at.multiselect(key="lb_judges").value)
-    direct = Study(Store(synthetic["db"]), "synthetic").leaderboard(Selection(judges=judges), method="winrate",
+    direct = leaderboard(Study(Store(synthetic["db"]), "synthetic"), Selection(judges=judges), method="winrate",
                                                                      bootstrap=100, seed=0).table
     assert shown["model"].tolist() == direct["model"].tolist()
     assert shown["rank"].tolist() == direct["rank"].tolist()

@@ -9,7 +9,7 @@ from peercore.cli import build_parser
 
 
 def test_app_command_runs_streamlit_on_app_py():
-    from peercore.ui.commands import app_path, command
+    from peercore.cli.dashboard import app_path, command
 
     args = build_parser().parse_args(["app", "--port", "8777", "--headless"])
     cmd = command(args)

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from app_studies import REPO, app_test, open_page, problems
+from peercore.app import Study
 from peercore.store import Store
 
 sys.path.insert(0, str(REPO / "tests"))
@@ -22,6 +23,11 @@ BAD = (b"question_id,model_a,model_b,judge,winner\n"
        b"q00,alpha,bravo,human:zoe,model_a\n"
        b"q01,alpha,bravo,human:zoe,modelB\n"
        b"q02,bravo,alpha,human:zoe,tie\n")
+
+
+def counts(store: Store, study: str) -> dict[str, int]:
+    """The study's counts as every page shows them (:meth:`peercore.app.Study.counts`)."""
+    return Study(store, study).counts()
 
 
 def texts(elements) -> str:
@@ -39,7 +45,7 @@ def test_a_bad_file_is_refused_with_its_offending_row(synthetic):
     marked = context[context[""] == "▶"]
     assert marked["line"].tolist() == [3] and "modelB" in marked["content"].iloc[0]
     assert all(b.key != "data_import" for b in at.button)  # nothing to import
-    assert Store(synthetic["db"]).summary("synthetic")["judgments"] == synthetic["judgments"]
+    assert counts(Store(synthetic["db"]), "synthetic")["judgments"] == synthetic["judgments"]
 
 
 def test_a_good_file_is_previewed_then_imported(synthetic):
@@ -47,12 +53,12 @@ def test_a_good_file_is_previewed_then_imported(synthetic):
     at.file_uploader(key="data_upload_0").set_value(("votes.csv", GOOD, "text/csv")).run()
     assert problems(at) == []
     assert [(m.label, m.value) for m in at.metric][:3] == [("Questions", "0"), ("Answers", "0"), ("Judgments", "2")]
-    assert Store(synthetic["db"]).summary("synthetic")["judgments"] == synthetic["judgments"]  # preview writes nothing
+    assert counts(Store(synthetic["db"]), "synthetic")["judgments"] == synthetic["judgments"]  # preview writes nothing
     at.button(key="data_import").click().run()
     assert problems(at) == []
     report = next(e.value for e in at.dataframe if "added" in e.value.columns).set_index("table")
     assert report.loc["judgments", "added"] == 2
-    assert Store(synthetic["db"]).summary("synthetic")["judgments"] == synthetic["judgments"] + 2
+    assert counts(Store(synthetic["db"]), "synthetic")["judgments"] == synthetic["judgments"] + 2
     history = next(e.value for e in at.dataframe if "sha256" in e.value.columns)
     assert history["source"].tolist() == ["votes.csv"]
     assert at.file_uploader[0].key == "data_upload_1"  # a fresh uploader
@@ -65,7 +71,7 @@ def test_import_into_a_new_study_creates_and_opens_it(synthetic):
     at.button(key="data_import").click().run()
     assert problems(at) == []
     assert at.session_state["study"] == "votes-only"
-    assert Store(synthetic["db"]).summary("votes-only")["judgments"] == 2
+    assert counts(Store(synthetic["db"]), "votes-only")["judgments"] == 2
 
 
 def test_a_zipped_folder_is_imported_file_by_file(synthetic):
@@ -80,7 +86,7 @@ def test_a_zipped_folder_is_imported_file_by_file(synthetic):
     at.file_uploader(key="data_upload_0").set_value(("study.zip", buffer.getvalue(), "application/zip")).run()
     assert problems(at) == []
     at.button(key="data_import").click().run()
-    summary = Store(synthetic["db"]).summary("zipped")
+    summary = counts(Store(synthetic["db"]), "zipped")
     assert (summary["questions"], summary["answers"], summary["judgments"]) == (1, 2, 1)
 
 
@@ -110,7 +116,7 @@ def test_first_run_imports_the_sample_folder(db_file, tmp_path):
     assert ensure_sample_study(store, tmp_path / "missing") is None
     assert ensure_sample_study(store, None) is None
     assert ensure_sample_study(store, folder) == "sample"
-    assert store.summary("sample")["judgments"] == 2
+    assert counts(store, "sample")["judgments"] == 2
     assert ensure_sample_study(store, folder) is None  # a database with a study is left alone
     assert store.studies()["name"].tolist() == ["sample"]
 

@@ -19,7 +19,8 @@ import pytest
 
 from app_studies import LLM_JUDGES, REPO, app_test, open_page, problems
 from peercore.ranking.peer_rank import PER_SHUFFLE
-from peercore.study import Selection, Study
+from peercore.app import Study, leaderboard
+from peercore.domain.selection import Selection
 from peercore.store import Store
 
 sys.path.insert(0, str(REPO / "tests"))
@@ -42,7 +43,7 @@ def test_leaderboard_offers_the_prd_notebooks_weighted_elo(synthetic):
     at.checkbox(key="lb_per_shuffle").check().run()
     assert problems(at) == []
     per_shuffle = _table(at, "rank", "model").set_index("model").iloc[:, 1]
-    want = Study(Store(synthetic["db"]), "synthetic").leaderboard(
+    want = leaderboard(Study(Store(synthetic["db"]), "synthetic"),
         Selection(judges=LLM_JUDGES), method="elo", peer_weights="prd", weights_from=PER_SHUFFLE, bootstrap=0)
     assert per_shuffle.to_dict() == pytest.approx(want.table.set_index("model")["score"].to_dict(), abs=0.05)
     assert per_shuffle.to_dict() != pytest.approx(fixed.to_dict(), abs=0.05)  # not the fixed-weight Elo

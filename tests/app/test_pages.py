@@ -231,7 +231,8 @@ def test_bias_page_explains_missing_sections_for_humans(synthetic):
 
 def test_bias_page_families_widen_self_preference(synthetic):
     """The page's family table reaches the model: alpha and bravo as one family widen openai:alpha's self term."""
-    from peercore.study import Selection, Study
+    from peercore.app import Study, judge_bias
+    from peercore.domain.selection import Selection
     from peercore.ui import data
 
     at = open_page(app_test(), "bias")
@@ -241,8 +242,8 @@ def test_bias_page_families_widen_self_preference(synthetic):
     assert pairs == (("alpha", "lab"), ("bravo", "lab"))   # an emptied cell keeps the model its own family
     study = Study(Store(synthetic["db"]), "synthetic")
     judges = Selection(judges=("openai:alpha", "anthropic:bravo", "local:charlie"))
-    alone = study.judge_bias(judges).table
-    together = study.judge_bias(judges, families=dict(pairs)).table
+    alone = judge_bias(study, judges).table
+    together = judge_bias(study, judges, families=dict(pairs)).table
     assert shown.loc[("openai:alpha", "own family"), "informative"] == alone.loc[("openai:alpha", "self"), "n_informative"]
     assert together.loc[("openai:alpha", "self"), "n_informative"] > alone.loc[("openai:alpha", "self"), "n_informative"]
 

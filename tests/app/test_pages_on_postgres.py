@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from app_studies import PAGE_TITLES, REPO, app_test, open_page, problems
+from peercore.app import Study
 from peercore.store import Store
 
 PASSWORD = "s3cret-pw"
@@ -144,7 +145,7 @@ def test_first_run_on_postgres_seeds_and_every_page_runs(pg_cluster, new_pg_url,
     store = Store(url)
     try:
         assert set(store.studies()["name"]) == BUNDLED
-        assert store.summary("sample")["judgments"] > 0
+        assert Study(store, "sample").counts()["judgments"] > 0
     finally:
         store.close()
     label, tooltip = sidebar_database(at)

@@ -2,7 +2,7 @@
 
 On main before this change ``peercore rank --study`` and the Leaderboard page used
 different judgments (gold or not), alias rules (strict vs lenient), judge selectors and
-Elo settings. Now both call :meth:`peercore.study.Study.leaderboard`; this test checks,
+Elo settings. Now both call :func:`peercore.app.leaderboard`; this test checks,
 for every method and the selections {all judges, LLM reviewers, one judge, humans}, on
 the bundled sample study and on the PRD data imported as a user would, that
 ``peercore rank --study ... --format json`` (its defaults: 100 bootstrap rounds, seed 0)
@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from app_studies import REPO, app_test, open_page, problems, shared_data_dir
@@ -39,7 +41,7 @@ def studies(tmp_path_factory):
     path = tmp_path_factory.mktemp("parity") / "parity.sqlite"
     store = Store(path)
     ensure_sample_study(store, REPO / "sample_data")
-    names = ["sample"]
+    names = store.studies()["name"].tolist()  # sample, and the bundled prd-vicuna80 and topicalchat-usr
     folder = shared_data_dir() / "prd_vicuna80"
     if folder.is_dir():
         import_path(folder, store=store, study="prd")
@@ -238,3 +240,137 @@ def test_cli_rank_by_category_equals_the_page(studies, study, tmp_path, monkeypa
             assert shown.loc[row["model"], f"rank ({group})"] == row["rank"]
             compared += 1
     assert compared >= 3 * 2
+
+
+# ------------------------------------------- issue 18: the Meta-evaluation, Bias and NLG pages
+#
+# Each page shows exactly what its command prints: `peercore agree --reference human:` (both reference
+# modes) for every judge of the Meta-evaluation page's human table, `peercore bias` for every judge of
+# the Bias page's tables, `peercore nlg evaluate` for the NLG assessment page's tables.
+
+
+def _opened(studies, study: str, page: str, tmp_path, monkeypatch):
+    source, names = studies
+    if study not in names:
+        pytest.skip("the PRD data (../shared/data/prd_vicuna80) is not present")
+    db = tmp_path / "parity.sqlite"
+    shutil.copy(source, db)
+    monkeypatch.setenv("PEERBOARD_DB", str(db))
+    monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
+    at = app_test()
+    at.sidebar.selectbox(key="study").set_value(study).run()
+    open_page(at, page)
+    assert problems(at) == []
+    return db, at
+
+
+def _under(at, header: str, *columns: str) -> pd.DataFrame:
+    """The first table with ``columns`` below the page's header ``header`` (and before the next header)."""
+    current = None
+    for node in at.main:
+        if node.type == "header":
+            current = node.value
+        elif node.type == "dataframe" and current == header and set(columns) <= set(node.value.columns):
+            return node.value
+    raise AssertionError(f"no table with {columns} under {header!r}")
+
+
+def _rounded(value, digits: int = 3):
+    return None if value is None else float(np.round(value, digits))
+
+
+def _cells(column) -> list:
+    return [None if pd.isna(v) else float(v) for v in column]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["sample", "prd"])
+@pytest.mark.parametrize("mode", ["majority", "votes"])
+def test_cli_agree_equals_the_meta_evaluation_page(studies, study, mode, tmp_path, monkeypatch, capsys):
+    db, at = _opened(studies, study, "meta_evaluation", tmp_path, monkeypatch)
+    at.radio(key="meta_reference_mode").set_value(mode).run()
+    assert problems(at) == []
+    shown = _under(at, "Against human annotations", "matched", "accuracy")
+    assert len(shown) >= 2, shown
+    for judge, row in shown.iterrows():
+        found = {}
+        for ties in ("include", "exclude"):
+            assert main(["agree", "--study", study, "--db", str(db), "--judge", judge, "--reference", "human:",
+                         "--reference-mode", mode, "--ties", ties, "--format", "json"]) == 0, judge
+            found[ties] = json.loads(capsys.readouterr().out)
+        cli, without = found["include"], found["exclude"]
+        where = f"{study} / {mode} / {judge}"
+        assert row["matched"] == cli["n"], where
+        assert _cells([row["accuracy"], row["Cohen's kappa"], row["Fleiss' kappa (PRD Table 3)"]]) == \
+            [_rounded(cli["agreement"]), _rounded(cli["cohen_kappa"]), _rounded(cli["fleiss_kappa"])], where
+        assert row["unparsed (counted as misses)"] == cli["unparsed"], where
+        assert row["matched w/o ties"] == without["n"], where
+        assert _cells([row["accuracy w/o ties"], row["Cohen's kappa w/o ties"]]) == \
+            [_rounded(without["agreement"]), _rounded(without["cohen_kappa"])], where
+
+
+def test_the_votes_reference_counts_every_vote_where_the_majority_counts_one_per_comparison(studies, tmp_path,
+                                                                                             monkeypatch):
+    """PRD has three human votes on most comparisons: per vote, n is larger than per majority."""
+    _, at = _opened(studies, "prd", "meta_evaluation", tmp_path, monkeypatch)
+    majority = _under(at, "Against human annotations", "matched", "accuracy")["matched"]
+    at.radio(key="meta_reference_mode").set_value("votes").run()
+    votes = _under(at, "Against human annotations", "matched", "accuracy")["matched"]
+    assert (votes.reindex(majority.index) > majority).all(), pd.concat([majority, votes], axis=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["sample", "prd"])
+def test_cli_bias_equals_the_bias_page(studies, study, tmp_path, monkeypatch, capsys):
+    db, at = _opened(studies, study, "bias", tmp_path, monkeypatch)
+    assert main(["bias", "--study", study, "--db", str(db), "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    at.multiselect(key="bias_judges").set_value(list(at.multiselect(key="bias_judges").options)).run()
+    assert problems(at) == []
+    position = _under(at, "Position bias", "P(first)", "why no statistic")
+    assert sorted(position.index) == sorted(cli), "the page and the CLI report other judges"
+    for judge, row in position.iterrows():
+        want = cli[judge]
+        assert (row["verdicts"], row["decisive"]) == (want["n"], want["n_decisive"]), judge
+        assert _cells([row["P(first)"], row["P(first) over all, ties included (eq. 8)"], row["ties"]]) == \
+            [_rounded(want["p_first"]), _rounded(want["p_first_all"]), _rounded(want["tie_rate"])], judge
+        interval = "" if want["ci_low"] is None else f"{want['ci_low']:.3f} – {want['ci_high']:.3f}"
+        assert row["95% interval"] == interval, judge
+        if not want["flagged"] and row["why no statistic"]:
+            assert want["reasons"] == row["why no statistic"], judge
+    swap = _under(at, "Swap consistency", "n_pairs", "consistent")
+    for judge, row in swap.iterrows():
+        assert row["n_pairs"] == cli[judge]["n_pairs"], judge
+        assert _cells([row["consistent"]]) == [_rounded(cli[judge]["swap_consistency"])], judge
+    health = _under(at, "Judge health", "judge", "carries information").set_index("judge")
+    for judge, row in health.iterrows():
+        assert row["carries information"] == ("no: " + cli[judge]["reasons"] if cli[judge]["flagged"] else "yes"), judge
+        assert _cells([row["unparsed"], row["identical verdicts"]]) == \
+            [_rounded(cli[judge]["invalid_share"]), _rounded(cli[judge]["identical_share"])], judge
+    assert len(health) >= 1
+
+
+@pytest.mark.slow
+def test_cli_nlg_evaluate_equals_the_nlg_page(studies, tmp_path, monkeypatch, capsys):
+    from peercore.nlg.report import paper_table
+
+    db, at = _opened(studies, "topicalchat-usr", "nlg", tmp_path, monkeypatch)
+    attribute = at.selectbox(key="nlg_attribute").value
+    judge, criterion = at.selectbox(key="nlg_judge").value.split("\x1f")
+    score_judge = at.selectbox(key="nlg_score_judge").value
+    assert main(["nlg", "evaluate", "--study", "topicalchat-usr", "--db", str(db), "--attribute", attribute,
+                 "--judge", judge, "--criterion", criterion, "--score-judge", score_judge, "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Contexts"], metrics["Comparisons"], metrics["Absolute scores"]) == \
+        (f"{cli['contexts']:,}", f"{cli['comparisons']:,}", f"{cli['scores']:,}")
+    assert metrics["P(first)"] == f"{cli['position_bias']['p_first']:.2f}"
+    shown = next(e.value for e in at.dataframe if "Spearman" in e.value.columns)
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True), paper_table(pd.DataFrame(cli["table"])),
+                                  check_dtype=False)
+    for name in ("accuracy", "systems"):
+        want = pd.DataFrame(cli[name]).round(3)
+        (table,) = [e.value for e in at.dataframe if list(e.value.columns) == list(want.columns)]
+        pd.testing.assert_frame_equal(table.reset_index(drop=True), want, check_dtype=False)
+    systems = pd.DataFrame(cli["systems"])
+    assert len(shown) >= 3 and len(systems) >= 3

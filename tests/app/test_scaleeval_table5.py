@@ -90,7 +90,11 @@ def test_a_variation_with_a_template_without_rubric_is_refused_before_any_call(s
         code = main(["review", "--study", "t5", "--db", str(study), "--reviewer", spec, "--method", "verdict",
                      "--criterion", "helpfulness/gibberish", "--no-progress"])
         assert code == 2 and server.requests_total == 0
-    assert "template 'prd_review' shows no rubric" in capsys.readouterr().err
+    # One rule for every criterion, a variation included (issue 17, item 7): a template with no place for
+    # a criterion is refused before any call, naming a template that shows the (varied) rubric.
+    err = capsys.readouterr().err
+    assert "template 'prd_review' has no place for a criterion" in err and "scaleeval_initial" in err
+    assert "nothing was run" in err
 
 
 def test_a_debate_runs_a_varied_rubric(study, capsys):

@@ -252,3 +252,29 @@ def test_stored_values_inside_peerboard_badges_are_escaped():
     assert data.verdict_badge(f"x] {BADGE}", prefix="consensus").startswith(":gray-badge[consensus: x\\]")
     assert data.status_badge(BADGE) == f":gray-badge[{escape_markdown(BADGE)}]"
     assert data.name_md("a`b") == "``a`b``" and data.name_md(f"spy@evil {BADGE}") == f"`spy@evil {BADGE}`"
+
+
+def test_downloads_of_the_hostile_study_get_one_safe_file_name(at, monkeypatch):
+    """Study names may hold ``/`` (``<b>study</b>``): a download is named by peercore.io.formats.file_name_part,
+    one file name with no folder, no markup and nothing a file system refuses."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+
+    from peercore.io.formats import file_name_part
+
+    names: list[str] = []
+    original = DeltaGenerator.download_button
+
+    def recording(self, label, data, file_name=None, *args, **kwargs):
+        names.append(file_name)
+        return original(self, label, data, file_name, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    monkeypatch.setattr(st, "download_button", lambda *args, **kwargs: recording(st._main, *args, **kwargs))
+    for page in ("leaderboard", "data"):
+        open_page(at, page)
+        assert problems(at) == [], page
+    prefix = file_name_part(HOSTILE_STUDY)
+    assert "/" in HOSTILE_STUDY and prefix == "hostile _red-badge[FAKE VERDICT] _b_study__b_"
+    assert len(names) >= 2 and all(name.startswith(prefix + "-") for name in names), names
+    assert not [name for name in names if set(name) & set('/\\:*?"<>|')], names

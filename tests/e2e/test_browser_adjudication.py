@@ -16,8 +16,14 @@ HEAD = re.compile(r"Debate #(\d+)")
 
 
 def head(page) -> int | None:
-    heading = page.locator("h3", has_text="Debate #")
-    return int(HEAD.search(heading.first.inner_text()).group(1)) if heading.count() else None
+    """The debate at the head of the queue, None when none is shown.
+
+    Read in one step in the page: counting the headings and then reading the first raced a
+    rerun that removed it in between (the read then waited 30 s for a heading that had gone).
+    """
+    texts = page.locator("h3").evaluate_all("(headings) => headings.map((h) => h.textContent || '')")
+    found = [int(match.group(1)) for match in map(HEAD.search, texts) if match]
+    return found[0] if found else None
 
 
 def wait_for_head(page, expected: int | None, timeout_ms: int = 60_000) -> None:

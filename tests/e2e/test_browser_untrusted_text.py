@@ -107,9 +107,22 @@ class Outbound:
             route.abort()
 
 
+# Plotly draws, and images load (or fail: hostile hosts are aborted), after the script ends: the page is
+# read once every visible chart has its SVG and every image has finished, not after a pause.
+DRAWN = """
+() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .filter((chart) => chart.offsetParent !== null)
+        .every((chart) => chart.querySelector('.main-svg'))
+      && [...document.querySelectorAll('img')].every((img) => img.complete)
+"""
+
+
+HOVER_TEXT = "[...document.querySelectorAll('.js-plotly-plot .hoverlayer')].map((e) => e.textContent).join(' ')"
+
+
 def check(page, outbound: Outbound, view: str) -> None:
     settle(page)
-    page.wait_for_timeout(1500)  # images load and plotly draws after the script ends
+    page.wait_for_function(DRAWN, timeout=60_000)
     rendered = page.evaluate(RENDERED, [TRACKER, EVIL, FAKE])
     assert page.locator(ERRORS).count() == 0, (view, page.locator(ERRORS).all_inner_texts())
     assert outbound.requests == [] and rendered == [], (
@@ -183,11 +196,13 @@ def test_hostile_text_is_on_screen_as_written(chromium, hostile_server):
         open_page(page, hostile_server, "leaderboard", "Leaderboard")  # hover text is drawn on demand
         points = page.locator(".js-plotly-plot .scatterlayer .point")
         points.first.wait_for(timeout=30_000)  # plotly draws after the script has run
-        shown = []
+        shown = [""]
         for point in points.all():
             point.hover(force=True)
-            page.wait_for_timeout(300)
-            shown.append(" ".join(page.locator(".js-plotly-plot .hoverlayer").all_text_contents()))
+            # the hover label of this point is drawn: the hover layer shows a text other than the last one's
+            page.wait_for_function(f"(before) => {{ const now = {HOVER_TEXT}; return now.trim() !== '' && now !== before; }}",
+                                   arg=shown[-1], timeout=30_000)
+            shown.append(page.evaluate(f"() => {HOVER_TEXT}"))
             check(page, outbound, "leaderboard, hovering a model")
         assert any("<b>alpha</b>" in text for text in shown), shown
     finally:

@@ -20,7 +20,7 @@ import pytest
 
 from peercore.cli import main
 from peercore.store import Store
-from peercore.study import Study
+from peercore.app import Study, agreement
 from peercore.ui.data import ensure_sample_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def _rank(db: Path, capsys, *args: str) -> tuple[dict[str, float], dict]:
 def test_the_first_run_seeds_the_prd_study_beside_the_others(seeded):
     store = Store(seeded)
     assert {"prd-vicuna80", "sample", "topicalchat-usr"} <= set(store.studies()["name"])
-    counts = store.summary(STUDY)
+    counts = Study(store, STUDY).counts()
     assert (counts["questions"], counts["answers"], counts["contestants"]) == (80, 400, 5)
     assert counts["judgments"] == 9760 and counts["human_votes"] == 1760 and counts["invalid_judgments"] == 0
     judges = Study(store, STUDY).judges().set_index("name")
@@ -120,7 +120,7 @@ def test_reviewer_agreement_with_the_human_majority_reproduces_prd_table_3(seede
     study = Study(Store(seeded), STUDY)
     for reviewer in MODELS:
         want = expected["agreement_vs_human_majority"][NOTEBOOK_NAME[reviewer]]
-        row = study.agreement(reviewer, "human:", ties="include", reference_mode="majority").loc[reviewer]
+        row = agreement(study, reviewer, "human:", ties="include", reference_mode="majority").loc[reviewer]
         assert row["n"] == want["n"], reviewer
         assert row["agreement"] == pytest.approx(want["accuracy"], abs=TOL), reviewer
         assert row["fleiss_kappa"] == pytest.approx(want["fleiss_kappa"], abs=TOL), reviewer

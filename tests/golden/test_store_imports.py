@@ -27,6 +27,7 @@ from peercore.io.importer import import_path
 from peercore.io.prd import PRD_HUMAN_JUDGE, read_prd_judgments
 from peercore.io.scaleeval import SCALEEVAL_DEBATE_JUDGE
 from peercore.store import Store
+from peercore.app import Study
 
 pytestmark = pytest.mark.golden
 
@@ -81,7 +82,7 @@ def test_prd_counts(prd, db):
     assert (~human & ~five).sum() == 0
     assert report.counts["judgments"].added == 15040 and report.counts["judgments"].skipped == 0
     assert report.counts["questions"].added == 80 and report.counts["answers"].added == 720
-    summary = Store(db).summary("prd")
+    summary = Study(Store(db), "prd").counts()
     assert summary["human_votes"] == 7040 and summary["judgments"] == 15040
 
 
@@ -208,7 +209,7 @@ def test_scaleeval_unresolved_debates_counted_independently(scaleeval, db):
     assert report.notes["unresolved_debates"] == n_unresolved == 837
     assert len(store.debates("scaleeval", status="unresolved")) == n_unresolved
     assert len(store.adjudication_queue("scaleeval")) == n_unresolved
-    assert store.summary("scaleeval")["unresolved_debates"] == n_unresolved
+    assert Study(store, "scaleeval").counts()["unresolved_debates"] == n_unresolved
     consensus = store.judgments("scaleeval", judges=[SCALEEVAL_DEBATE_JUDGE])
     assert len(consensus) == 1620 - n_unresolved
 

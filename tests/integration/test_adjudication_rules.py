@@ -19,7 +19,7 @@ import pytest
 from integration.test_cli_on_postgres import dump
 from peercore.cli import main
 from peercore.store import Store
-from peercore.study import Study
+from peercore.app import Study
 
 
 @pytest.fixture

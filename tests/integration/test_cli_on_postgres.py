@@ -32,6 +32,7 @@ from peerboard_testing import shared_data_dir
 from pg_cluster import closing_pg_connections
 from peercore.cli import main
 from peercore.store import Store
+from peercore.app import Study
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
@@ -118,7 +119,7 @@ def fingerprint(url: str) -> dict[str, tuple[int, str]]:
 
 def summaries(location: str) -> dict:
     with contextlib.closing(Store(location, create=False)) as store:
-        return {name: store.summary(name) for name in store.studies()["name"]}
+        return {name: Study(store, name).counts() for name in store.studies()["name"]}
 
 
 # ------------------------------------------------------------------------- fixtures
@@ -451,7 +452,7 @@ def test_peercore_app_hands_the_dashboard_the_url_unchanged(imported, monkeypatc
     # `peercore app --db URL` (and `$PEERBOARD_DB=URL peercore app`) starts `streamlit run app.py` with
     # PEERBOARD_DB set to the URL exactly as given (password included: the dashboard must connect),
     # and nothing of it on the command line (visible to every user in `ps`).
-    from peercore.ui import commands
+    from peercore.cli import dashboard as commands
 
     locations, _ = imported
     url = locations["postgresql"]

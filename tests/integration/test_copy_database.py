@@ -25,6 +25,7 @@ from integration.helpers import make_review_study
 from peercore.cli import main
 from peercore.store import Store
 from peercore.store.copy import database_tables
+from peercore.app import Study
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "c0py-s3cret-pw"
@@ -114,7 +115,7 @@ def test_after_the_move_a_resume_pays_nothing_and_new_work_lands_after_the_copie
     after = {name: store.connect().execute(f"SELECT MAX(id) FROM {name}").fetchone()[0]
              for name in ("studies", "imports", "verdicts")}
     assert all(after[name] > before[name] for name in before), (before, after)
-    assert store.summary("after-the-move")["judgments"] == 2
+    assert Study(store, "after-the-move").counts()["judgments"] == 2
     bob = int(store.leases("panel").set_index("annotator").loc["bob", "debate_id"])
     assert main(["adjudicate", "--study", "panel", "--annotator", "bob", "--decide", str(bob), "tie",
                  "--db", target]) == 0

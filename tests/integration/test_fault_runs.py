@@ -17,6 +17,7 @@ from peercore.jobs.review import ReviewJob
 from peercore.reviewers import AnthropicBackend, OpenAIBackend
 from peercore.runner import RetryPolicy, run_job_sync
 from peercore.store import Store
+from peercore.app import Study
 
 RETRY = RetryPolicy(max_attempts=12, base_s=0.005, cap_s=0.05)
 
@@ -68,7 +69,7 @@ def test_500_reviews_at_30_percent_faults_are_stored_exactly_once(tmp_path, keys
         judgments = store.judgments(study)
         assert len(judgments) == 500
         assert not judgments.duplicated(["question_id", "model_a", "model_b", "judge"]).any()
-        assert store.summary(study)["invalid_judgments"] == 0
+        assert Study(store, study).counts()["invalid_judgments"] == 0
         run_row = store.run(result.run_id)
         assert (run_row["n_done"], run_row["status"]) == (500, "finished")
         assert run_row["prompt_tokens"] == result.prompt_tokens > 0

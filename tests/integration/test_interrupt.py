@@ -20,7 +20,7 @@ import pytest
 
 from fakes.llm_server import FakeLLMServer
 from integration.helpers import make_review_study, messages_of
-from peercore.jobs.commands import EXIT_INTERRUPTED
+from peercore.cli.runs import EXIT_INTERRUPTED
 from peercore.jobs.review import ReviewJob
 from peercore.jobs.specs import parse_judge_spec
 from peercore.store import Store

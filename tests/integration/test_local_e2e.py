@@ -16,7 +16,7 @@ from peercore.jobs.answers import AnswerJob
 from peercore.jobs.base import Judge
 from peercore.jobs.discussion import DebateJob
 from peercore.jobs.review import ReviewJob
-from peercore.ranking.leaderboard import leaderboard
+from peercore.app import Study, leaderboard
 from peercore.reviewers.local import LocalBackend
 from peercore.runner import run_job_sync
 from peercore.store import Store
@@ -50,7 +50,7 @@ def test_answers_review_debate_and_ranking_with_local_models(tmp_path):
     assert len(stored) == 1 and stored["status"].item() in ("agreed", "unresolved")
     assert len(store.debate_turns(stored["id"])) in (2, 4)
 
-    board = leaderboard(store.judgments("e2e", judges=["local:qwen2.5-coder-1.5b"]), method="winrate")
+    board = leaderboard(Study.from_frame(store.judgments("e2e", judges=["local:qwen2.5-coder-1.5b"])), method="winrate")
     assert set(board.table["model"]) == {"local:smollm2-135m", "local:smollm2-135m@t1.0"}
 
     again = run_job_sync(ReviewJob("e2e", [Judge(qwen)], method="logits"), store)

@@ -19,7 +19,7 @@ import pytest
 
 from peercore.cli import main
 from peercore.store import Store
-from peercore.study import Study
+from peercore.app import Study, health
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ def test_the_default_command_picks_the_better_answer(study, capsys):
               + ", ".join(f"{q} {p:.2f}" for q, p in combined.items()))
     assert len(combined) == len(PAIRS) and correct >= REQUIRED
     assert f"{JUDGE}: 40 replies" in out and "FLAGGED" not in out
-    assert not Study(store, "clear").health().loc[JUDGE, "flagged"]
+    assert not health(Study(store, "clear")).loc[JUDGE, "flagged"]
 
 
 def test_the_verdict_template_is_flagged_as_carrying_no_information(study, capsys):

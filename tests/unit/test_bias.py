@@ -43,6 +43,8 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
 
 
 def test_position_bias_hand_computed():
+    """P(first) over decisive verdicts with a Wilson interval, and eq. 8's share of all (Liusie et al. 2024,
+    section 6, Table 4, eq. 8), on the pairs a judge saw both ways round (issue 18, item 2)."""
     judgments = table(
         [
             ("q1", "a", "b", "g", "model_a"),
@@ -51,24 +53,31 @@ def test_position_bias_hand_computed():
             ("q2", "b", "a", "g", "model_b"),
             ("q3", "a", "b", "g", "tie"),
             ("q1", "a", "b", "h", "tie"),
+            ("q1", "b", "a", "h", "tie"),
+            ("q1", "a", "c", "k", "model_a"),  # one orientation only: k's order effect is unknown
         ],
-        p_a=[0.9, 0.8, 0.7, 0.2, None, 0.5],
+        p_a=[0.9, 0.8, 0.7, 0.2, None, 0.5, 0.5, 0.9],
     )
     out = position_bias(judgments)
-    assert out.index.tolist() == ["g", "h"]
+    assert out.index.tolist() == ["g", "h", "k"]
     g = out.loc["g"]
     assert (g["n"], g["n_decisive"]) == (5, 4)
     assert g["p_first"] == pytest.approx(0.75)
     assert (g["ci_low"], g["ci_high"]) == pytest.approx(wilson(3, 4))
     assert g["tie_rate"] == pytest.approx(0.2)
     assert g["mean_p_a"] == pytest.approx(0.65)  # the missing p_a is ignored
+    assert g["p_first_all"] == pytest.approx(3 / 5)  # eq. 8: first chosen over all N
     h = out.loc["h"]
     assert h["n_decisive"] == 0 and h["tie_rate"] == 1.0
     assert all(math.isnan(h[c]) for c in ("p_first", "ci_low", "ci_high"))
+    k = out.loc["k"]
+    assert k["n"] == 0 and k["order_unknown"] == 1 and math.isnan(k["p_first"]) and "unknown" in k["position_note"]
 
 
 def test_position_bias_level_and_mirror():
-    judgments = table([("q1", "a", "b", "g", "model_a")] * 3 + [("q2", "a", "b", "g", "model_b")])
+    """Liusie et al. 2024, section 6: mirroring every verdict turns P(first) into 1 - P(first)."""
+    judgments = table([("q1", "a", "b", "g", "model_a"), ("q1", "b", "a", "g", "model_a"),
+                       ("q2", "a", "b", "g", "model_a"), ("q2", "b", "a", "g", "model_b")])
     narrow = position_bias(judgments, level=0.5).loc["g"]
     assert (narrow["ci_low"], narrow["ci_high"]) == pytest.approx(wilson(3, 4, z=0.6744897501960817))
     mirrored = position_bias(mirror(judgments)).loc["g"]

@@ -12,7 +12,8 @@ import pytest
 from peercore import charts
 from peercore.bias import position_bias, swap_consistency
 from peercore.judgments import judgments_from_frame
-from peercore.ranking import leaderboard, pairwise_win_fraction
+from peercore.app import Study, leaderboard
+from peercore.ranking import pairwise_win_fraction
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def judgments() -> pd.DataFrame:
 
 
 def test_leaderboard_chart_draws_each_model_with_its_interval(judgments):
-    table = leaderboard(judgments, method="winrate", bootstrap=50).table
+    table = leaderboard(Study.from_frame(judgments), method="winrate", bootstrap=50).table
     fig = charts.leaderboard_chart(table, score_label="win rate")
     (trace,) = fig.data
     assert list(trace.y) == list(table["model"])[::-1]  # best at the top
@@ -37,7 +38,7 @@ def test_leaderboard_chart_draws_each_model_with_its_interval(judgments):
 
 
 def test_leaderboard_chart_without_intervals_has_no_error_bars(judgments):
-    table = leaderboard(judgments, method="bt").table
+    table = leaderboard(Study.from_frame(judgments), method="bt", bootstrap=0).table
     assert charts.leaderboard_chart(table).data[0].error_x.array is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from peercore.circularity import circular_gold, final_agent_verdicts, leave_one_agent_out_gold
-from peercore.study import gold_judgments
+from peercore.app.study import gold_judgments
 
 # Three agents x, y, z on four debates of one panel:
 #   1 agreed on model_a (all three end on model_a),

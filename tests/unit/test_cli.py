@@ -28,7 +28,7 @@ def test_rank_json_shape(judgments_file, capsys):
     assert main(["rank", str(judgments_file), "--method", "bt", "--bootstrap", "50", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"leaderboard", "weights", "method", "peer_weights", "verdicts", "judgments", "judges",
-                            "warnings", "options"} and payload["weights"] is None
+                            "warnings", "options", "merged"} and payload["weights"] is None
     assert payload["options"] == {"intervals": "bootstrap", "reweight": False, "prior": None, "min_battles": 30}
     assert [row["model"] for row in payload["leaderboard"]] == ["a", "b", "c"]
     assert set(payload["leaderboard"][0]) == {"model", "score", "rank", "ci_low", "ci_high", "battles", "preliminary",
@@ -219,7 +219,7 @@ def test_rank_by_category_side_by_side(answered_file, capsys):
     # a warning every group shares is said once, not once per group (the ten-category PRD study printed it ten times)
     from types import SimpleNamespace
 
-    from peercore.cli import _grouped_warnings
+    from peercore.cli.analysis import grouped_warnings as _grouped_warnings
 
     grouped = SimpleNamespace(by="category", rankings={
         "maths": SimpleNamespace(warnings=("mixed selection: x", "few battles: a")),

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from peercore.errors import JudgmentError
-from peercore.judgments import COLUMNS, empty_judgments, judgments_from_frame, mirror, read_judgments
+from peercore.io.canonical import read_judgments
+from peercore.judgments import COLUMNS, empty_judgments, judgments_from_frame, mirror
 
 GOOD = pd.DataFrame({
     "question_id": ["q1", "q2", "q3"],

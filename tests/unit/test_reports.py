@@ -7,9 +7,11 @@ import pandas as pd
 import pytest
 
 from peercore.judgments import judgments_from_frame
-from peercore.ranking import leaderboard
 from peercore import reports as views
-from peercore import study
+from peercore.app import GroupedRanking, Ranking, Study, leaderboard
+from peercore.app.leaderboard import poe_table
+from peercore.app.study import gold_judgments, gold_to_add
+from peercore.domain import verdicts as V
 
 
 def debates_frame(rows):
@@ -40,7 +42,7 @@ def test_aliases_prefer_stored_then_name_then_base_then_suffix():
     frame = judgments([("1", "gpt4", "gpt-4o", "gpt4", "model_a", None), ("1", "gpt4", "m", "openai:gpt-4o", "tie", None),
                        ("1", "gpt4", "m", "human:x", "tie", None), ("1", "gpt4", "m", "j", "tie", None),
                        ("1", "gpt4", "m", "openai:gpt-4o~verdict", "tie", None)])
-    assert study.aliases_of(frame, {"j": "m"}) == {"gpt4": "gpt4", "openai:gpt-4o": "gpt-4o", "j": "m",
+    assert V.from_frame(frame, aliases={"j": "m"}).aliases() == {"gpt4": "gpt4", "openai:gpt-4o": "gpt-4o", "j": "m",
                                                    "openai:gpt-4o~verdict": "gpt-4o"}
 
 
@@ -52,13 +54,13 @@ def test_gold_is_consensus_of_agreed_debates_plus_adjudications():
         (4, "d", "debate", "q4", "x", "y", "", "", "adjudicated", "tie", 3),      # imported already decided
     ])
     adjudications = pd.DataFrame([(2, "q2", "x", "y", "help", "s", "ann", "model_b", "", "t")], columns=ADJ_COLUMNS)
-    gold = study.gold_judgments(debates, adjudications)
+    gold = gold_judgments(debates, adjudications)
     assert gold[["question_id", "judge", "winner", "debate_id"]].values.tolist() == [
         ["q1", "debate:consensus", "model_a", 1], ["q4", "adjudicator:imported", "tie", 4],
         ["q2", "adjudicator:ann", "model_b", 2]]
     assert gold["criterion"].tolist()[:1] == ["help"]
-    assert len(study.gold_judgments(debates.iloc[0:0], adjudications.iloc[0:0])) == 0
-    paneled = study.gold_judgments(debates.assign(panel=["debate:p", "", "", ""]), adjudications)
+    assert len(gold_judgments(debates.iloc[0:0], adjudications.iloc[0:0])) == 0
+    paneled = gold_judgments(debates.assign(panel=["debate:p", "", "", ""]), adjudications)
     assert paneled["judge"].iloc[0] == "debate:p"  # gold is per panel
 
 
@@ -120,12 +122,15 @@ def test_poe_table_ranks_with_centred_intervals():
             strength = {"x": 1.0, "y": 0.0, "z": -1.0}
             p = float(np.clip(0.5 + 0.25 * (strength[a] - strength[b]) + rng.normal(0, 0.05), 0, 1))
             rows.append((str(q), a, b, "j", "model_a" if p > 0.5 else "model_b", p))
-    table = study.poe_table(judgments(rows))
-    assert table["model"].tolist() == ["x", "y", "z"] and table["rank"].tolist() == [1, 2, 3]
+    table = poe_table(judgments(rows))
+    assert table["model"].tolist() == ["x", "y", "z"]
+    # ranks come from the leaderboard, by the Arena rule on these intervals
+    ranked = leaderboard(Study.from_frame(judgments(rows)), method="poe-gaussian").table
+    assert ranked["model"].tolist() == ["x", "y", "z"] and ranked["rank"].tolist() == [1, 2, 3]
     width = (table["ci_high"] - table["ci_low"]).to_numpy()
     assert (width > 0).all() and (width < 0.05).all()  # centred: no common-shift uncertainty
     assert (table["ci_low"] < table["score"]).all() and (table["score"] < table["ci_high"]).all()
-    bt = study.poe_table(judgments(rows), method="poe_bt")
+    bt = poe_table(judgments(rows), method="poe_bt")
     assert bt["ci_low"].isna().all() and bt["model"].tolist() == ["x", "y", "z"]
 
 
@@ -134,8 +139,8 @@ def test_what_if_compares_two_leaderboards():
             ("3", "x", "y", "j2", "model_b", None), ("4", "y", "x", "j2", "model_a", None),
             ("5", "x", "y", "j2", "model_b", None)]
     frame = judgments(rows)
-    full = leaderboard(frame, method="winrate").table
-    without = leaderboard(frame[frame["judge"] == "j1"], method="winrate").table
+    full = leaderboard(Study.from_frame(frame), method="winrate", bootstrap=0).table
+    without = leaderboard(Study.from_frame(frame[frame["judge"] == "j1"]), method="winrate", bootstrap=0).table
     compared = views.what_if(full, without)
     assert compared.set_index("model")["rank_change"].to_dict() == {"x": 1, "y": -1}
 
@@ -185,10 +190,11 @@ def test_gold_is_added_for_ranking_without_counting_a_debate_twice():
     gold = judgments_from_frame(pd.DataFrame({"question_id": ["1", "2"], "model_a": "x", "model_b": "y",
                                               "judge": ["debate:consensus", "adjudicator:ann"],
                                               "winner": ["model_a", "tie"]}))
-    assert sorted(study.with_gold(stored, gold)["judge"]) == ["adjudicator:ann", "debate:consensus", "gpt4"]
+    assert sorted(gold_to_add(stored["judge"], gold)["judge"]) == ["adjudicator:ann", "debate:consensus"]
     panel = judgments([("1", "x", "y", "gpt4", "model_a", None), ("1", "x", "y", "debate:scaleeval", "model_a", None)])
-    assert sorted(study.with_gold(panel, gold)["judge"]) == ["adjudicator:ann", "debate:scaleeval", "gpt4"]
-    assert study.with_gold(stored, gold.iloc[0:0]) is stored
+    # a stored panel's consensus is its verdicts already: the derived consensus is not added again
+    assert sorted(gold_to_add(panel["judge"], gold)["judge"]) == ["adjudicator:ann"]
+    assert len(gold_to_add(stored["judge"], gold.iloc[0:0])) == 0
 
 
 # ------------------------------------------------------------------ issue 11 displays
@@ -213,7 +219,6 @@ def test_leaderboard_display_adds_rank_spread_robust_interval_and_style_columns(
 def test_baseline_style_grouped_and_bias_displays():
     from peercore.reports import baseline_display, bias_model_display, grouped_table, self_preference_summary, \
         style_table
-    from peercore.study import GroupedRanking, Ranking
 
     baseline = pd.DataFrame({"model": ["m"], "win_rate": [12.3456], "standard_error": [1.2], "lc_win_rate": [20.0],
                              "lc_standard_error": [0.5], "discrete_win_rate": [11.0], "n_wins": [10],

@@ -1,4 +1,4 @@
-"""The application layer (peercore.study): selection, gold per panel, warnings, leave-one-out agreement.
+"""The application layer (peercore.app, on the read model peercore.domain.verdicts): selection, gold per panel, warnings, leave-one-out agreement.
 
 Each test is a defect of issue 8 ("The CLI and the dashboard compute different things",
 "Numbers that mislead") reproduced on a small study built through the store.
@@ -15,7 +15,9 @@ import pytest
 from peerboard_testing import make_judgments
 from peercore.cli import main
 from peercore.store import Store
-from peercore.study import Selection, Study, final_verdicts, majority_of_votes
+from peercore.app import Study, alpha, judge_bias, leaderboard, leaderboards_by
+from peercore.domain import verdicts as V
+from peercore.domain.selection import Selection
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def test_final_verdicts_keep_each_agents_last_round_only():
     frame = make_judgments([("a", "b", "model_a", "agent1"), ("a", "b", "model_b", "agent1"),
                             ("a", "b", "model_a", "agent2")], question_id="q1")
     frame["round"] = pd.array([pd.NA, 2, pd.NA], dtype="Int64")
-    out = final_verdicts(frame)
+    out = V.to_frame(V.final_only(V.from_frame(frame))[0])
     assert out[["judge", "winner"]].values.tolist() == [["agent1", "model_b"], ["agent2", "model_a"]]
 
 
@@ -42,7 +44,7 @@ def test_majority_of_votes_reduces_repeated_votes_of_one_judge():
     frame = make_judgments([("a", "b", "model_a", "human:prd"), ("a", "b", "model_a", "human:prd"),
                             ("a", "b", "model_b", "human:prd"), ("a", "c", "model_a", "human:prd"),
                             ("a", "c", "model_b", "human:prd")], question_id="q1")
-    out = majority_of_votes(frame)
+    out = V.to_frame(V.majority(V.from_frame(frame))[0])
     assert out[["model_b", "winner"]].values.tolist() == [["b", "model_a"], ["c", "tie"]]
 
 
@@ -75,9 +77,9 @@ def test_a_mixed_selection_warns_and_common_contestants_fix_it(store):
              for i in range(30)]
     _add(store, "s", rows)
     study = Study(store, "s")
-    mixed = study.leaderboard(method="winrate")
+    mixed = leaderboard(study, method="winrate")
     assert any("guanaco (only by human:x)" in w for w in mixed.warnings)
-    common = study.leaderboard(Selection(common_contestants=True), method="winrate")
+    common = leaderboard(study, Selection(common_contestants=True), method="winrate")
     assert sorted(common.table["model"]) == ["a", "b"] and not any("mixed" in w for w in common.warnings)
 
 
@@ -85,7 +87,7 @@ def test_a_tiny_study_is_flagged_not_silently_ranked(store):
     # 5 verdicts gave Bradley-Terry ratings 1739 / -479 with no warning.
     _add(store, "s", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
                       for i in range(5)])
-    ranking = Study(store, "s").leaderboard(method="bt")
+    ranking = leaderboard(Study(store, "s"), method="bt")
     assert ranking.table["preliminary"].all()
     assert any("only 5 judgments" in w for w in ranking.warnings)
 
@@ -111,12 +113,12 @@ def test_soft_rankings_use_p_a_and_say_so(store):
             for i in range(60)]
     _add(store, "s", rows)
     study = Study(store, "s")
-    hard = study.leaderboard(method="winrate")
-    soft = study.leaderboard(method="winrate", soft=True)
+    hard = leaderboard(study, method="winrate")
+    soft = leaderboard(study, method="winrate", soft=True)
     assert hard.verdicts == "hard" and soft.verdicts == "soft"
     assert hard.table.set_index("model").loc["a", "score"] == 1.0
     assert soft.table.set_index("model").loc["a", "score"] == pytest.approx(0.6)
-    bt = study.leaderboard(method="bt", soft=True).table.set_index("model")["score"]
+    bt = leaderboard(study, method="bt", soft=True).table.set_index("model")["score"]
     # soft Bradley-Terry: P(a beats b) = 0.6 -> 400 log10(0.6 / 0.4) Elo points apart
     assert bt["a"] - bt["b"] == pytest.approx(400 * np.log10(0.6 / 0.4), abs=1e-3)
 
@@ -137,7 +139,7 @@ def test_cli_rank_and_study_agree_for_each_selection(store, tmp_path, capsys):
             assert main(["rank", "--study", "s", "--db", str(store.path), "--method", method, "--format", "json",
                          *args]) == 0
             cli = json.loads(capsys.readouterr().out)["leaderboard"]
-            table = study.leaderboard(selection, method=method).table
+            table = leaderboard(study, selection, method=method).table
             assert [r["model"] for r in cli] == table["model"].tolist()
             assert [r["score"] for r in cli] == pytest.approx(table["score"].tolist())
 
@@ -189,7 +191,7 @@ def _styled_study(store: Store, name: str = "styled") -> Study:
 
 def test_baseline_view_through_the_study(store):
     study = _styled_study(store)
-    ranking = study.leaderboard(method="winrate", baseline="a", lc_rounds=20)
+    ranking = leaderboard(study, method="winrate", baseline="a", lc_rounds=20)
     table = ranking.table.set_index("model")
     assert ranking.baseline["baseline"] == "a" and ranking.baseline["difficulty"] == "joint fit of 3 models"
     assert table.loc["a", "win_rate"] == 50 and table.loc["a", "n_draws"] == 12
@@ -197,13 +199,13 @@ def test_baseline_view_through_the_study(store):
     assert (table["avg_length"].notna()).all() and table.loc["d", "avg_length"] > table.loc["b", "avg_length"]
     assert ranking.to_json()["baseline"]["baseline"] == "a"
     with pytest.raises(ValueError, match="a baseline goes with method 'winrate'"):
-        study.leaderboard(method="bt", baseline="a")
+        leaderboard(study, method="bt", baseline="a")
 
 
 def test_style_control_through_the_study_lowers_the_verbose_models(store):
     study = _styled_study(store)
-    plain = study.leaderboard(method="bt", bootstrap=0).table.set_index("model")
-    styled = study.leaderboard(method="bt", controls=("length",), bootstrap=0)
+    plain = leaderboard(study, method="bt", bootstrap=0).table.set_index("model")
+    styled = leaderboard(study, method="bt", controls=("length",), bootstrap=0)
     table = styled.table.set_index("model")
     assert styled.style is not None and styled.style.loc["length", "coefficient"] > 0
     assert table.loc["d", "score"] < plain.loc["d", "score"]          # its wins were length
@@ -213,31 +215,31 @@ def test_style_control_through_the_study_lowers_the_verbose_models(store):
     assert set(payload["style"]) == {"length"} and set(payload["style_intervals"]["length"]) <= {None} | set(
         payload["style_intervals"]["length"])
     with pytest.raises(ValueError, match="style control is a Bradley-Terry model"):
-        study.leaderboard(method="elo", controls=("length",))
+        leaderboard(study, method="elo", controls=("length",))
 
 
 def test_style_control_without_answers_says_what_to_import(store):
     _add(store, "bare", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
                          for i in range(5)])
     with pytest.raises(ValueError, match="import the answers"):
-        Study(store, "bare").leaderboard(method="bt", controls=("length",))
+        leaderboard(Study(store, "bare"), method="bt", controls=("length",))
 
 
 def test_leaderboards_by_category_criterion_and_turn(store):
     study = _styled_study(store)
-    by_category = study.leaderboards_by(by="category", method="winrate", bootstrap=0)
+    by_category = leaderboards_by(study, by="category", method="winrate", bootstrap=0)
     assert list(by_category.rankings) == ["coding", "maths", "writing"]
     assert by_category.counts["judgments"].tolist() == [96, 96, 96]
     assert by_category.counts["contestants"].tolist() == [4, 4, 4]
-    maths = study.leaderboard(Selection(categories=("maths",)), method="winrate", bootstrap=0).table
+    maths = leaderboard(study, Selection(categories=("maths",)), method="winrate", bootstrap=0).table
     pd.testing.assert_frame_equal(by_category.rankings["maths"].table, maths)
-    by_criterion = study.leaderboards_by(by="criterion", method="bt", bootstrap=0, groups=["harmlessness"])
+    by_criterion = leaderboards_by(study, by="criterion", method="bt", bootstrap=0, groups=["harmlessness"])
     assert list(by_criterion.rankings) == ["harmlessness"]
-    assert list(study.leaderboards_by(by="turn", method="winrate", bootstrap=0).rankings) == ["1"]
+    assert list(leaderboards_by(study, by="turn", method="winrate", bootstrap=0).rankings) == ["1"]
     with pytest.raises(ValueError, match=r"category \['poetry'\] has no judgment"):
-        study.leaderboards_by(by="category", groups=["poetry"])
+        leaderboards_by(study, by="category", groups=["poetry"])
     with pytest.raises(ValueError, match="by must be one of"):
-        study.leaderboards_by(by="judge")
+        leaderboards_by(study, by="judge")
     assert json.loads(json.dumps(by_category.to_json()))["counts"]["maths"]["judgments"] == 96
 
 
@@ -245,25 +247,25 @@ def test_prior_keeps_five_verdicts_near_1000(store):
     _add(store, "five", [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": "j", "winner": "model_a"}
                          for i in range(5)])
     study = Study(store, "five")
-    without = study.leaderboard(method="bt", bootstrap=0).table.set_index("model")["score"]
-    weak = study.leaderboard(method="bt", bootstrap=0, prior=200).table.set_index("model")["score"]
+    without = leaderboard(study, method="bt", bootstrap=0).table.set_index("model")["score"]
+    weak = leaderboard(study, method="bt", bootstrap=0, prior=200).table.set_index("model")["score"]
     assert (without - 1000).abs().max() > 1000       # 5 wins out of 5: 'ratings like 1739 / -479' or worse
     assert (weak - 1000).abs().max() < 200
-    warning = " ".join(study.leaderboard(method="bt", bootstrap=0).warnings)
+    warning = " ".join(leaderboard(study, method="bt", bootstrap=0).warnings)
     assert "a weak prior (--prior 200)" in warning
 
 
 def test_min_battles_sets_the_preliminary_flag_and_options_are_checked(store):
     study = _styled_study(store)
-    table = study.leaderboard(method="winrate", bootstrap=0, min_battles=200).table
+    table = leaderboard(study, method="winrate", bootstrap=0, min_battles=200).table
     assert table["preliminary"].all()
-    assert not study.leaderboard(method="winrate", bootstrap=0, min_battles=10).table["preliminary"].any()
+    assert not leaderboard(study, method="winrate", bootstrap=0, min_battles=10).table["preliminary"].any()
     with pytest.raises(ValueError, match="Bradley-Terry options"):
-        study.leaderboard(method="winrate", reweight=True)
+        leaderboard(study, method="winrate", reweight=True)
     with pytest.raises(ValueError, match="intervals must be one of"):
-        study.leaderboard(method="bt", intervals="jackknife")
+        leaderboard(study, method="bt", intervals="jackknife")
     with pytest.raises(ValueError, match="min_battles must be"):
-        study.leaderboard(method="bt", min_battles=-1)
+        leaderboard(study, method="bt", min_battles=-1)
 
 
 def test_alpha_and_judge_bias_through_the_study(store):
@@ -272,10 +274,10 @@ def test_alpha_and_judge_bias_through_the_study(store):
              "winner": "model_a" if (i + k) % 3 else "model_b"} for i in range(12) for k, judge in
             enumerate(["human:x", "human:y", "human:z"])]
     store.add_judgments("styled", pd.DataFrame(rows))
-    alpha = study.alpha(["human:"], rounds=100)
-    assert alpha.raters == ("human:x", "human:y", "human:z") and alpha.units == 12
+    result = alpha(study, ["human:"], rounds=100)
+    assert result.raters == ("human:x", "human:y", "human:z") and result.units == 12
     store.set_judge("styled", "gpt", kind="llm", model_alias="d")
-    bias = study.judge_bias(Selection(judges=("gpt",)))
+    bias = judge_bias(study, Selection(judges=("gpt",)))
     assert {"position", "self", "length"} == set(bias.table.index.get_level_values("bias"))
     assert bias.table.loc[("gpt", "length"), "coefficient"] > 0     # the judge likes length
     # gpt is d, and no other judge judged d: its self-preference cannot be told from d's strength
@@ -284,12 +286,12 @@ def test_alpha_and_judge_bias_through_the_study(store):
 
 
 def test_a_leaderboard_export_holds_the_new_columns_the_cli_prints(store, capsys):
-    from peercore.io.export import study_table
+    from peercore.app.exports import study_table
 
     study = _styled_study(store)
     exported = study_table(store, "styled", what="leaderboard", method="bt", controls=("length",), bootstrap=0,
                            intervals="sandwich", prior=200.0)
-    shown = study.leaderboard(method="bt", controls=("length",), bootstrap=0, intervals="sandwich", prior=200.0)
+    shown = leaderboard(study, method="bt", controls=("length",), bootstrap=0, intervals="sandwich", prior=200.0)
     pd.testing.assert_frame_equal(exported, shown.table.reset_index(drop=True))
     assert {"plain_score", "rank_change", "sandwich_low", "rank_worst"} <= set(exported.columns)
     baseline = study_table(store, "styled", what="leaderboard", method="winrate", baseline="a", lc_rounds=0)

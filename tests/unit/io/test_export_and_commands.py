@@ -17,6 +17,7 @@ import pytest
 from peercore.cli import main
 from peercore.io.export import neutralise_formulas, table_bytes, write_table
 from peercore.store import Store
+from peercore.app import Study
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_database_location_from_the_environment(judgments_csv, tmp_path, monkeyp
     monkeypatch.setenv("PEERBOARD_DB", str(tmp_path / "env.sqlite"))
     assert main(["import", str(judgments_csv)]) == 0
     assert f"database: {tmp_path / 'env.sqlite'}" in capsys.readouterr().out
-    assert Store(tmp_path / "env.sqlite").summary("judgments")["judgments"] == 4  # study named after the file
+    assert Study(Store(tmp_path / "env.sqlite"), "judgments").counts()["judgments"] == 4  # study named after the file
 
 
 def test_export_judgments_csv_is_neutralised(judgments_csv, tmp_path, capsysbinary, db):

@@ -107,7 +107,8 @@ def test_an_invisible_character_in_a_large_file_is_refused_too(tmp_path, capsys)
 
 @pytest.mark.parametrize("name, words", [
     ("a\nb", "study name 'a\\nb' holds a line break"),
-    ("../../etc", "study name '../../etc' looks like a path"),
+    ("../../etc", "study name '../../etc' reads as a path out of a folder"),
+    ("/etc/passwd", "reads as a path out of a folder"),
     ("x" * 3000, "is 3,000 characters long (limit 200)"),
     (" prd", "study name ' prd' starts or ends with spaces"),
     ("gpt\u200b", "holds an invisible character, U+200B ZERO WIDTH SPACE"),
@@ -121,6 +122,21 @@ def test_a_bad_study_name_is_refused_by_peercore_import(name, words, tmp_path, c
     assert not db.exists()  # refused before the database is opened
     Store(db).create_study("kept")  # and an existing database stays byte-identical
     refused(capsys, db, "import", str(source), "--study", name, "--db", str(db))
+
+
+def test_a_slash_inside_a_study_name_is_kept_and_its_download_name_is_a_file_name(tmp_path, capsys):
+    """Issue 17 item 7: only names that climb out of a folder are refused; ``A/B test <b>x</b>`` is a
+    title, and the file names made from it (downloads, exports) hold no folder separator."""
+    from peercore.cli import main
+    from peercore.io.formats import file_name_part
+
+    source = tmp_path / "ok.csv"
+    source.write_text(HEADER + "q1,a,b,j,model_a\n")
+    db = tmp_path / "pb.sqlite"
+    assert main(["import", str(source), "--study", "A/B test <b>x</b>", "--db", str(db)]) == 0
+    assert "A/B test <b>x</b>" in Store(db).studies()["name"].tolist()
+    assert file_name_part("A/B test <b>x</b>") == "A_B test _b_x__b_"
+    assert file_name_part("../..") == "_.." and file_name_part("...") == "study"
 
 
 def test_a_study_named_after_a_file_with_a_line_break_is_refused(tmp_path, capsys):
@@ -139,7 +155,7 @@ def test_looking_up_a_3000_character_study_name_gives_one_short_line(tmp_path, c
 
 def test_the_store_refuses_a_bad_new_study_name_on_both_backends(db):
     store = Store(db)
-    for name in ("a\nb", "../x", "x" * 201, "a\u200bb", "..", "a/b"):
+    for name in ("a\nb", "../x", "x" * 201, "a\u200bb", "..", "/etc", "a/../b"):
         with pytest.raises(StoreError, match="study name"):
             store.create_study(name)
     assert store.studies().empty

@@ -27,6 +27,7 @@ import pytest
 from peercore.cli import main
 from peercore.errors import JudgmentError
 from peercore.store import Store
+from peercore.app import Study
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -55,7 +56,7 @@ def test_the_summary_counts_unparsed_verdicts_apart(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "judgments          3 added (1 of them unparsed, kept as invalid), 0 skipped as already stored " \
            "(identical)" in out
-    summary = Store(db).summary("s")
+    summary = Study(Store(db), "s").counts()
     assert (summary["judgments"], summary["invalid_judgments"]) == (2, 1)  # what the Studies page shows
     more = tmp_path / "more.csv"
     more.write_text(path.read_text() + "q4,a,b,j,,0,no verdict\nq5,a,b,j,model_b,1,\n")

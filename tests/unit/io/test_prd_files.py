@@ -17,6 +17,7 @@ from peercore.io.detect import detect_format
 from peercore.io.importer import import_path, read_path
 from peercore.io.prd import PRD_HUMAN_JUDGE, prd_answers_model, prd_file_parts, read_prd_file
 from peercore.store import Store
+from peercore.app import Study
 
 
 def write(path, *records) -> None:
@@ -126,7 +127,7 @@ def test_answers_import_only_beside_their_questions_and_leave_the_store_unchange
     store.create_study("s")
     with pytest.raises(JudgmentError, match=r"line 1, column 'question_id': answer to question '1'"):
         import_path(answers, store=store, study="s")
-    assert store.summary("s")["answers"] == 0
+    assert Study(store, "s").counts()["answers"] == 0
     questions = tmp_path / "vicuna_questions.jsonl"
     write(questions, {"question_id": 1, "text": "Q?", "category": "generic"})
     import_path(questions, store=store, study="s")

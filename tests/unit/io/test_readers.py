@@ -17,6 +17,7 @@ from peercore.io.detect import detect_format
 from peercore.io.fastchat import read_fastchat_folder, read_fastchat_pairs
 from peercore.io.importer import import_path, read_path
 from peercore.store import Store
+from peercore.app import Study
 
 
 def jsonl(path, *records):
@@ -188,7 +189,7 @@ def test_a_sample_data_like_folder_imports_in_one_transaction(tmp_path):
     assert report.study == "sample_data"
     assert report.notes["files"] == {"answers.jsonl": "answers", "debates.csv": "debates", "human_votes.csv": "human",
                                      "judgments.csv": "canonical", "questions.jsonl": "questions"}
-    summary = store.summary("sample_data")
+    summary = Study(store, "sample_data").counts()
     assert (summary["questions"], summary["answers"], summary["human_votes"], summary["debates"]) == (2, 3, 2, 2)
     assert summary["unresolved_debates"] == 1 and summary["judgments"] == 2 + 2 + 1  # + the agreed consensus
     judges = store.judges("sample_data").set_index("name")["kind"].to_dict()

@@ -207,7 +207,7 @@ def test_cli_missing_key_names_the_variable(db, capsys, monkeypatch, tmp_path):
 
 
 def test_cli_limit_option_is_parsed():
-    from peercore.jobs.commands import _limits
+    from peercore.cli.runs import _limits
 
     limits = _limits(["openai:rpm=500,tpm=30000", "openai:gpt-4o:concurrency=2"])
     assert limits["openai"].requests_per_minute == 500 and limits["openai"].tokens_per_minute == 30000

@@ -13,6 +13,7 @@ from peercore.jobs.base import Judge, parse_item_key, seeded_rng
 from peercore.jobs.review import ReviewJob, select_pairs
 from peercore.reviewers.base import Capabilities, Completion
 from peercore.runner import RetryPolicy, run_job_sync
+from peercore.app import Study
 from runner.fakes import FakeBackend, make_study
 
 FAST = RetryPolicy(max_attempts=3, base_s=0.001)
@@ -197,7 +198,7 @@ def test_review_unreadable_output_is_stored_invalid_with_raw_text(store, study):
     assert len(store.judgments(study)) == 0
     rows = store.connect().execute("SELECT valid, winner, raw FROM judgments").fetchall()
     assert [tuple(r) for r in rows] == [(0, None, "Both have merits; hard to say.")] * 2
-    assert store.summary(study)["invalid_judgments"] == 2
+    assert Study(store, study).counts()["invalid_judgments"] == 2
 
 
 def test_review_logprobs_gives_p_a_from_label_probabilities(store, study):

@@ -10,6 +10,7 @@ import pytest
 from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, _now
 from peercore.store.legacy import LEGACY
 from peercore.store.schema import statements
+from peercore.app import Study
 
 
 def test_a_version_3_file_is_upgraded_with_its_data(tmp_path):
@@ -25,7 +26,7 @@ def test_a_version_3_file_is_upgraded_with_its_data(tmp_path):
     connection.close()
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION and 4 in store.migrations()["version"].tolist()
-    assert store.has_study("old") and store.summary("old")["human_scores"] == 0
+    assert store.has_study("old") and Study(store, "old").counts()["human_scores"] == 0
     store.add_human_scores("old", pd.DataFrame({"question_id": ["c"], "model": ["m"], "attribute": ["coherence"],
                                                 "value": [2.5]}))
     assert store.human_scores("old")["value"].tolist() == [2.5]
@@ -76,7 +77,7 @@ def test_judge_scores_keep_unreadable_replies_and_count_in_the_run(store):
     assert frame["distribution"].iloc[0] == {"6": 0.75, "7": 0.25} and frame["raw"].iloc[1] == "Score: 7 or 8"
     assert len(store.judge_scores("s")) == 1  # valid only by default
     assert store.run_accounting(run)["scores"] == 2
-    assert store.summary("s")["judge_scores"] == 1
+    assert Study(store, "s").counts()["judge_scores"] == 1
     assert store.score_judges("s").values.tolist() == [["j", "coh", 1, 1]]
     assert store.add_judge_scores("s", rows).skipped == 2
     with pytest.raises(ScoreConflict, match="already stored"):

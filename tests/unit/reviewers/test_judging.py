@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from peercore.prompts import load_template
+from peercore.prompts.templates import TemplateError
 from peercore.reviewers import (
     AnthropicBackend,
     BackendError,
@@ -153,12 +154,25 @@ def test_samples_all_invalid_is_invalid():
 def test_template_fields_and_rubric_are_rendered():
     from peercore.prompts import load_rubric
 
+    # the rubric's header line (ScaleEval, Chern et al. 2024, Table 6): named for a plain criterion,
+    # the bare "[Criteria]" for a variation that hides the name (issue 22, item 4)
     call = Recorder(lambda r: Completion(text="0"))
+    rubric = load_rubric("helpfulness")
     result = run(compare(call, PLAIN, "Q", "a", "b", method="verdict", template="scaleeval_initial",
-                         fields={"criterion": "helpfulness", "rubric": load_rubric("helpfulness")}))
+                         fields={"criterion": "helpfulness", "criterion_header": rubric.header, "rubric": rubric}))
     assert result.verdict == "tie" and result.p_first == 0.5
     user = call.requests[0].messages[-1]["content"]
-    assert "[Criterion: helpfulness]" in user and "5: Very Helpful" in user
+    assert f"[Criterion: {rubric.title}]" in user and "5: Very Helpful" in user
+    varied = load_rubric("helpfulness/gibberish")
+    call = Recorder(lambda r: Completion(text="0"))
+    run(compare(call, PLAIN, "Q", "a", "b", method="verdict", template="scaleeval_initial",
+                fields={"criterion": "helpfulness", "criterion_header": varied.header, "rubric": varied}))
+    user = call.requests[0].messages[-1]["content"]
+    assert "[Criteria]" in user and "[Criterion:" not in user
+    # without the header the template is refused, naming the missing field
+    with pytest.raises(TemplateError, match="criterion_header"):
+        run(compare(Recorder(lambda r: Completion(text="0")), PLAIN, "Q", "a", "b", method="verdict",
+                    template="scaleeval_initial", fields={"criterion": "helpfulness", "rubric": rubric}))
 
 
 def test_backend_errors_propagate():

@@ -11,7 +11,7 @@ import pytest
 from peercore.store import SCHEMA_VERSION, Store, _now
 from peercore.store.legacy import LEGACY
 from peercore.store.schema import statements
-from peercore.study import Study
+from peercore.app import Study
 
 
 def make_v4(path) -> None:

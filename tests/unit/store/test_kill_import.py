@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from peercore.store import Store
+from peercore.app import Study
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
@@ -87,7 +88,7 @@ def test_kill_inside_the_write_transaction(big_log, db):
     assert process.returncode == -signal.SIGKILL
     assert state(db) == before
     store = Store(db)
-    assert store.summary("existing")["judgments"] == 1 and store.integrity_problems() == []
+    assert Study(store, "existing").counts()["judgments"] == 1 and store.integrity_problems() == []
 
 
 def test_kill_while_the_commit_is_being_written(big_log, db):
@@ -108,7 +109,7 @@ def test_kill_while_the_commit_is_being_written(big_log, db):
         if process.poll() is None:
             process.kill()
     store = Store(db)
-    n = store.summary("existing")["judgments"]
+    n = Study(store, "existing").counts()["judgments"]
     assert n in (1, 1 + N_BATTLES), n  # never a part of the import
     assert store.integrity_problems() == []
     if process.returncode == -signal.SIGKILL and n == 1:

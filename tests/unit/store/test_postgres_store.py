@@ -17,9 +17,11 @@ from peerboard_testing import make_judgments
 
 from peercore import assignment
 from peercore.store import schema
-from peercore.db import redact_url, translate
+from peercore.db import translate
+from peercore.locations import redact_url
 from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, StoreError, WriteCounts
 from peercore.store.legacy import LEGACY
+from peercore.app import Study
 
 T0 = 1_800_000_000.0
 
@@ -163,7 +165,7 @@ def test_human_and_judge_scores(db):
     assert len(store.judge_scores("s", include_invalid=True)) == 3
     assert store.score_judges("s").to_dict("records") == [{"judge": "j", "attribute": "", "n_scores": 2,
                                                            "n_invalid": 1}]
-    assert store.run_accounting("r1")["scores"] == 3 and store.summary("s")["judge_scores"] == 2
+    assert store.run_accounting("r1")["scores"] == 3 and Study(store, "s").counts()["judge_scores"] == 2
 
 
 def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
@@ -237,7 +239,7 @@ def test_the_prd_import_gives_the_same_study_on_both_backends(tmp_path, pg_url, 
     sqlite, postgres = stores
     pd.testing.assert_frame_equal(sqlite.judgments("prd", include_invalid=True, with_vote=True),
                                   postgres.judgments("prd", include_invalid=True, with_vote=True))
-    assert sqlite.summary("prd") == postgres.summary("prd")
+    assert Study(sqlite, "prd").counts() == Study(postgres, "prd").counts()
     assert len(sqlite.judgments("prd")) > 0
     for method in ("questions", "answers", "debates", "judges"):
         pd.testing.assert_frame_equal(getattr(sqlite, method)("prd"), getattr(postgres, method)("prd"),
@@ -315,7 +317,7 @@ def _every_method(store) -> dict:
     out["js"] = store.judge_scores("s", judges=["j"], attribute="a")
     iid = store.record_import("s", source="f.csv", format="canonical", counts={"a": 1})
     out["imports"] = store.imports("s").drop(columns=["created_at", "id"])
-    out["summary"] = store.summary("s"); out["rev"] = store.revision("s"); out["labels"] = store.labels("s")
+    out["summary"] = Study(store, "s").counts(); out["rev"] = store.revision("s"); out["labels"] = store.labels("s")
     out["turns"] = store.debate_turns([])
     store.delete_study("t"); out["has_t"] = store.has_study("t")
     out["integrity"] = store.integrity_problems()

@@ -16,8 +16,10 @@ import pytest
 
 from peercore.errors import JudgmentError
 from peercore.judgments import empty_judgments, judgments_from_frame
-from peercore.store import SCHEMA_VERSION, Store, StoreError, WriteCounts, default_db_path
+from peercore.locations import default_db_path
+from peercore.store import SCHEMA_VERSION, Store, StoreError, WriteCounts
 from peercore.store import schema
+from peercore.app import Study
 
 
 @pytest.fixture
@@ -100,7 +102,7 @@ def test_each_thread_gets_its_own_connection(store):
     thread.start()
     thread.join()
     assert seen[0] is not store.connect()
-    assert store.summary("s")["judgments"] == 0
+    assert Study(store, "s").counts()["judgments"] == 0
 
 
 # ---------------------------------------------------------------------- judgments
@@ -141,7 +143,7 @@ def test_invalid_verdicts_keep_key_and_raw_text(store):
     assert list(everything["valid"]) == [1, 0]
     assert everything["winner"].isna().tolist() == [False, True]
     assert everything["raw"].iloc[1] == "I cannot decide [[?]]"
-    assert store.summary("s")["invalid_judgments"] == 1
+    assert Study(store, "s").counts()["invalid_judgments"] == 1
 
 
 def test_bad_judgments_are_named_and_nothing_is_written(store):
@@ -150,7 +152,7 @@ def test_bad_judgments_are_named_and_nothing_is_written(store):
         store.add_judgments("s", rows)
     with pytest.raises(JudgmentError, match="model_a and model_b are both"):
         store.add_judgments("s", frame([("q", "a", "a", "j", None)], valid=[0]))
-    assert store.summary("s")["judgments"] == 0 and store.revision("s") == 0
+    assert Study(store, "s").counts()["judgments"] == 0 and store.revision("s") == 0
 
 
 def test_trusted_frames_are_still_checked(store):
@@ -189,13 +191,13 @@ def test_judgments_view_decodes_and_is_read_only(store):
 
 
 def test_each_write_is_one_transaction(store):
-    before = store.summary("s")
+    before = Study(store, "s").counts()
     with pytest.raises(RuntimeError):
         with store.transaction():
             store.add_judgments("s", rich())
             store.add_questions("s", pd.DataFrame({"question_id": ["1"], "text": ["?"]}))
             raise RuntimeError("boom")
-    assert store.summary("s") == before
+    assert Study(store, "s").counts() == before
     assert store.labels("s") == {}
 
 
@@ -265,7 +267,7 @@ def test_revision_changes_with_every_write(store):
 
 def test_summary_counts(store):
     store.add_judgments("s", rich())
-    summary = store.summary("s")
+    summary = Study(store, "s").counts()
     assert summary["judgments"] == 4 and summary["human_votes"] == 1 and summary["contestants"] == 3
     assert summary["judges"] == 3
     judges = store.judges("s").set_index("name")

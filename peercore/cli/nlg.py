@@ -20,115 +20,33 @@ from __future__ import annotations
 import json
 import sys
 
-from peercore.cli import add_db_option, fail, int_at_least
+import pandas as pd
 
-__all__ = ["add_commands"]
+from peercore.cli.common import fail
+from peercore.cli.runs import ProgressBar
+from peercore.io.export import write_table
+from peercore.io.scores import human_scores_wide, judge_scores_table
+from peercore.jobs.estimate import estimate
+from peercore.jobs.scoring import ScoreJob
+from peercore.jobs.specs import parse_judge_spec
+from peercore.nlg.jobs import ComparisonJob
+from peercore.nlg.report import paper_table
+from peercore.nlg.study import CURVE_METHODS, NLGStudy
+from peercore.reviewers.base import MissingCredentials
+from peercore.runner import RetryPolicy, run_job_sync
+from peercore.store import Store
 
-_positive_int = int_at_least(1)
-
-
-def add_commands(subparsers) -> None:
-    """Register ``peercore nlg`` and its subcommands."""
-    nlg = subparsers.add_parser("nlg", help="NLG assessment: candidates ranked per context, scored against humans",
-                                description="Comparative assessment vs absolute scoring, per context, against human "
-                                            "scores (Liusie et al. 2024; the Product-of-Experts follow-up).")
-    commands = nlg.add_subparsers(dest="nlg_command", required=True, parser_class=type(nlg))
-
-    compare = commands.add_parser("compare", help="pairwise comparisons of each context's candidates on an attribute")
-    _run_options(compare)
-    compare.add_argument("--strategy", choices=("all", "symmetric", "random", "no-repeat", "greedy"), default="all",
-                         help="which pairs (default all: every ordered pair, the symmetric set)")
-    compare.add_argument("--comparisons", type=_positive_int, default=None, metavar="K",
-                         help="comparisons per context with a selection strategy")
-    compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--method", choices=("auto", "logprobs", "logits", "samples", "verdict"), default=None,
-                         help="default per backend: the label-probability classifier for local models")
-    compare.set_defaults(handler=_compare)
-
-    score = commands.add_parser("score", help="absolute scores of each candidate on an attribute (prompt scoring)")
-    _run_options(score)
-    score.add_argument("--scale", default=None, metavar="LOW-HIGH",
-                       help="score scale (default 1-9: single-token scores for the probability reading)")
-    score.add_argument("--method", choices=("auto", "logits", "logprobs", "text"), default=None,
-                       help="default per backend: expected score over the score tokens for local models, the "
-                            "reply's text for the OpenAI and Anthropic APIs")
-    score.add_argument("--temperature", type=float, default=None, help="temperature of text replies (default 0)")
-    score.set_defaults(handler=_score)
-
-    evaluate = commands.add_parser("evaluate", help="per-context correlation with human scores (the papers' table)")
-    _study_options(evaluate)
-    evaluate.add_argument("--attribute", required=True)
-    evaluate.add_argument("--judge", default=None, help="comparative judge (default: the one with most comparisons "
-                                                        "on the attribute)")
-    evaluate.add_argument("--criterion", default=None, help="criterion of the judge's verdicts (default: the attribute)")
-    evaluate.add_argument("--score-judge", default=None, help="absolute-scoring judge (default: most scores)")
-    evaluate.add_argument("--all-contexts", action="store_true",
-                          help="each approach on every context it covers (default: the contexts both cover)")
-    evaluate.add_argument("--rounds", type=_positive_int, default=2000, help="bootstrap rounds (default 2000)")
-    evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    evaluate.set_defaults(handler=_evaluate)
-
-    curves = commands.add_parser("curves", help="Spearman with humans against comparisons per context "
-                                                "(random vs greedy, raw vs debiased)")
-    _study_options(curves)
-    curves.add_argument("--attribute", required=True)
-    curves.add_argument("--judge", default=None)
-    curves.add_argument("--criterion", default=None)
-    curves.add_argument("--method", action="append", choices=("win_ratio", "bt", "avg_prob", "poe_bt", "poe_gaussian"),
-                        default=None, help="scorer (repeatable; default win_ratio, poe_bt, poe_gaussian)")
-    curves.add_argument("--repeats", type=_positive_int, default=10)
-    curves.add_argument("--seed", type=int, default=0)
-    curves.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    curves.set_defaults(handler=_curves)
-
-    judges = commands.add_parser("judges", help="attributes with human scores, comparative and scoring judges")
-    _study_options(judges)
-    judges.add_argument("--json", action="store_true")
-    judges.set_defaults(handler=_judges)
-
-    export = commands.add_parser("export", help="export human scores (generic table) or judges' absolute scores")
-    _study_options(export)
-    export.add_argument("--what", choices=("human", "judge-scores"), default="human")
-    export.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
-    export.add_argument("--output", "-o", default=None, metavar="PATH", help="file to write (default: stdout)")
-    export.set_defaults(handler=_export)
-
-
-def _study_options(parser) -> None:
-    parser.add_argument("--study", required=True, help="study name in the database")
-    add_db_option(parser)
-
-
-def _run_options(parser) -> None:
-    _study_options(parser)
-    parser.add_argument("--judge", action="append", required=True, metavar="SPEC",
-                        help="[NAME=]backend:model[?temperature=T] (repeatable)")
-    parser.add_argument("--attribute", required=True, help="the attribute (e.g. coherence)")
-    parser.add_argument("--contestant", action="append", default=None, metavar="MODEL",
-                        help="only these candidates (repeatable)")
-    parser.add_argument("--question", action="append", default=None, metavar="ID", help="only this context (repeatable)")
-    parser.add_argument("--dry-run", action="store_true", help="print the estimate; spend nothing")
-    parser.add_argument("--concurrency", type=_positive_int, default=8)
-    parser.add_argument("--max-attempts", type=_positive_int, default=6)
-    parser.add_argument("--max-tokens", type=_positive_int, default=None)
-    parser.add_argument("--timeout", type=float, default=None, metavar="S")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--json", action="store_true", help="print the estimate or result as JSON")
+__all__ = []
 
 
 # ------------------------------------------------------------------------ handlers
 
 
 def _judges_of(args) -> list:
-    from peercore.jobs.specs import parse_judge_spec
-
     return [parse_judge_spec(spec, timeout=args.timeout) for spec in args.judge]
 
 
 def _compare(args) -> int:
-    from peercore.nlg.jobs import ComparisonJob
-
     job = ComparisonJob(args.study, _judges_of(args), attribute=args.attribute, contestants=args.contestant,
                         questions=args.question, strategy=args.strategy, comparisons=args.comparisons,
                         seed=args.seed, method=args.method, max_tokens=args.max_tokens or 512)
@@ -136,8 +54,6 @@ def _compare(args) -> int:
 
 
 def _score(args) -> int:
-    from peercore.jobs.scoring import ScoreJob
-
     job = ScoreJob(args.study, _judges_of(args), attribute=args.attribute, contestants=args.contestant,
                    questions=args.question, method=args.method, scale=_scale(args.scale),
                    temperature=args.temperature, max_tokens=args.max_tokens or 64)
@@ -155,12 +71,6 @@ def _scale(text: str | None) -> tuple[int, int] | None:
 
 
 def _run(job, args) -> int:
-    from peercore.jobs.commands import _ProgressBar
-    from peercore.jobs.estimate import estimate
-    from peercore.reviewers.base import MissingCredentials
-    from peercore.runner import RetryPolicy, run_job_sync
-    from peercore.store import Store
-
     store = Store(args.db)
     if args.dry_run:
         est = estimate(job, store)
@@ -173,7 +83,7 @@ def _run(job, args) -> int:
                 check()
             except MissingCredentials as exc:
                 return fail(str(exc))
-    bar = None if args.no_progress else _ProgressBar(sys.stderr)
+    bar = None if args.no_progress else ProgressBar(sys.stderr)
     result = run_job_sync(job, store, on_progress=bar, concurrency=args.concurrency,
                           retry=RetryPolicy(max_attempts=args.max_attempts))
     if bar is not None:
@@ -211,15 +121,10 @@ def _summary(result, names: dict) -> str:
 
 
 def _nlg(args):
-    from peercore.nlg.study import NLGStudy
-    from peercore.store import Store
-
     return NLGStudy(Store(args.db, create=False), args.study)
 
 
 def _evaluate(args) -> int:
-    import pandas as pd
-
     study = _nlg(args)
     result = study.evaluate(args.attribute, judge=args.judge, criterion=args.criterion, score_judge=args.score_judge,
                             common=not args.all_contexts, rounds=args.rounds, seed=args.seed)
@@ -236,7 +141,6 @@ def _evaluate(args) -> int:
     if args.format == "csv":
         result.table.to_csv(sys.stdout, index=False)
         return 0
-    from peercore.nlg.report import paper_table
 
     print(f"{args.study}: {result.attribute}, {len(result.contexts)} contexts; comparative judge "
           f"{result.judge or '-'} ({result.comparisons:,} comparisons), absolute {result.score_judge or '-'} "
@@ -263,10 +167,6 @@ def _evaluate(args) -> int:
 
 
 def _curves(args) -> int:
-    import pandas as pd
-
-    from peercore.nlg.study import CURVE_METHODS
-
     study = _nlg(args)
     judge, criterion = args.judge, args.criterion
     if judge is None:
@@ -308,10 +208,6 @@ def _judges(args) -> int:
 
 
 def _export(args) -> int:
-    from peercore.io.export import write_table
-    from peercore.io.scores import human_scores_wide, judge_scores_table
-    from peercore.store import Store
-
     store = Store(args.db, create=False)
     if args.what == "human":
         table = human_scores_wide(store.human_scores(args.study))
@@ -323,4 +219,5 @@ def _export(args) -> int:
         write_table(table, sys.stdout.buffer, format=args.format)
         sys.stdout.flush()
     return 0
+
 

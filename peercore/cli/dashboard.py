@@ -11,23 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from peercore.cli import add_db_option
+from peercore.cli.common import fail
 
-__all__ = ["add_commands", "app_path"]
+__all__ = ["app_path", "command"]
 
 
 def app_path() -> Path:
     """``app.py`` of the checkout peercore was installed from (editable install)."""
     return Path(__file__).resolve().parents[2] / "app.py"
-
-
-def add_commands(subparsers) -> None:
-    app = subparsers.add_parser("app", help="open the PeerBoard dashboard in the browser (streamlit run app.py)")
-    add_db_option(app)
-    app.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
-    app.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    app.add_argument("--headless", action="store_true", help="do not open a browser window")
-    app.set_defaults(handler=_app)
 
 
 def command(args) -> list[str]:
@@ -40,8 +31,6 @@ def command(args) -> list[str]:
 
 
 def _app(args) -> int:
-    from peercore.cli import fail
-
     if not app_path().is_file():
         return fail(f"{app_path()} not found: `peercore app` runs from a PeerBoard checkout "
                     "(pip install -e .); otherwise run `streamlit run app.py` there")

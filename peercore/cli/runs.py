@@ -36,163 +36,33 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from peercore.cli import add_db_option, fail, int_at_least
-from peercore.db import is_postgres_url, redact_url
+from peercore.app.health import health
+from peercore.app.study import Study
+from peercore.cli.common import fail
+from peercore.locations import is_postgres_url, redact_url
+from peercore.jobs.answers import DEFAULT_SYSTEM_PROMPT, AnswerJob
+from peercore.jobs.base import accounting_line, describe_item
+from peercore.jobs.batch import check_batchable, run_batch_sync
+from peercore.jobs.discussion import DebateJob, DiscussionJob
+from peercore.jobs.estimate import estimate
+from peercore.jobs.preview import job_prompts, prompts_text
+from peercore.jobs.pricing import load_prices
+from peercore.jobs.review import ONE_ORDER_STRATEGIES, ReviewJob
+from peercore.jobs.specs import parse_judge_spec
+from peercore.reviewers.base import MissingCredentials
+from peercore.runner import ProviderLimits, RetryPolicy, run_job_sync
+from peercore.store import Store
 
-__all__ = ["add_commands"]
+__all__ = ["EXIT_INTERRUPTED", "ProgressBar"]
 
 # 128 + SIGINT: the status a shell gives a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
-
-_positive_int = int_at_least(1)
-_non_negative_int = int_at_least(0)
-
-
-def add_commands(subparsers) -> None:
-    """Register the job commands on the ``peercore`` parser."""
-    answer = subparsers.add_parser("answer", help="generate answers: each contestant answers each question")
-    _common(answer)
-    answer.add_argument("--contestant", action="append", required=True, metavar="SPEC",
-                        help="backend:model answering (repeatable), e.g. local:smollm2-135m")
-    answer.add_argument("--question", action="append", metavar="ID", help="only this question (repeatable)")
-    answer.add_argument("--temperature", type=float, default=0.0)
-    answer.add_argument("--max-tokens", type=_positive_int, default=512)
-    answer.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short generic one)")
-    answer.set_defaults(handler=_answer, job_parser=answer)
-
-    review = subparsers.add_parser("review", help="pairwise peer review of the study's answers")
-    _common(review)
-    review.add_argument("--reviewer", action="append", required=True, metavar="SPEC",
-                        help="[NAME=]backend:model[?temperature=T] (repeatable)")
-    _pairs(review)
-    review.add_argument("--method", choices=("verdict", "logprobs", "logits", "samples", "auto"), default=None,
-                        help="how a verdict is read. Default per backend: the label-probability classifier "
-                             "(Liusie et al., p_a stored) for local models and OpenAI-compatible servers that "
-                             "return log-probabilities; the verdict prompt with its reasoning (PRD) for the "
-                             "OpenAI and Anthropic APIs. verdict = the reply's verdict line, logprobs / logits = "
-                             "label probabilities, samples = share of K sampled verdicts, auto = the best the "
-                             "backend can do")
-    review.add_argument("--template", default=None, help="prompt template (default prd_review for verdict, "
-                                                         "liusie_classifier_numeric for probabilities)")
-    review.add_argument("--criterion", default=None, help="criterion stored with the judgments (and its rubric)")
-    review.add_argument("--samples", type=_positive_int, default=1, metavar="K",
-                        help="samples per comparison with --method samples")
-    review.add_argument("--temperature", type=float, default=None,
-                        help="sampling temperature for --method samples (default 1.0); a single verdict is greedy "
-                             "unless the reviewer spec sets ?temperature=")
-    review.add_argument("--max-tokens", type=_positive_int, default=512)
-    _batch_options(review)
-    review.set_defaults(handler=_review, job_parser=review)
-
-    discuss = subparsers.add_parser("discuss", help="PRD peer discussions between two reviewers")
-    _common(discuss)
-    discuss.add_argument("--reviewer", action="append", required=True, metavar="SPEC",
-                         help="exactly two: [NAME=]backend:model")
-    _pairs(discuss)
-    discuss.add_argument("--turns", type=_non_negative_int, default=4, help="discussion turns after the reviews")
-    discuss.add_argument("--one-order", action="store_true", help="only the first reviewer leads (default: both orders)")
-    discuss.add_argument("--temperature", type=float, default=0.0)
-    discuss.add_argument("--max-tokens", type=_positive_int, default=512)
-    discuss.add_argument("--review-template", default="prd_review_discussion", metavar="NAME",
-                         help="template of the initial reviews (default prd_review_discussion, PRD Table 8: 1 or 2; "
-                              "prd_review is the Vicuna80 prompt with a tie)")
-    _batch_options(discuss)
-    discuss.set_defaults(handler=_discuss, job_parser=discuss)
-
-    debate = subparsers.add_parser("debate", help="ScaleEval multi-agent debates; unresolved ones go to adjudication")
-    _common(debate)
-    debate.add_argument("--agent", action="append", required=True, metavar="SPEC",
-                        help="[NAME=]backend:model[?temperature=T&seed=N] (two or more)")
-    _pairs(debate)
-    debate.add_argument("--criterion", action="append", default=None, metavar="NAME",
-                        help="criterion rubric (repeatable; default helpfulness)")
-    debate.add_argument("--max-rounds", type=_positive_int, default=3, metavar="D",
-                        help="rounds including the initial verdicts (default 3)")
-    debate.add_argument("--name", default=None,
-                        help="panel name: the consensus judge is debate:<name> (default scaleeval; another "
-                             "configuration of an existing panel gets a variant name unless you force one)")
-    debate.add_argument("--temperature", type=float, default=0.0)
-    debate.add_argument("--max-tokens", type=_positive_int, default=256)
-    debate.add_argument("--initial-template", default="scaleeval_initial", metavar="NAME",
-                        help="template of the initial verdicts (default scaleeval_initial; "
-                             "scaleeval_compact_initial puts the verdict first, for small models)")
-    debate.add_argument("--discussion-template", default="scaleeval_discussion", metavar="NAME",
-                        help="template of the discussion rounds (default scaleeval_discussion; "
-                             "scaleeval_compact_discussion puts the verdict first)")
-    _batch_options(debate)
-    debate.set_defaults(handler=_debate, job_parser=debate)
-
-    runs = subparsers.add_parser("runs", help="the study's runs: status, items, and where every paid call ended")
-    runs.add_argument("--study", required=True, help="study name in the database")
-    add_db_option(runs)
-    runs.add_argument("--json", action="store_true", help="print the runs as JSON")
-    runs.set_defaults(handler=_runs)
-
-
-def _common(parser) -> None:
-    parser.add_argument("--study", required=True, help="study name in the database")
-    add_db_option(parser)
-    parser.add_argument("--dry-run", action="store_true", help="print the estimate of calls, tokens and cost; spend nothing")
-    parser.add_argument("--show-prompts", type=_positive_int, default=None, metavar="N",
-                        help="print the exact messages of the job's first N calls whose prompt is fixed before the run "
-                             "(reviews, a discussion's initial reviews, a debate's initial verdicts; with --json as "
-                             "JSON); spend nothing")
-    parser.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default 8)")
-    parser.add_argument("--limit", action="append", default=[], metavar="WHO:rpm=N,tpm=N,concurrency=N",
-                        help="rate limits for a provider (openai) or judge (openai:gpt-4o), repeatable")
-    parser.add_argument("--max-attempts", type=_positive_int, default=6, help="attempts per call (default 6)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="HTTP timeout per request")
-    parser.add_argument("--prices", default=None, metavar="TOML", help="price table overriding the bundled one")
-    parser.add_argument("--run-id", default=None, help="resume this run (default: the job's own id)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--json", action="store_true", help="print the estimate or result as JSON")
-
-
-def _batch_options(parser) -> None:
-    parser.add_argument("--batch", action="store_true",
-                        help="send the calls through the provider's batch API (OpenAI Batch, Anthropic Message "
-                             "Batches; openai: and anthropic: judges only) at the batch price; a debate sends one "
-                             "batch per round, a discussion one per turn. Interrupted: run the same command (or "
-                             "--run-id) to resume the batches")
-    parser.add_argument("--poll-seconds", type=_positive_float, default=30.0, metavar="S",
-                        help="with --batch: seconds between two reads of a running batch (default 30)")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _pairs(parser) -> None:
-    parser.add_argument("--contestant", action="append", default=None, metavar="MODEL",
-                        help="compare only these contestants' answers (repeatable)")
-    parser.add_argument("--question", action="append", default=None, metavar="ID", help="only this question (repeatable)")
-    parser.add_argument("--strategy", choices=("all", "random", "no-repeat", "symmetric", "greedy"), default="all",
-                        help="comparison selection (Liusie et al. section 3.4); default all ordered pairs (both "
-                             "presentation orders). no-repeat and greedy show each pair in one order only, so "
-                             "they cannot measure position bias")
-    parser.add_argument("--comparisons", type=_positive_int, default=None, metavar="K",
-                        help="comparisons per question with a selection strategy")
-    parser.add_argument("--budget", type=_positive_int, default=None, metavar="CALLS",
-                        help="at most this many calls: sets K when --comparisons is not given; when the job "
-                             "needs more, keeps whole questions (chosen at random, seeded) while they fit and "
-                             "says what was left out")
-    parser.add_argument("--max-questions", type=_positive_int, default=None, metavar="N",
-                        help="judge at most N questions, chosen at random (seeded by --seed)")
-    parser.add_argument("--seed", type=int, default=0)
 
 
 # ------------------------------------------------------------------------------ handlers
 
 
 def _answer(args) -> int:
-    from peercore.jobs.answers import DEFAULT_SYSTEM_PROMPT, AnswerJob
-
     contestants = [_judge(s, args) for s in args.contestant]
     job = AnswerJob(args.study, contestants, questions=args.question,
                     system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
@@ -201,8 +71,6 @@ def _answer(args) -> int:
 
 
 def _review(args) -> int:
-    from peercore.jobs.review import ReviewJob
-
     job = ReviewJob(args.study, [_judge(s, args) for s in args.reviewer], **_pair_options(args),
                     template=args.template, criterion=args.criterion, method=args.method, samples=args.samples,
                     temperature=args.temperature, max_tokens=args.max_tokens)
@@ -210,8 +78,6 @@ def _review(args) -> int:
 
 
 def _discuss(args) -> int:
-    from peercore.jobs.discussion import DiscussionJob
-
     job = DiscussionJob(args.study, [_judge(s, args) for s in args.reviewer], turns=args.turns,
                         both_orders=not args.one_order, **_pair_options(args), temperature=args.temperature,
                         max_tokens=args.max_tokens, review_template=args.review_template)
@@ -219,8 +85,6 @@ def _discuss(args) -> int:
 
 
 def _debate(args) -> int:
-    from peercore.jobs.discussion import DebateJob
-
     job = DebateJob(args.study, [_judge(s, args) for s in args.agent], criteria=args.criterion or ["helpfulness"],
                     max_rounds=args.max_rounds, name=args.name, **_pair_options(args),
                     temperature=args.temperature, max_tokens=args.max_tokens,
@@ -229,8 +93,6 @@ def _debate(args) -> int:
 
 
 def _runs(args) -> int:
-    from peercore.store import Store
-
     store = Store(args.db, create=False)
     frame = store.runs(args.study)
     rows = []
@@ -267,14 +129,10 @@ def _pair_options(args) -> dict:
 
 
 def _judge(spec: str, args):
-    from peercore.jobs.specs import parse_judge_spec
-
     return parse_judge_spec(spec, timeout=args.timeout)
 
 
 def _limits(values: list[str]) -> dict:
-    from peercore.runner import ProviderLimits
-
     out = {}
     for text in values:
         who, sep, rest = text.rpartition(":") if "=" in text.rsplit(":", 1)[-1] else ("", "", "")
@@ -296,16 +154,8 @@ def _limits(values: list[str]) -> dict:
 
 
 def _run(job, args) -> int:
-    from peercore.jobs.estimate import estimate
-    from peercore.jobs.pricing import load_prices
-    from peercore.jobs.review import ONE_ORDER_STRATEGIES
-    from peercore.reviewers.base import MissingCredentials
-    from peercore.runner import RetryPolicy, run_job_sync
-    from peercore.store import Store
-
     store = Store(args.db)
     if args.show_prompts:  # what the judges would read, exactly; nothing is called
-        from peercore.jobs.preview import job_prompts, prompts_text
 
         prompts = job_prompts(job, store, args.show_prompts)
         print(json.dumps(prompts, indent=2, ensure_ascii=False) if args.json else prompts_text(prompts))
@@ -314,7 +164,6 @@ def _run(job, args) -> int:
     limits = _limits(args.limit)
     batch = getattr(args, "batch", False)
     if batch:
-        from peercore.jobs.batch import check_batchable
 
         check_batchable(job)  # a local model or a compatible server: refused (exit 2) before anything
     if getattr(job, "strategy", None) in ONE_ORDER_STRATEGIES:
@@ -338,11 +187,10 @@ def _run(job, args) -> int:
                 check()
             except MissingCredentials as exc:
                 return fail(str(exc))
-    bar = None if args.no_progress else _ProgressBar(sys.stderr)
+    bar = None if args.no_progress else ProgressBar(sys.stderr)
     stop = threading.Event()  # set by a first Ctrl-C during a live run
     try:
         if batch:
-            from peercore.jobs.batch import run_batch_sync
 
             # Ctrl-C: asyncio cancels the run where it waits; every batch step is written down first
             result = run_batch_sync(job, store, run_id=args.run_id, prices=prices, poll_s=args.poll_seconds,
@@ -446,11 +294,9 @@ def _plan_note(job, store) -> str:
 
 
 def _health(store, study: str, names: dict):
-    from peercore.bias import judge_health
-
-    stored = store.judgments(study, judges=sorted(set(names.values())), include_invalid=True)
-    stored = stored[~stored["judge"].str.startswith("debate:")]
-    return judge_health(stored) if len(stored) else None
+    """The health of the run's judges (:func:`peercore.app.health.health`, what every page shows)."""
+    table = health(Study(store, study), judges=sorted(set(names.values())))
+    return table if len(table) else None
 
 
 def summary(result, *, names: dict | None = None, health=None) -> str:
@@ -479,29 +325,13 @@ def summary(result, *, names: dict | None = None, health=None) -> str:
             text += (f"\n  {judge}: {row['n']} replies, P(first) {bias}, identical {row['identical_share']:.0%}, "
                      f"invalid {row['invalid_share']:.0%}: {state}")
     if result.failed_items:
-        from peercore.jobs.base import describe_item
 
         key, reason = result.failed_items[0]
         text += f"\nfirst failure: {describe_item(key)}: {reason}\nrun the same command again to retry the failed items"
     return text
 
 
-def accounting_line(accounting: dict) -> str:
-    """Where every call the run paid for ended up (stored verdicts, debates, answers, failed items)."""
-    stored = [f"{accounting['verdicts']:,} verdicts stored ({accounting['valid']:,} valid + "
-              f"{accounting['invalid']:,} invalid)"]
-    if accounting.get("debates"):
-        stored.append(f"{accounting['debates']:,} debates")
-    if accounting.get("answers"):
-        stored.append(f"{accounting['answers']:,} answers")
-    text = (f"paid calls: {accounting['calls_paid']:,} calls paid by this run -> " + ", ".join(stored)
-            + f", {accounting['items_failed']:,} failed items")
-    if accounting.get("unaccounted"):
-        text += f"; {accounting['unaccounted']:,} items paid but stored nothing (run again: the cache has them)"
-    return text
-
-
-class _ProgressBar:
+class ProgressBar:
     """The run's progress on stderr: a tqdm bar on a terminal; a line every 10 % (or 30 s) otherwise.
 
     tqdm redraws its line with carriage returns, which a log file or a CI log keeps as

@@ -1,0 +1,35 @@
+"""Judge health: does a judge's verdict carry information? (``peercore review``'s report, every page's flags)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from peercore.app.study import Study
+from peercore.domain.options import RepeatedVotes
+from peercore.domain.selection import Selection
+from peercore.position import judge_health
+
+__all__ = ["health", "flagged_judges", "HEALTH_SELECTION"]
+
+# Every reply of the study's LLM judges, unparsed ones included, each vote counted, final rounds only.
+HEALTH_SELECTION = Selection(kinds=("llm",), repeated_votes=RepeatedVotes.EACH)
+
+
+def health(study: Study, judges: Iterable[str] | None = None) -> pd.DataFrame:
+    """:func:`peercore.position.judge_health` of the study's LLM judges (or of ``judges`` among them)."""
+    table = study.cached("health", lambda: _health(study))
+    if judges is not None:
+        table = table[table.index.isin(list(judges))]
+    return table
+
+
+def _health(study: Study) -> pd.DataFrame:
+    return judge_health(study.select(HEALTH_SELECTION, include_invalid=True).verdicts)
+
+
+def flagged_judges(study: Study, judges: Iterable[str] | None = None) -> dict[str, str]:
+    """judge -> why it is flagged as carrying no information (:func:`health`)."""
+    table = health(study, judges)
+    return {j: r for j, r, f in zip(table.index, table["reasons"], table["flagged"]) if f}
