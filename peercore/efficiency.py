@@ -45,13 +45,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from peercore.domain.verdicts import candidates_per_question, from_frame
+from peercore.domain.verdicts import Verdicts, from_frame, take
 from peercore.ranking.core import batch_laplacian, fit_batch
 from peercore.ranking.poe import DEFAULT_L2, METHODS, comparisons_from_judgments
 from peercore.ranking.selection import GreedySelector
 
 __all__ = ["METHODS", "STRATEGIES", "Problem", "problems_from_judgments", "batch_scores", "spearman_rows",
-           "efficiency_curve", "summarise", "position_offsets"]
+           "efficiency_curve", "summarise", "position_offsets", "usable_questions"]
 
 STRATEGIES: tuple[str, ...] = ("random", "greedy")
 _TIE_RTOL = 1e-9
@@ -95,10 +95,22 @@ def problems_from_judgments(judgments: pd.DataFrame, *, min_candidates: int = 3,
     return out
 
 
+def usable_questions(verdicts: Verdicts, *, min_candidates: int = 3) -> list[str]:
+    """The question ids (sorted) on which readable ``verdicts`` compare at least ``min_candidates``
+    contestants, whoever judged (what the curves can sub-sample, Liusie et al. 2024, Fig. 1)."""
+    readable = take(verdicts, verdicts.winner >= 0)
+    if len(readable) == 0:
+        return []
+    n = readable.n_models
+    question = readable.question.astype(np.int64)
+    pairs = np.unique(np.concatenate([question * n + readable.a, question * n + readable.b]))
+    codes, sizes = np.unique(pairs // n, return_counts=True)
+    return sorted(str(q) for q in np.asarray(readable.questions, dtype=object)[codes[sizes >= min_candidates]])
+
+
 def _first_questions(judgments: pd.DataFrame, min_candidates: int, limit: int) -> list[str]:
     """The first ``limit`` question ids (sorted) with at least ``min_candidates`` compared candidates."""
-    sizes = candidates_per_question(from_frame(judgments.assign(judge="")))
-    usable = sorted(sizes.loc[sizes["candidates"] >= min_candidates, "question_id"].astype(str).tolist())
+    usable = usable_questions(from_frame(judgments.assign(judge="")), min_candidates=min_candidates)
     return usable[:max(int(limit), 0)]
 
 

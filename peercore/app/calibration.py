@@ -37,6 +37,7 @@ from peercore.calibration import (corrected_win_rates, ppi_bradley_terry, ppi_wi
                                   ppi_win_rates_vs_baseline)
 from peercore.domain import verdicts as V
 from peercore.domain.selection import Selection
+from peercore.domain.plain import json_value
 
 __all__ = ["Matched", "matched_comparisons", "oriented_scores", "CalibratedLeaderboard", "calibrated_leaderboard",
            "METHODS", "LEADERBOARD_COLUMNS", "NO_LABELS"]
@@ -183,22 +184,12 @@ class CalibratedLeaderboard:
 
     def to_json(self) -> dict:
         """``{"leaderboard": [...], "labels", "effective_labels", "warnings", ...}`` (issue 23's shape)."""
-        rows = [{k: _plain(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
-        return {"leaderboard": rows, "labels": self.labels, "effective_labels": _plain(self.effective_labels),
+        rows = [{k: json_value(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
+        return {"leaderboard": rows, "labels": self.labels, "effective_labels": json_value(self.effective_labels),
                 "warnings": list(self.warnings), "method": self.method, "score": self.score_label,
                 "judge": self.judge, "reference": self.reference, "baseline": self.baseline,
                 "comparisons": self.comparisons, "labelled_comparisons": self.labelled_comparisons,
                 "available_labels": self.available_labels, "seed": self.seed}
-
-
-def _plain(value):
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def calibrated_leaderboard(study: Study, *, judge: str, reference: str, method: str = "winrate",

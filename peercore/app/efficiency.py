@@ -16,9 +16,9 @@ import pandas as pd
 from peercore.app.health import flagged_judges
 from peercore.app.study import Study
 from peercore.domain import verdicts as V
-from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
+from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise, usable_questions
 
-__all__ = ["POOLED", "efficiency_judges", "efficiency_codes", "efficiency_verdicts", "efficiency_result", "usable_questions"]
+__all__ = ["POOLED", "efficiency_judges", "efficiency_codes", "efficiency_verdicts", "efficiency_result"]
 
 POOLED = "__pooled__"  # every LLM judge's verdicts together
 
@@ -65,22 +65,11 @@ def efficiency_codes(table: V.Verdicts, judge: str) -> np.ndarray:
     return V.judge_codes(table, [judge])
 
 
-def usable_questions(part: V.Verdicts) -> list[str]:
-    """The question ids (sorted) on which ``part`` compares three contestants or more, whoever judged."""
-    if len(part) == 0:
-        return []
-    n = part.n_models
-    pairs = np.unique(np.concatenate([part.question.astype(np.int64) * n + part.a,
-                                      part.question.astype(np.int64) * n + part.b]))
-    codes, sizes = np.unique(pairs // n, return_counts=True)
-    return sorted(str(q) for q in np.asarray(part.questions, dtype=object)[codes[sizes >= 3]])
-
-
 def efficiency_verdicts(study: Study, judge: str, *, max_questions: int | None = None) -> pd.DataFrame:
     """The readable verdicts of ``judge`` (or of every LLM judge, :data:`POOLED`) as a canonical table.
 
     With ``max_questions``, only those of the first ``max_questions`` usable questions
-    (:func:`usable_questions`, by id: what :func:`efficiency_result` measures), picked on
+    (:func:`peercore.efficiency.usable_questions`, by id: what :func:`efficiency_result` measures), picked on
     the codes before any name is decoded; ``attrs["usable"]`` then holds how many
     questions were usable in all.
     """

@@ -29,6 +29,7 @@ from peercore.app.study import Study
 from peercore.audit import audit_bradley_terry, audit_win_rate
 from peercore.domain import verdicts as V
 from peercore.domain.selection import Selection
+from peercore.domain.plain import json_value
 from peercore.evaluators import per_thousand, prefers_lists, prefers_longer, rank_agreement, stability
 from peercore.position import judge_health, swap_consistency, wilson
 from peercore.reports import run_costs
@@ -40,16 +41,6 @@ __all__ = ["Audit", "audit_leaderboard", "AUDIT_METHODS", "EvaluatorLeaderboard"
 
 AUDIT_METHODS = ("bt", "winrate")
 _VOTE_KEYS = ("question_id", "turn", "model_a", "model_b", "judge", "vote", "row")
-
-
-def _plain(value):
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 # ================================================================================ audit
@@ -118,9 +109,9 @@ def audit_leaderboard(study: Study, selection: Selection | None = None, *, metho
     pairs, gaps = [], []
     for pair in found:
         pairs.append({"higher": chosen.models[pair.higher], "lower": chosen.models[pair.lower], "drop": pair.drop,
-                      "share": _plain(pair.share), "pair_share": _plain(pair.pair_share),
+                      "share": json_value(pair.share), "pair_share": json_value(pair.pair_share),
                       "verified": bool(pair.verified), "votes": _votes(chosen, pair.rows)})
-        gaps.append({"gap": _plain(pair.gap), "gap_after": _plain(pair.gap_after), "amip_drop": pair.amip_drop})
+        gaps.append({"gap": json_value(pair.gap), "gap_after": json_value(pair.gap_after), "amip_drop": pair.amip_drop})
     return Audit(pairs=pairs, gaps=gaps, method=method, n_votes=len(chosen), warnings=selected.notes.messages())
 
 
@@ -161,7 +152,7 @@ class EvaluatorLeaderboard:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        rows = [{k: _plain(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
+        rows = [{k: json_value(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
         return {"judges": rows, "human_reference": self.human_reference, "notes": list(self.notes)}
 
 
@@ -326,10 +317,10 @@ class EscalationPlan:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"stages": [{k: _plain(v) for k, v in s.items()} for s in self.stages],
+        return {"stages": [{k: json_value(v) for k, v in s.items()} for s in self.stages],
                 "target_agreement": self.target_agreement, "risk": self.risk, "n_calibration": self.n_calibration,
-                "agreement": _plain(self.agreement), "guarantee": _plain(self.guarantee),
-                "escalated": _plain(self.escalated), "comparisons": self.comparisons, "ties": self.ties,
+                "agreement": json_value(self.agreement), "guarantee": json_value(self.guarantee),
+                "escalated": json_value(self.escalated), "comparisons": self.comparisons, "ties": self.ties,
                 "dry_run": True, "warnings": list(self.warnings)}
 
 

@@ -22,6 +22,7 @@ from peercore.domain import verdicts as V
 from peercore.domain.options import (Control, Grouping, Intervals, Method, PeerWeights, WeightNormalisation,
                                      WeightsFrom, parse)
 from peercore.domain.selection import Selection
+from peercore.domain.plain import json_value
 from peercore.ranking._battles import Battles
 from peercore.ranking.bradley_terry import bradley_terry_intervals, rank_spread, sandwich_left_out
 from peercore.ranking.peer_rank import fixed_point_weights, notebook_weighted_elo, prd_weights
@@ -176,31 +177,21 @@ class Ranking:
 
     def to_json(self) -> dict:
         """The JSON the CLI prints (``--format json``) and exports write."""
-        rows = [{k: _plain(row[k]) for k in self.table.columns} for _, row in self.table.iterrows()]
+        rows = [{k: json_value(row[k]) for k in self.table.columns} for _, row in self.table.iterrows()]
         out = {"leaderboard": rows, "method": str(self.method), "peer_weights": str(self.peer_weights),
                "verdicts": self.verdicts, "judgments": int(self.n_judgments), "judges": list(self.judges),
                "weights": None if self.weights is None else {k: float(v) for k, v in self.weights.items()},
-               "warnings": list(self.warnings), "options": {k: _plain(v) for k, v in self.options.items()},
+               "warnings": list(self.warnings), "options": {k: json_value(v) for k, v in self.options.items()},
                "merged": {"repeated_votes": self.notes.merged_votes, "comparisons": self.notes.merged_comparisons,
                           "earlier_rounds": self.notes.earlier_rounds, "unparsed": self.notes.unparsed}}
         if self.style is not None:
             out["style"] = {str(f): float(v) for f, v in self.style["coefficient"].items()}
-            out["style_intervals"] = {str(f): [_plain(lo), _plain(hi)] for f, lo, hi in
+            out["style_intervals"] = {str(f): [json_value(lo), json_value(hi)] for f, lo, hi in
                                       zip(self.style.index, self.style["ci_low"], self.style["ci_high"])}
             out["style_probability_shift"] = {str(f): float(v) for f, v in self.style["probability_shift"].items()}
         if self.baseline is not None:
             out["baseline"] = dict(self.baseline)
         return out
-
-
-def _plain(value):
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 # ----------------------------------------------------------------------------- ranking

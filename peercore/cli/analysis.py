@@ -23,7 +23,8 @@ from peercore.app.agreement import agreement, alpha
 from peercore.app.bias import bias_report, judge_bias
 from peercore.app.leaderboard import DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, leaderboard, leaderboards_by
 from peercore.app.study import Study
-from peercore.cli.common import json_value, selection_of
+from peercore.cli.common import selection_of
+from peercore.domain.plain import json_value
 from peercore.domain import verdicts as V
 from peercore.domain.selection import Selection
 from peercore.io._common import table_records

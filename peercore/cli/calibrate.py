@@ -16,6 +16,7 @@ import sys
 from peercore.app.calibration import NO_LABELS, calibrated_leaderboard
 from peercore.app.study import Study
 from peercore.store import Store
+from peercore.domain import verdicts as V
 
 __all__ = ["calibrate_command", "stored_study", "check_judge"]
 
@@ -43,11 +44,11 @@ def check_judge(study: Study, name: str, option: str, *, prefix: bool) -> None:
 def calibrate_command(args) -> int:
     study = stored_study(args)
     check_judge(study, args.judge, "--judge", prefix=False)
-    judges, reference = study.verdicts().judges, args.reference
-    named = any(j.startswith(reference) for j in judges) if reference.endswith(":") else reference in judges
-    if not named:
+    try:  # the read model's rule for a name or a prefix ending in ':'
+        V.judge_codes(study.verdicts(), [args.reference])
+    except ValueError:
         raise ValueError(f"{NO_LABELS}: --reference {args.reference!r} names no judge of study {args.study!r}; "
-                         "import human votes (judges named human:...) or adjudicate some comparisons first")
+                         "import human votes (judges named human:...) or adjudicate some comparisons first") from None
     if args.seed is not None and args.labels is None:
         raise ValueError("--seed goes with --labels N (the seed of the N labels drawn)")
     board = calibrated_leaderboard(study, judge=args.judge, reference=args.reference, method=args.method,

@@ -21,7 +21,7 @@ from peercore.locations import ENV_DB, default_db_path, is_postgres_url, redact_
 
 __all__ = ["EXIT_USAGE", "Parser", "fail", "database_failure", "say_warnings", "add_db_option", "int_at_least",
            "non_negative_int", "positive_int",
-           "positive_float", "non_negative_float", "json_value", "quiet_stdout", "add_study_options",
+           "positive_float", "non_negative_float", "quiet_stdout", "add_study_options",
            "add_selection_options", "selection_of"]
 
 EXIT_USAGE = 2
@@ -181,17 +181,6 @@ def non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not (value >= 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def json_value(value):
-    """A value as JSON writes it: numpy scalars as Python numbers, NaN and None as null."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
     return value
 
 

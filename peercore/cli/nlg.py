@@ -23,7 +23,7 @@ import sys
 import pandas as pd
 
 from peercore.cli.common import fail
-from peercore.cli.runs import ProgressBar
+from peercore.cli.runs import ProgressBar, missing_credentials
 from peercore.io.export import write_table
 from peercore.io.scores import human_scores_wide, judge_scores_table
 from peercore.jobs.estimate import estimate
@@ -32,7 +32,6 @@ from peercore.jobs.specs import parse_judge_spec
 from peercore.nlg.jobs import ComparisonJob
 from peercore.nlg.report import paper_table
 from peercore.nlg.study import CURVE_METHODS, NLGStudy
-from peercore.reviewers.base import MissingCredentials
 from peercore.runner import RetryPolicy, run_job_sync
 from peercore.store import Store
 
@@ -76,13 +75,9 @@ def _run(job, args) -> int:
         est = estimate(job, store)
         print(json.dumps(est.to_dict(), indent=2, default=str) if args.json else est.to_text())
         return 0
-    for backend in job.backends():
-        check = getattr(backend, "check_credentials", None)
-        if check is not None:
-            try:
-                check()
-            except MissingCredentials as exc:
-                return fail(str(exc))
+    missing = missing_credentials(job)
+    if missing is not None:
+        return fail(missing)
     bar = None if args.no_progress else ProgressBar(sys.stderr)
     result = run_job_sync(job, store, on_progress=bar, concurrency=args.concurrency,
                           retry=RetryPolicy(max_attempts=args.max_attempts))

@@ -62,6 +62,18 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 # ------------------------------------------------------------------------------ handlers
 
 
+def missing_credentials(job) -> str | None:
+    """What key the job's backends lack (:class:`peercore.reviewers.base.MissingCredentials`'s message), or None."""
+    for backend in job.backends():
+        check = getattr(backend, "check_credentials", None)
+        if check is not None:
+            try:
+                check()
+            except MissingCredentials as exc:
+                return str(exc)
+    return None
+
+
 def _answer(args) -> int:
     contestants = [_judge(s, args) for s in args.contestant]
     job = AnswerJob(args.study, contestants, questions=args.question,
@@ -180,13 +192,9 @@ def _run(job, args) -> int:
         note = _plan_note(job, store)
         if note:
             print(f"note: {note}", file=sys.stderr)
-    for backend in job.backends():  # fail fast, before any work, when a key is missing
-        check = getattr(backend, "check_credentials", None)
-        if check is not None:
-            try:
-                check()
-            except MissingCredentials as exc:
-                return fail(str(exc))
+    missing = missing_credentials(job)  # fail fast, before any work, when a key is missing
+    if missing is not None:
+        return fail(missing)
     bar = None if args.no_progress else ProgressBar(sys.stderr)
     stop = threading.Event()  # set by a first Ctrl-C during a live run
     try:

@@ -64,6 +64,34 @@ DIALECTS = {
 # The schema at BASELINE_VERSION. Columns added by later versions of older databases keep
 # the place ALTER TABLE gave them (at the end), so a new database and an upgraded one list
 # their columns in the same order.
+# Roles and the audit log (issue 20): in the baseline and in upgrade 11 alike.
+ACCESS_TABLES = """
+-- Who may do what (issue 20): a role for an e-mail address or a whole domain ('@example.com'),
+-- globally (study_id NULL) or in one study; the natural key is (study, who), one partial
+-- unique index for each half (NULLs are distinct in a UNIQUE constraint).
+CREATE TABLE roles (
+    id         {id},
+    who        TEXT NOT NULL CHECK (who <> ''),    -- lower-case e-mail address, or '@domain'
+    role       TEXT NOT NULL CHECK (role IN ('viewer', 'annotator', 'editor', 'owner')),
+    study_id   BIGINT REFERENCES studies(id) ON DELETE CASCADE,
+    granted_by TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX roles_by_study ON roles (study_id, who) WHERE study_id IS NOT NULL;
+CREATE UNIQUE INDEX roles_global ON roles (who) WHERE study_id IS NULL;
+-- Who changed what (issue 20): append-only (the store has no UPDATE or DELETE of it); the
+-- study by name, not by id, so that a study's deletion stays on record after it is gone.
+CREATE TABLE audit_log (
+    id      {id},
+    at      TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    action  TEXT NOT NULL,
+    study   TEXT,
+    details TEXT NOT NULL DEFAULT '{}'             -- JSON
+);
+CREATE INDEX audit_log_by_study ON audit_log (study, id);
+"""
+
 BASELINE = """
 CREATE TABLE studies (
     id          {id},
@@ -345,31 +373,7 @@ CREATE TABLE batch_requests (
     PRIMARY KEY (token, custom_id)
 );
 CREATE INDEX batch_requests_by_key ON batch_requests (cache_key);
--- Who may do what (issue 20): a role for an e-mail address or a whole domain ('@example.com'),
--- globally (study_id NULL) or in one study; the natural key is (study, who), one partial
--- unique index for each half (NULLs are distinct in a UNIQUE constraint).
-CREATE TABLE roles (
-    id         {id},
-    who        TEXT NOT NULL CHECK (who <> ''),    -- lower-case e-mail address, or '@domain'
-    role       TEXT NOT NULL CHECK (role IN ('viewer', 'annotator', 'editor', 'owner')),
-    study_id   BIGINT REFERENCES studies(id) ON DELETE CASCADE,
-    granted_by TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE UNIQUE INDEX roles_by_study ON roles (study_id, who) WHERE study_id IS NOT NULL;
-CREATE UNIQUE INDEX roles_global ON roles (who) WHERE study_id IS NULL;
--- Who changed what (issue 20): append-only (the store has no UPDATE or DELETE of it); the
--- study by name, not by id, so that a study's deletion stays on record after it is gone.
-CREATE TABLE audit_log (
-    id      {id},
-    at      TEXT NOT NULL,
-    actor   TEXT NOT NULL,
-    action  TEXT NOT NULL,
-    study   TEXT,
-    details TEXT NOT NULL DEFAULT '{}'             -- JSON
-);
-CREATE INDEX audit_log_by_study ON audit_log (study, id);
-"""
+""" + ACCESS_TABLES
 
 # How a database made before the baseline reaches it (after peercore.store.legacy on SQLite;
 # a PostgreSQL database starts at version 8): (version, name, SQL), each written once.
@@ -395,31 +399,7 @@ WHERE run_id IS NOT NULL
 {drop_judgments_insert}
 """),
     (11, "who may do what: roles per study and an append-only audit log (issue 20)", """
--- Who may do what (issue 20): a role for an e-mail address or a whole domain ('@example.com'),
--- globally (study_id NULL) or in one study; the natural key is (study, who), one partial
--- unique index for each half (NULLs are distinct in a UNIQUE constraint).
-CREATE TABLE roles (
-    id         {id},
-    who        TEXT NOT NULL CHECK (who <> ''),    -- lower-case e-mail address, or '@domain'
-    role       TEXT NOT NULL CHECK (role IN ('viewer', 'annotator', 'editor', 'owner')),
-    study_id   BIGINT REFERENCES studies(id) ON DELETE CASCADE,
-    granted_by TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE UNIQUE INDEX roles_by_study ON roles (study_id, who) WHERE study_id IS NOT NULL;
-CREATE UNIQUE INDEX roles_global ON roles (who) WHERE study_id IS NULL;
--- Who changed what (issue 20): append-only (the store has no UPDATE or DELETE of it); the
--- study by name, not by id, so that a study's deletion stays on record after it is gone.
-CREATE TABLE audit_log (
-    id      {id},
-    at      TEXT NOT NULL,
-    actor   TEXT NOT NULL,
-    action  TEXT NOT NULL,
-    study   TEXT,
-    details TEXT NOT NULL DEFAULT '{}'             -- JSON
-);
-CREATE INDEX audit_log_by_study ON audit_log (study, id);
-"""),
+""" + ACCESS_TABLES),
 ]
 
 # Versions after the baseline: (version, name, SQL), each written once for both engines.
