@@ -99,6 +99,15 @@ def open_any(page, server, path: str) -> None:
     settle(page)
 
 
+def finish_background_work(page) -> None:
+    """Wait until no background job's progress bar is left: a background job (Efficiency's curves) redraws
+    its part of the page every second until it is done, and a grid measured mid-redraw is not the layout
+    users look at. Under a loaded CI machine the job outlives the page's first run."""
+    running = page.locator("[data-testid=stMain] [data-testid=stProgress]", has_text="in the background")
+    running.first.wait_for(state="detached", timeout=180_000)
+    settle(page)
+
+
 def check_page(page, server, path: str, where: str) -> list[str]:
     try:
         open_any(page, server, path)
@@ -106,6 +115,7 @@ def check_page(page, server, path: str, where: str) -> list[str]:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"layout-failed-{where.replace(' ', '_').replace('/', '')}.png"))
         raise
+    finish_background_work(page)
     page.wait_for_timeout(1200)  # plotly draws after the script ends
     assert page.locator(ERRORS).count() == 0, (where, page.locator(ERRORS).all_inner_texts())
     found = layout_problems(page, where)
@@ -114,6 +124,7 @@ def check_page(page, server, path: str, where: str) -> list[str]:
         name = tabs.nth(k).inner_text().strip()
         tabs.nth(k).click()
         settle(page)
+        finish_background_work(page)
         page.wait_for_timeout(1200)
         assert page.locator(ERRORS).count() == 0, (where, name, page.locator(ERRORS).all_inner_texts())
         found += layout_problems(page, f"{where} [{name}]")
