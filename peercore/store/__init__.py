@@ -29,7 +29,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 10)
+Schema (version 11)
 -------------------
 =================  ==========================================================  =============================
 table              one row per                                                 natural key
@@ -59,6 +59,9 @@ judge_scores       a judge's absolute score of one candidate (prompt scoring)   
                    with its expected value, distribution and raw reply          attribute, vote)
 batches            provider batch of a run: file, batch id, status (mig. 7)    token (the client's, deterministic)
 batch_requests     request line of a batch: custom_id -> call and run item     (token, custom_id)
+roles              who may do what: a role for an address or '@domain',       (study, who)
+                   globally or in one study (migration 11)
+audit_log          who changed what, append-only (migration 11)                id
 =================  ==========================================================  =============================
 
 Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
@@ -95,13 +98,8 @@ from peercore.store.runs import RunsMixin
 from peercore.store.scores import ScoresMixin
 from peercore.store.studies import StudiesMixin
 
-# The names peercore.store offered when it was one module (tests and callers import them from here).
-from peercore.store.adjudication import _CLAIM_CANDIDATES, _offerable_sql, _overlap  # noqa: F401
-from peercore.store.core import DEBATE_STATUSES, DECISIONS, JUDGE_KINDS, MAX_OVERLAP, RUN_STATUSES, ScoreConflict, StoreError, VERDICTS, WriteCounts, _BUSY_TIMEOUT_MS, _ENV_PAUSE_BEFORE_COMMIT, _SECRET_WORDS, _is_secret_key, _is_secret_name, _now, _require, _text_or, scrub_secrets  # noqa: F401
-from peercore.store.judgments import _Encoded, _KEY_FIELDS, _Labels, _MAX_VOTE, _OPTIONAL, _TEXT, _VERDICT_FIELDS, _WINNER_CODE, _WINNER_TEXT, _arrow, _brief, _decode, _dictionary, _encode_judgments, _insert_encoded, _is_canonical_dtypes, _nullable_list, _refuse_conflicts, _same, _trusted_canonical, _vote_numbers  # noqa: F401
+from peercore.store.core import ScoreConflict, StoreError, WriteCounts, scrub_secrets
 from peercore.store.schema import SCHEMA_VERSION
-from peercore.store.scores import _finite, _names, _score_key  # noqa: F401
-from peercore.store.studies import _json_default  # noqa: F401
 
 __all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION"]
 

@@ -7,7 +7,8 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from peercore.store import SCHEMA_VERSION, ScoreConflict, Store, _now
+from peercore.store import SCHEMA_VERSION, ScoreConflict, Store
+from peercore.store.core import _now
 from peercore.store.legacy import LEGACY
 from peercore.store.schema import statements
 from peercore.app import Study

@@ -8,7 +8,8 @@ import pytest
 
 from peercore import assignment
 from peercore.assignment import DecisionRefused, identity, lease_seconds, offerable, stamp
-from peercore.store import SCHEMA_VERSION, Store, _now
+from peercore.store import SCHEMA_VERSION, Store
+from peercore.store.core import _now
 from peercore.store.legacy import LEGACY
 from peercore.store.schema import statements
 
