@@ -949,10 +949,8 @@ def _mirror_key(key: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _key_text(values: pd.Series) -> np.ndarray:
-    missing = values.isna().to_numpy()
-    return np.array(
-        [_MISSING if gone else str(v) for v, gone in zip(values.to_numpy(dtype=object), missing)], dtype=object
-    )
+    """Each value as text (``str(v)``: turn 1 -> "1"), :data:`_MISSING` where missing; vectorised by pandas."""
+    return values.astype("string[python]").to_numpy(dtype=object, na_value=_MISSING)
 
 
 def _labels(values: Iterable[Hashable], name: str) -> np.ndarray:
@@ -1014,6 +1012,8 @@ def _with_unparsed(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, np.nda
     if "valid" in frame.columns:
         valid = pd.to_numeric(frame["valid"], errors="coerce").to_numpy(dtype=float)
         failed = failed | (valid == 0)
+    if "valid" in frame.columns:  # read above; without it a canonical table skips re-validation
+        frame = frame.drop(columns="valid")
     if not failed.any():
         return _canonical(frame, name), failed
     filled = frame.copy()

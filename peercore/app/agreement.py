@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from peercore.agreement import agreement as agreement_of, krippendorff_alpha, match_reference
+from peercore.agreement import agreement_of_pairs, krippendorff_alpha, match_reference
 from peercore.app.study import CONSENSUS, Study
 from peercore.domain import verdicts as V
 from peercore.domain.options import ReferenceMode, Ties, Unparsed, parse
@@ -41,8 +41,8 @@ def agreement_table(judged: pd.DataFrame, reference: pd.DataFrame, *, ties: str 
     as FastChat's human agreement is computed), matched by question, pair (either
     orientation), turn and criterion (:func:`peercore.agreement.match_reference`);
     agreement, Cohen's kappa and Fleiss' kappa (judge and reference as two raters, as
-    PRD's Table 3 reports it) by :func:`peercore.agreement.agreement`. Unparsed replies
-    (``valid`` 0) count as misses by default (ScaleEval eq. 2).
+    PRD's Table 3 reports it) by :func:`peercore.agreement.agreement_of_pairs`. Unparsed
+    replies (``valid`` 0) count as misses by default (ScaleEval eq. 2).
 
     Returns
     -------
@@ -50,6 +50,12 @@ def agreement_table(judged: pd.DataFrame, reference: pd.DataFrame, *, ties: str 
     unparsed, reference_votes`` (median reference votes per matched comparison).
     """
     ties = parse(Ties, ties, "ties")
+    return _agreement_tables(judged, reference, ties=(ties,), reference_mode=reference_mode, unparsed=unparsed)[ties]
+
+
+def _agreement_tables(judged: pd.DataFrame, reference: pd.DataFrame, *, ties: tuple[Ties, ...],
+                      reference_mode: str, unparsed: str) -> dict[Ties, pd.DataFrame]:
+    """:func:`agreement_table` for each of ``ties``, from one match of each judge with the reference."""
     reference_mode = parse(ReferenceMode, reference_mode, "reference_mode")
     unparsed = parse(Unparsed, unparsed, "unparsed")
     if "valid" not in judged.columns:
@@ -57,21 +63,31 @@ def agreement_table(judged: pd.DataFrame, reference: pd.DataFrame, *, ties: str 
     if "valid" in reference.columns:
         reference = reference[reference["valid"].to_numpy() == 1]
     reference = reference[list(COLUMNS)]
-    rows = []
+    rows: dict[Ties, list] = {t: [] for t in ties}
     for name in sorted(pd.unique(judged["judge"].astype(str))):
-        own = judged[(judged["judge"] == name).to_numpy()]
+        own = judged[(judged["judge"] == name).to_numpy()][list(COLUMNS) + ["valid"]]
         others = reference[(reference["judge"] != name).to_numpy()]
         if len(others) == 0:
-            rows.append((name, 0, math.nan, math.nan, math.nan, 0, 0.0))
+            for t in ties:
+                rows[t].append((name, 0, math.nan, math.nan, math.nan, 0, 0.0))
             continue
-        result = agreement_of(own, others, ties=ties.value, reference_mode=reference_mode.value,
-                              unparsed=unparsed.value)
-        pairs = match_reference(own[list(COLUMNS) + ["valid"]], others, reference_mode="votes")
-        votes = pairs.groupby(["question_id", "model_a", "model_b"], dropna=False, sort=False).size() \
-            if len(pairs) else pd.Series(dtype=int)
-        rows.append((name, result.n, result.agreement, result.cohen_kappa, result.fleiss_kappa, result.unparsed,
-                     float(np.median(votes)) if len(votes) else 0.0))
-    return pd.DataFrame(rows, columns=["judge"] + AGREEMENT_COLUMNS).set_index("judge")
+        pairs = match_reference(own, others, reference_mode=reference_mode.value)
+        every_vote = pairs if reference_mode is ReferenceMode.VOTES else \
+            match_reference(own, others, reference_mode=ReferenceMode.VOTES.value)
+        votes = every_vote.groupby(["question_id", "model_a", "model_b"], dropna=False, sort=False).size() \
+            if len(every_vote) else pd.Series(dtype=int)
+        median_votes = float(np.median(votes)) if len(votes) else 0.0
+        for t in ties:
+            result = agreement_of_pairs(pairs, ties=t.value, unparsed=unparsed.value)
+            rows[t].append((name, result.n, result.agreement, result.cohen_kappa, result.fleiss_kappa, result.unparsed,
+                            median_votes))
+    return {t: _typed(pd.DataFrame(rows[t], columns=["judge"] + AGREEMENT_COLUMNS).set_index("judge")) for t in ties}
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The column types :func:`peercore.agreement.agreement` gives (counts as integers, the rest as floats)."""
+    return frame.astype({"n": "int64", "agreement": float, "cohen_kappa": float, "fleiss_kappa": float,
+                         "unparsed": "int64", "reference_votes": float})
 
 
 def _decoded(study: Study, chosen: V.Verdicts) -> pd.DataFrame:
@@ -182,8 +198,9 @@ def accuracy_table(judged: pd.DataFrame, reference: pd.DataFrame, *,
     """
     if len(judged) == 0 or len(reference) == 0:
         return pd.DataFrame(columns=ACCURACY_COLUMNS)
-    both = agreement_table(judged, reference, ties=Ties.INCLUDE, reference_mode=reference_mode)
-    without = agreement_table(judged, reference, ties=Ties.EXCLUDE, reference_mode=reference_mode)
+    tables = _agreement_tables(judged, reference, ties=(Ties.INCLUDE, Ties.EXCLUDE), reference_mode=reference_mode,
+                               unparsed=Unparsed.MISS)
+    both, without = tables[Ties.INCLUDE], tables[Ties.EXCLUDE]
     out = both.rename(columns={"agreement": "accuracy"}).assign(
         n_without_ties=without["n"], accuracy_without_ties=without["agreement"],
         cohen_kappa_without_ties=without["cohen_kappa"])[ACCURACY_COLUMNS]
@@ -205,8 +222,16 @@ def meta_evaluation(study: Study, *, panel: str | None = None,
     majority of the human votes on each comparison (``majority``, PRD Table 3) or every
     vote (``votes``, MT-Bench), a human never compared with its own votes: the numbers
     of ``peercore agree --judge J --reference human: --reference-mode M``.
+
+    Computed once per study revision, panel and reference mode (:meth:`Study.cached`): the
+    page, the evaluator leaderboard and the exports share one result; treat it as read-only.
     """
     reference_mode = parse(ReferenceMode, reference_mode, "reference_mode")
+    return study.cached(("meta_evaluation", panel, reference_mode.value),
+                        lambda: _meta_evaluation(study, panel=panel, reference_mode=reference_mode))
+
+
+def _meta_evaluation(study: Study, *, panel: str | None, reference_mode: ReferenceMode) -> MetaEvaluation:
     selected = study.select(Selection(kinds=("llm", "human"), repeated_votes="each"), include_invalid=True)
     everything = selected.verdicts
     kinds = np.array(everything.judge_kinds, dtype=object)
