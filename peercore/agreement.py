@@ -177,19 +177,21 @@ def majority_vote(
         math.isfinite(tie_margin) and tie_margin >= 0
     ):
         raise ValueError(f"tie_margin must be a finite number >= 0, got {tie_margin!r}")
-    keys = _key_tuples(judgments)
-    group_of_key: dict[tuple, int] = {}
-    group = np.fromiter((group_of_key.setdefault(k, len(group_of_key)) for k in keys), dtype=np.intp, count=len(keys))
+    group = _key_codes([judgments[c] for c in _KEY]) if len(judgments) else np.zeros(0, dtype=np.int64)
+    n_groups = int(group.max()) + 1 if len(group) else 0
     weight = row_weights(judgments, weights)
     weight = np.ones(len(judgments)) if weight is None else weight
     vote = judgments["winner"].map(_VOTE).to_numpy(dtype=float)
-    total = np.bincount(group, weights=weight, minlength=len(group_of_key))
-    weighted = np.bincount(group, weights=weight * vote, minlength=len(group_of_key))
+    total = np.bincount(group, weights=weight, minlength=n_groups)
+    weighted = np.bincount(group, weights=weight * vote, minlength=n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(total > 0, weighted / np.where(total > 0, total, 1.0), 0.0)
     winner = np.where(score > tie_margin, "model_a", np.where(score < -tie_margin, "model_b", "tie"))
     _, first_row = np.unique(group, return_index=True)
-    order = sorted(range(len(group_of_key)), key=list(group_of_key).__getitem__)
+    # Groups sorted by their key's text, column by column (as sorting the key tuples would).
+    firsts = pd.DataFrame({f"k{i}": _key_text(judgments[c].iloc[first_row]) for i, c in enumerate(_KEY)})
+    order = firsts.sort_values(list(firsts.columns), kind="stable").index.to_numpy() if n_groups else \
+        np.zeros(0, dtype=np.intp)
     score, winner, first_row = score[order], winner[order], first_row[order]
     out = judgments.iloc[first_row].reset_index(drop=True)
     out["judge"] = str(judge_name)
@@ -248,25 +250,12 @@ def match_reference(
         reference = reference[~unparsed_reference].reset_index(drop=True)
     if reference_mode not in _REFERENCE_MODES:
         raise ValueError(f"reference_mode must be one of {_REFERENCE_MODES}, got {reference_mode!r}")
-    table: dict[tuple, list[str]] = {}
     if reference_mode == "majority":
         reduced = majority_vote(reference)
-        verdicts = reduced["winner"].tolist()
-        keys = _key_tuples(reduced)
-        for key, verdict in zip(keys, verdicts):
-            table[key] = [verdict]
-        for key, verdict in zip(keys, verdicts):
-            table.setdefault(_mirror_key(key), [_FLIP[verdict]])
+        keys, verdicts, mirror_only_if_new = reduced, reduced["winner"], True
     else:
-        for key, verdict in zip(_key_tuples(reference), reference["winner"].tolist()):
-            table.setdefault(key, []).append(verdict)
-            table.setdefault(_mirror_key(key), []).append(_FLIP[verdict])
-    rows: list[int] = []
-    matched: list[str] = []
-    for row, key in enumerate(_key_tuples(judgments)):
-        for verdict in table.get(key, ()):
-            rows.append(row)
-            matched.append(verdict)
+        keys, verdicts, mirror_only_if_new = reference, reference["winner"], False
+    rows, matched = _matches(judgments, keys, verdicts.to_numpy(dtype=object), mirror_only_if_new=mirror_only_if_new)
     out = judgments.iloc[rows][[*_KEY, "judge", "winner"]].reset_index(drop=True)
     out = out.rename(columns={"winner": "verdict"})
     if unparsed_rows.any():
@@ -934,18 +923,55 @@ def _looks_canonical(frame: pd.DataFrame) -> bool:
     return bool(frame["winner"].isin(WINNERS).all())
 
 
-def _key_tuples(frame: pd.DataFrame) -> list[tuple[str, ...]]:
-    """The matching key of every row of a canonical table, as a tuple of text.
+def _matches(judgments: pd.DataFrame, reference: pd.DataFrame, verdicts: np.ndarray, *,
+             mirror_only_if_new: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every (judgment row, reference verdict) pair with the same ordered key, in judgment-row order.
 
-    Text keys hash alike whatever the column (``turn`` 1 -> "1"), and a sentinel makes
-    a missing turn / criterion match only another missing one.
+    The reference table holds each reference row's verdict under its key and, flipped,
+    under the mirrored key (``question_id, model_b, model_a, ...``); with
+    ``mirror_only_if_new`` a mirrored entry is dropped where the mirrored key has a
+    verdict of its own (the doubled PRD majority). A judgment row's matches come in
+    reference-row order, each row's own entry before its mirror: a vectorised version of
+    filling a dict of lists in that order and looking each judgment key up.
+
+    Returns
+    -------
+    (rows, matched): the judgment row of each pair (non-decreasing) and the reference
+    verdict, in that row's orientation.
     """
-    return list(zip(*(_key_text(frame[column]) for column in _KEY)))
+    n_ref, n_judged = len(reference), len(judgments)
+    flipped = np.array([_FLIP[v] for v in verdicts], dtype=object) if n_ref else np.zeros(0, dtype=object)
+    mirror_of = {"model_a": "model_b", "model_b": "model_a"}
+    codes = _key_codes([pd.concat([judgments[c], reference[c], reference[mirror_of.get(c, c)]], ignore_index=True)
+                        for c in _KEY])
+    judged, direct_code, mirror_code = codes[:n_judged], codes[n_judged:n_judged + n_ref], codes[n_judged + n_ref:]
+    entry_code = np.concatenate([direct_code, mirror_code])
+    entry_verdict = np.concatenate([np.asarray(verdicts, dtype=object), flipped])
+    entry_rank = np.concatenate([2 * np.arange(n_ref), 2 * np.arange(n_ref) + 1])
+    if mirror_only_if_new:
+        keep = np.r_[np.ones(n_ref, dtype=bool), ~np.isin(mirror_code, direct_code)]
+        entry_code, entry_verdict, entry_rank = entry_code[keep], entry_verdict[keep], entry_rank[keep]
+    order = np.lexsort((entry_rank, entry_code))
+    entry_code, entry_verdict = entry_code[order], entry_verdict[order]
+    start = np.searchsorted(entry_code, judged, side="left")
+    count = np.searchsorted(entry_code, judged, side="right") - start
+    rows = np.repeat(np.arange(len(judgments)), count)
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
+    return rows, entry_verdict[np.repeat(start, count) + offsets]
 
 
-def _mirror_key(key: tuple[str, ...]) -> tuple[str, ...]:
-    question_id, model_a, model_b, *rest = key
-    return (question_id, model_b, model_a, *rest)
+def _key_codes(columns: list[pd.Series]) -> np.ndarray:
+    """One integer per row, equal exactly when every column's value is equal, missing equal to missing.
+
+    Ids are in order of first appearance; no collision and no overflow (the running code
+    is re-factorised after each column).
+    """
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        values, _ = pd.factorize(column, use_na_sentinel=False)
+        combined, _ = pd.factorize(code * (int(values.max(initial=0)) + 1) + values)
+        code = combined.astype(np.int64)
+    return code
 
 
 def _key_text(values: pd.Series) -> np.ndarray:
