@@ -3,14 +3,18 @@
 import streamlit as st
 
 from peercore import reports
+from peercore.app.access import Action
+from peercore.ui import access as access_ui
 from peercore.ui import adjudication as adj
 from peercore.ui import data, safe, state
 
 state.ensure_frame()
-st.title("Adjudication")
+# What the page is for goes in the title's help: at 1366 x 768 every line above the debate
+# pushes the submissions down (issue 21).
+st.title("Adjudication", help="Debates whose agents still disagreed after the last round. Your decision joins the "
+                              "gold set that **Meta-evaluation** scores every judge against; it is saved the moment "
+                              "you click, and you can change it later (Decisions made, at the bottom).")
 study = data.current_study()
-st.caption("Debates whose agents still disagreed after the last round. Your decision joins the gold set that "
-           "**Meta-evaluation** scores every judge against; it is saved the moment you click.")
 settings = adj.settings(study)
 overlap = settings["overlap"]
 
@@ -22,7 +26,8 @@ for key, options in ((state.ADJ_SCENARIO, scenarios), (state.ADJ_CRITERION, crit
 name_col, scenario_col, criterion_col, blind_col = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
 login, signed_in_as = adj.login()  # with st.login configured, the annotator is the signed-in user
 if login == "signed_in":
-    st.session_state[state.ANNOTATOR] = signed_in_as
+    # The signed-in account, as the roles name it (peercore.ui.access): decisions are kept under it.
+    st.session_state[state.ANNOTATOR] = access_ui.current_actor().who or signed_in_as
     name_col.text_input("Annotator", key=state.ANNOTATOR, disabled=True,
                         help="You are signed in: your decisions and skips are kept under your account.")
 elif login == "signed_out":
@@ -30,8 +35,16 @@ elif login == "signed_out":
     name_col.button("Sign in to adjudicate", key="adj_login", icon=":material/login:", on_click=st.login,
                     help="This dashboard asks who you are through its identity provider; your decisions are "
                          "kept under your account.")
+elif adj.annotator_name():
+    # The name is set in its own step: once entered, the box gives way to this line, so the
+    # cursor is no longer in a text box and the keys below decide (issue 21).
+    with name_col:
+        said_col, change_col = st.columns([3, 1], vertical_alignment="center")
+        said_col.markdown(adj.adjudicating_as(adj.annotator_name()))
+        change_col.button("Change", key=adj.CHANGE_NAME, on_click=adj.change_name, args=(study,), type="tertiary",
+                          help="Adjudicate under another name (the debate you hold goes back to the queue).")
 else:
-    name_col.text_input("Annotator", key=state.ANNOTATOR, placeholder="your name, e.g. alice",
+    name_col.text_input("Annotator", key=state.ANNOTATOR, placeholder="your name, e.g. alice, then Enter",
                         help="Your decisions and skips are kept under this name, in any browser; several people "
                              "can adjudicate the same queue.")
 scenario = scenario_col.selectbox("Scenario", scenarios, key=state.ADJ_SCENARIO)
@@ -51,6 +64,11 @@ if not annotator:
     st.info(f"{progress['open']} of {progress['unresolved']} unresolved debate(s) have no decision yet; "
             f"{adj.overlap_text(overlap)}. " + ("Sign in above to start." if login == "signed_out" else
                                                 "Type your name above to start."))
+    st.stop()
+
+if not access_ui.can(Action.ADJUDICATE, study):  # a viewer reads the other pages; deciding takes a lease here
+    st.info(f"Deciding debates needs the annotator role in this study; {safe.md(annotator)} has not got it. "
+            "Ask an owner of the study (Studies page) to grant it.")
     st.stop()
 
 queue = adj.queue(study, annotator, overlap=overlap, scenario=scenario, criterion=criterion)
@@ -84,29 +102,30 @@ else:
     item = {**taken.to_dict(), "id": taken.debate_id}
     debate_id = int(item["id"])
     db, _, rev = data.key(study)
-    item_col, decide_col = st.columns([3, 2], gap="medium")
     # Stored text (question, answers, rationales, names, criterion, scenario, rubric) is untrusted: peercore.ui.safe.
-    with item_col:
-        st.subheader(f"Debate #{debate_id} · question {safe.md(item['question_id'])}")
-        others = f"{int(item['decisions'])} decision(s) by others" if item["decisions"] else "no decision yet"
-        st.markdown(" ".join(filter(None, [safe.code(item["criterion"]), safe.code(item["scenario"]),
-                                           f"{int(item['n_rounds'])} round(s) · {others} · "
-                                           f"{len(pending)} left in your queue"
-                                           + (f" ({n_skipped} skipped)" if n_skipped else "")])))
-        st.caption(adj.lease_text(taken))
-        with st.container(border=True):
-            safe.text(data.question_text(db, study, rev, item["question_id"]), empty="(question text not stored)")
-        reveal_models = st.toggle("Show which model wrote each submission", key="adj_reveal")
-        for column, model, label in zip(st.columns(2), (item["model_a"], item["model_b"]), ("Submission 1", "Submission 2")):
-            answer = data.answer_text(db, study, rev, item["question_id"], model)
-            with column.container(border=True, height=adj.answer_height(answer)):
-                st.markdown(f"**{label}**" + (f" — {data.name_md(model)}" if reveal_models else ""))
-                safe.text(answer, empty="(answer not stored)")
+    # At 1366 x 768 the question, both submissions (side by side, each body a scroller of fixed
+    # height) and the decision bar beside them are on screen together (issue 21).
+    st.subheader(f"Debate #{debate_id} · question {safe.md(item['question_id'])}")
+    others = f"{int(item['decisions'])} decision(s) by others" if item["decisions"] else "no decision yet"
+    st.markdown(" ".join(filter(None, [safe.code(item["criterion"]), safe.code(item["scenario"]),
+                                       f"{int(item['n_rounds'])} round(s) · {others} · "
+                                       f"{len(pending)} left in your queue"
+                                       + (f" ({n_skipped} skipped)" if n_skipped else "")])))
+    question = data.question_text(db, study, rev, item["question_id"])
+    with st.container(border=True, height=adj.question_height(question)):
+        safe.text(question, empty="(question text not stored)")
+    reveal_models = st.session_state.get("adj_reveal", False)
+    one_col, two_col, decide_col = st.columns([5, 5, 4], gap="small")
+    for column, model, label in zip((one_col, two_col), (item["model_a"], item["model_b"]),
+                                    ("Submission 1", "Submission 2")):
+        answer = data.answer_text(db, study, rev, item["question_id"], model)
+        column.markdown(f"**{label}**" + (f" — {data.name_md(model)}" if reveal_models else ""))
+        with column.container(border=True, height=adj.SUBMISSION_HEIGHT):
+            safe.text(answer, empty="(answer not stored)")
 
     with decide_col:
-        note_key = f"adj_note_{st.session_state[state.ADJ_NOTE_VERSION]}"
-        st.text_input("Note (optional)", key=note_key, placeholder="why you decided so")
         one, two, tie, both_bad = adj.DECISION_BUTTONS
+        note_key = f"adj_note_{st.session_state[state.ADJ_NOTE_VERSION]}"
         adj.decision_button(st, one, debate_id, annotator, note_key)
         adj.decision_button(st, two, debate_id, annotator, note_key)
         tie_col, bad_col = st.columns(2)
@@ -116,16 +135,24 @@ else:
         skip_col.button("Skip", key="adj_skip", shortcut="S", icon=":material/skip_next:", on_click=adj.skip,
                         args=(study, debate_id, annotator), width="stretch",
                         help="Put this debate aside; it stays skipped under your name until you bring it back.")
-        undo_col.button("Undo last", key="adj_undo", icon=":material/undo:", shortcut="U", on_click=adj.undo_last,
-                        args=(annotator, study), disabled=not adj.can_undo(annotator), width="stretch")
+        undo_col.button("Undo", key="adj_undo", icon=":material/undo:", shortcut="U", on_click=adj.undo_last,
+                        args=(annotator, study), disabled=not adj.can_undo(annotator), width="stretch",
+                        help="Undo your last decision made here. To change any earlier one, use **Decisions made** "
+                             "below.")
+        st.text_input("Note (optional)", key=note_key, placeholder="why you decided so")
         st.caption(adj.KEYS_HELP)
+        st.caption(adj.lease_text(taken))
         adj.show_flash()
+
+    guide_col, reveal_col = st.columns([3, 1])
+    with guide_col:
         st.markdown("**Guidelines**")
         if settings["rubric"].strip():
             with st.container(border=True, height=adj.rubric_height(settings["rubric"])):
                 safe.text(settings["rubric"])
         else:
             st.caption("This study has no guidelines yet: write them on **Studies** (\"Adjudication guidelines\").")
+    reveal_col.toggle("Show which model wrote each submission", key="adj_reveal")
 
     # ---------------------------------------------------------------- the agents
     st.markdown("**What the agents said**")
@@ -161,5 +188,32 @@ else:
     st.dataframe(reports.annotator_agreement_display(reports.annotator_agreement(decisions)), hide_index=True,
                  width="stretch", key="adj_agreement")
     st.dataframe(reports.decisions_by_item(decisions), hide_index=True, width="stretch", key="adj_items")
+# ------------------------------------------------- the decisions made, any of them changeable
+st.subheader("Decisions made")
+history = data.store().decision_history(study)  # read every run: others change theirs too
+who = st.segmented_control("Show", [adj.MINE, adj.EVERYONE], key=adj.LIST_WHO, default=adj.MINE,
+                           help="Your decisions, or everyone's. You can change any of yours, not only the last.")
+made = adj.decisions_made(decisions, history, annotator, who or adj.MINE)
+if len(made):
+    st.dataframe(made, hide_index=True, width="stretch", key="adj_made")
+else:
+    st.caption("No decision yet." if who == adj.EVERYONE else "You have not decided a debate yet.")
+mine = decisions[decisions["annotator"] == annotator] if annotator else decisions.iloc[0:0]
+if len(mine):
+    choices = {int(row.debate_id): adj.edit_label(row) for row in mine.iloc[::-1].itertuples(index=False)}
+    with st.container(border=True):
+        st.markdown("**Change one of your decisions**")
+        pick_col, to_col = st.columns([3, 2])
+        pick_col.selectbox("Decision to change", list(choices), key=adj.EDIT_CHOICE, format_func=choices.get)
+        to_col.selectbox("Change it to", list(adj.DECISION_NAMES), key=adj.EDIT_DECISION,
+                         format_func=adj.DECISION_NAMES.get)
+        st.text_input("Reason", key=adj.EDIT_REASON, placeholder="why it changes (kept in the history)")
+        st.button("Change decision", key="adj_edit", icon=":material/edit:", on_click=adj.edit,
+                  args=(login, annotator, list(choices)))
+        adj.show_edit_flash()
+with st.expander(f"History of changes ({len(history)})"):
+    st.caption("Every decision as it was made, changed or undone: append-only; the latest decision of each "
+               "annotator on a debate is the one that counts (gold set, agreement, Meta-evaluation).")
+    st.dataframe(adj.history_display(history), hide_index=True, width="stretch", key="adj_history")
 with st.expander(f"All decisions ({len(decisions)})"):
     st.dataframe(adj.decisions_display(decisions), hide_index=True, width="stretch", key="adj_all")

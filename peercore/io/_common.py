@@ -106,6 +106,8 @@ class Bundle:
     judgment_lines : row -> line of the judgments (or ``(file, line)`` for a bundle of
         several files), to name the line of a verdict the store refuses.
     parts : for a folder, the bundle of each file (errors then name the file).
+    guidelines : adjudication guidelines that came with the data (a debates file's sibling
+        ``<stem>.guidelines.md``); the import makes them the study's guidelines when it has none.
     order : what the format knows of the order its judge saw the answers in, for the
         judgments without an ``order_known`` column: ``known`` (``model_a`` was shown
         first: PRD, ScaleEval, Arena battles, FastChat's two games), ``unknown``
@@ -126,6 +128,7 @@ class Bundle:
     parts: list["Bundle"] = field(default_factory=list)  # the files of a folder import, each as read
     judgment_lines: Callable[[int], object] | None = None  # where judgment row i came from
     order: str = "auto"
+    guidelines: str = ""
 
     def is_empty(self) -> bool:
         return not (len(self.questions) or len(self.answers) or len(self.judgments) or self.debates)

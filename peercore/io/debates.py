@@ -149,7 +149,8 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
                          "judge": judge, "winner": final[0], "criterion": head["criterion"] or None,
                          "rationale": f"consensus of {len(speakers)} speakers after {last} discussion round(s)"})
             row_lines.append(line_of(int(first)))
-    bundle = Bundle(source=str(path), format="debates", order="known", debates=debates, files=[path])
+    bundle = Bundle(source=str(path), format="debates", order="known", debates=debates, files=[path],
+                    guidelines=read_guidelines(path))
     speakers = list(dict.fromkeys(table["speaker"]))
     bundle.judges = [{"name": s, "kind": "human" if s.startswith("human:") else "llm"} for s in speakers]
     if rows:
@@ -161,3 +162,16 @@ def read_debate_table(path: str | Path, *, judge: str | None = None) -> Bundle:
     bundle.notes = {"debates": len(debates), "agreed_debates": len(debates) - unresolved,
                     "unresolved_debates": unresolved}
     return bundle
+
+
+GUIDELINES_SUFFIX = ".guidelines.md"
+
+
+def read_guidelines(path: str | Path) -> str:
+    """The adjudication guidelines shipped beside a debates file, ``<stem>.guidelines.md``; '' when none.
+
+    Plain text (shown as text on the Adjudication page, never as Markdown), read as UTF-8.
+    """
+    path = Path(path)
+    sibling = path.with_name(path.stem + GUIDELINES_SUFFIX)
+    return sibling.read_text(encoding="utf-8").strip() if sibling.is_file() else ""

@@ -240,6 +240,9 @@ def import_bundle(bundle: Bundle, *, store, study: str, order: str | None = None
             store.add_judges(study, new_judges)
         counts["judgments"], unknown_order = _write_judgments(bundle, store, study, import_id, order)
         counts["debates"] = store.add_debates(study, bundle.debates)
+        guidelines = bundle.guidelines or next((part.guidelines for part in bundle.parts if part.guidelines), "")
+        if guidelines and not store.study_settings(study)["rubric"].strip():  # never over the study's own
+            store.update_study_settings(study, rubric=guidelines)
         _write_scores(bundle, store, study, import_id, counts)
         invalid = counts["judgments"].invalid
         notes = dict(bundle.notes)

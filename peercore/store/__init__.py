@@ -29,40 +29,42 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 11)
+Schema (version 12)
 -------------------
-=================  ==========================================================  =============================
-table              one row per                                                 natural key
-=================  ==========================================================  =============================
-studies            study; its adjudication rubric and overlap (migration 5)    name
-questions          question (text, category, reference, metadata JSON)         (study, question_id)
-answers            model's answer to a question turn                           (study, question_id, model, turn)
-judges             judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
-                   a run judge's configuration and its fingerprint             fingerprint is unique too
-labels             model / judge / criterion name, integer-coded per study      (study, text); id is the code
-verdicts           verdict in the canonical shape (names as label codes)       (study, question_id, model_a,
-                                                                               model_b, judge, criterion, turn,
-                                                                               round, vote)
-judgments (view)   the verdicts with names and winners decoded (for SQL users; inserts through it work too)
-imports            import of a file or folder (source, format, sha256, counts)  id
-runs, run_items    review / debate run and its work items                      id; (run, item_key)
-llm_calls          paid LLM call (the cache)                                   cache_key
-debates            debate or discussion (status, panel = consensus judge)      (study, debate_key)
-debate_turns       speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
-adjudications      human decision on an unresolved debate (both-bad and blind  (debate, annotator)
-                   flags, migration 5)
-adjudication_skips debate an annotator put aside                               (debate, annotator)
-adjudication_leases debate an annotator holds until it expires (migration 6)  (debate, annotator)
-human_scores       human rating of one candidate on one attribute (NLG          (study, question_id, model,
-                   assessment: context = question_id, candidate = model)        attribute)
-judge_scores       a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
-                   with its expected value, distribution and raw reply          attribute, vote)
-batches            provider batch of a run: file, batch id, status (mig. 7)    token (the client's, deterministic)
-batch_requests     request line of a batch: custom_id -> call and run item     (token, custom_id)
-roles              who may do what: a role for an address or '@domain',       (study, who)
-                   globally or in one study (migration 11)
-audit_log          who changed what, append-only (migration 11)                id
-=================  ==========================================================  =============================
+=====================  ==========================================================  =============================
+table                  one row per                                                 natural key
+=====================  ==========================================================  =============================
+studies                study; its adjudication rubric and overlap (migration 5)    name
+questions              question (text, category, reference, metadata JSON)         (study, question_id)
+answers                model's answer to a question turn                           (study, question_id, model, turn)
+judges                 judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
+                       a run judge's configuration and its fingerprint             fingerprint is unique too
+labels                 model / judge / criterion name, integer-coded per study      (study, text); id is the code
+verdicts               verdict in the canonical shape (names as label codes)       (study, question_id, model_a,
+                                                                                   model_b, judge, criterion, turn,
+                                                                                   round, vote)
+judgments (view)       the verdicts with names and winners decoded (for SQL users; inserts through it work too)
+imports                import of a file or folder (source, format, sha256, counts)  id
+runs, run_items        review / debate run and its work items                      id; (run, item_key)
+llm_calls              paid LLM call (the cache)                                   cache_key
+debates                debate or discussion (status, panel = consensus judge)      (study, debate_key)
+debate_turns           speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
+adjudications          human decision on an unresolved debate (both-bad and blind  (debate, annotator)
+                       flags, migration 5)
+adjudication_skips     debate an annotator put aside                               (debate, annotator)
+adjudication_leases    debate an annotator holds until it expires (migration 6)   (debate, annotator)
+human_scores           human rating of one candidate on one attribute (NLG          (study, question_id, model,
+                       assessment: context = question_id, candidate = model)        attribute)
+judge_scores           a judge's absolute score of one candidate (prompt scoring)   (study, question_id, model, judge,
+                       with its expected value, distribution and raw reply          attribute, vote)
+batches                provider batch of a run: file, batch id, status (mig. 7)    token (the client's, deterministic)
+batch_requests         request line of a batch: custom_id -> call and run item     (token, custom_id)
+roles                  who may do what: a role for an address or '@domain',       (study, who)
+                       globally or in one study (migration 11)
+audit_log              who changed what, append-only (migration 11)                id
+adjudication_history   one change of an annotator's decision (who, when, before,   id
+                       after, reason), append-only (migration 12)
+=====================  ==========================================================  =============================
 
 Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
 one candidate, not to a pair, so it has tables of its own (:meth:`Store.add_human_scores`,

@@ -276,8 +276,8 @@ class AdjudicationMixin:
                 raise DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=[], status=status,
                                       kind=kind, consensus=row[4])
             existed = tx.execute(
-                "SELECT 1 FROM adjudications WHERE debate_id = ? AND annotator = ?", (int(debate_id), annotator)
-            ).fetchone()
+                "SELECT verdict, both_bad FROM adjudications WHERE debate_id = ? AND annotator = ?",
+                (int(debate_id), annotator)).fetchone()
             # The annotator's lease on the debate ends with their decision (stored or refused).
             tx.execute("DELETE FROM adjudication_leases WHERE debate_id = ? AND annotator = ?",
                        (int(debate_id), annotator))
@@ -301,6 +301,10 @@ class AdjudicationMixin:
                 )
                 tx.execute("DELETE FROM adjudication_skips WHERE debate_id = ? AND annotator = ?",
                            (int(debate_id), annotator))
+                before = None if existed is None else _decision(existed[0], existed[1])
+                if before != verdict:  # a first decision, or a changed one (a repeated click is no change)
+                    _append_history(tx, int(debate_id), annotator, changed_by=annotator, before=before,
+                                    after=verdict, note=note)
                 self._bump(tx, row[0])
         if refused is not None:  # raised after COMMIT: the lease is given up, nothing else changed
             raise refused
@@ -315,13 +319,92 @@ class AdjudicationMixin:
         """
         with self.transaction() as tx:
             row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
-            sql, params = "DELETE FROM adjudications WHERE debate_id = ? AND annotator = ?", [int(debate_id), annotator]
+            where, params = "debate_id = ? AND annotator = ?", [int(debate_id), annotator]
             if token is not None:
-                sql, params = sql + " AND token = ?", params + [token]
-            cursor = tx.execute(sql, params)
+                where, params = where + " AND token = ?", params + [token]
+            current = tx.execute(f"SELECT verdict, both_bad FROM adjudications WHERE {where}", params).fetchone()
+            cursor = tx.execute(f"DELETE FROM adjudications WHERE {where}", params)
+            if current is not None and cursor.rowcount == 1:
+                _append_history(tx, int(debate_id), annotator, changed_by=annotator,
+                                before=_decision(current[0], current[1]), after=None, reason="undone")
             if row is not None:
                 self._bump(tx, row[0])
             return cursor.rowcount == 1
+
+    def edit_adjudication(self, debate_id: int, annotator: str, decision: str, *, reason: str,
+                          changed_by: str | None = None, note: str | None = None) -> bool:
+        """Change ``annotator``'s stored decision on a debate, any one of theirs, with a reason.
+
+        The decision row is updated in place (so the gold set, alpha and the agreement,
+        which read :meth:`adjudications`, use the new decision at once) and the change is
+        appended to the history (:meth:`decision_history`): who changed it, when, the
+        decision before and after, the reason. A decision may be changed whatever came
+        after it; the debate's overlap is not checked again (the decision already counts).
+
+        Parameters
+        ----------
+        decision : one of :data:`DECISIONS` (``both_bad`` is stored as a flagged tie).
+        reason : why it changes (required: the history says why each decision moved).
+        changed_by : who made the change (default ``annotator``).
+        note : the decision's new note (None keeps the note it had).
+
+        Returns
+        -------
+        bool
+            True if the decision changed; False when it already was ``decision`` (nothing written).
+
+        Raises
+        ------
+        ValueError
+            If ``decision`` is not one of :data:`DECISIONS` or ``reason`` is empty.
+        StoreError
+            If ``annotator`` has no decision on the debate.
+        """
+        if decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {DECISIONS}, got {decision!r}")
+        reason = (reason or "").strip()
+        if not reason:
+            raise ValueError("a changed decision needs a reason")
+        with self.transaction() as tx:
+            current = tx.execute(
+                "SELECT a.verdict, a.both_bad, a.note, d.study_id FROM adjudications a JOIN debates d "
+                "ON d.id = a.debate_id WHERE a.debate_id = ? AND a.annotator = ?",
+                (int(debate_id), annotator)).fetchone()
+            if current is None:
+                raise StoreError(f"{annotator} has no decision on debate #{int(debate_id)} to change")
+            before = _decision(current[0], current[1])
+            if before == decision:
+                return False
+            both_bad = int(decision == "both_bad")
+            new_note = current[2] if note is None else note
+            tx.execute("UPDATE adjudications SET verdict = ?, both_bad = ?, note = ?, created_at = ?, token = NULL "
+                       "WHERE debate_id = ? AND annotator = ?",
+                       ("tie" if both_bad else decision, both_bad, new_note, _now(), int(debate_id), annotator))
+            _append_history(tx, int(debate_id), annotator, changed_by=changed_by or annotator, before=before,
+                            after=decision, reason=reason, note=new_note)
+            self._bump(tx, current[3])
+        return True
+
+    def decision_history(self, study: str, *, annotator: str | None = None) -> pd.DataFrame:
+        """Every change of a decision in ``study`` (of ``annotator``'s decisions only, if given), oldest first.
+
+        Returns
+        -------
+        DataFrame ``id, debate_id, question_id, annotator, changed_by, at, before, after,
+        reason, note``: ``before`` is None for a first decision, ``after`` None for an undone
+        one; decisions are ``model_a``, ``model_b``, ``tie``, ``both_bad``.
+        """
+        sql = ("SELECT h.id, h.debate_id, d.question_id, h.annotator, h.changed_by, h.at, "
+               "h.decision_before AS before, h.decision_after AS after, h.reason, h.note "
+               "FROM adjudication_history h JOIN debates d ON d.id = h.debate_id WHERE d.study_id = ?")
+        params: list = [self.study_id(study)]
+        if annotator is not None:
+            sql, params = sql + " AND h.annotator = ?", params + [annotator]
+        frame = _db.read_sql_query(sql + " ORDER BY h.id", self.connect(), params=params)
+        for column in ("before", "after"):
+            values = [None if pd.isna(v) else v for v in frame[column]]
+            frame[column] = pd.Series(values, index=frame.index, dtype=object)
+        return frame
 
     def adjudications(self, study: str) -> pd.DataFrame:
         """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note,
@@ -373,6 +456,19 @@ class AdjudicationMixin:
             sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
         with self.transaction() as tx:
             return tx.execute(sql, params).rowcount
+
+
+def _decision(verdict: str, both_bad) -> str:
+    """A stored decision's name: its ``verdict``, or ``both_bad`` for a tie flagged so."""
+    return "both_bad" if int(both_bad) else verdict
+
+
+def _append_history(tx, debate_id: int, annotator: str, *, changed_by: str, before: str | None,
+                    after: str | None, reason: str = "", note: str = "") -> None:
+    """Append one change of ``annotator``'s decision on ``debate_id`` to ``adjudication_history``."""
+    tx.execute("INSERT INTO adjudication_history (debate_id, annotator, changed_by, at, decision_before, "
+               "decision_after, reason, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (debate_id, annotator, changed_by, _now(), before, after, reason, note or ""))
 
 
 def _of_study(table: str) -> str:

@@ -403,7 +403,33 @@ WHERE run_id IS NOT NULL
 ]
 
 # Versions after the baseline: (version, name, SQL), each written once for both engines.
-MIGRATIONS: list[tuple[int, str, str]] = []
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (12, "the history of every adjudication decision: who changed it, when, from what to what, why (issue 21)", """
+-- Append-only (the store has no UPDATE or DELETE of it): one row per change of an annotator's
+-- decision on a debate. decision_before is NULL for a first decision, decision_after NULL for an
+-- undone one; decisions are model_a, model_b, tie or both_bad (a tie flagged both_bad in
+-- adjudications). The adjudications row is the current decision (what the gold set, alpha and
+-- agreement read); this table is how it got there.
+CREATE TABLE adjudication_history (
+    id              {id},
+    debate_id       BIGINT NOT NULL REFERENCES debates(id) ON DELETE CASCADE,
+    annotator       TEXT NOT NULL CHECK (annotator <> ''),   -- whose decision it is
+    changed_by      TEXT NOT NULL,                           -- who changed it (the annotator, in the app)
+    at              TEXT NOT NULL,
+    decision_before TEXT CHECK (decision_before IN ('model_a', 'model_b', 'tie', 'both_bad')),
+    decision_after  TEXT CHECK (decision_after IN ('model_a', 'model_b', 'tie', 'both_bad')),
+    reason          TEXT NOT NULL DEFAULT '',
+    note            TEXT NOT NULL DEFAULT '',
+    CHECK (decision_before IS NOT NULL OR decision_after IS NOT NULL)
+);
+CREATE INDEX adjudication_history_by_debate ON adjudication_history (debate_id, annotator, id);
+-- The decisions made before the history existed: each one's first entry, in their order.
+INSERT INTO adjudication_history (debate_id, annotator, changed_by, at, decision_before, decision_after, note)
+SELECT debate_id, annotator, annotator, created_at, NULL,
+       CASE WHEN both_bad = 1 THEN 'both_bad' ELSE verdict END, note
+FROM adjudications ORDER BY id;
+"""),
+]
 
 SCHEMA_VERSION = max([BASELINE_VERSION, *(v for v, _, _ in MIGRATIONS)])
 
@@ -484,6 +510,10 @@ def upgrade(store, *, legacy: list[tuple[int, str, str]], now: str) -> None:
         if version in applied:
             continue
         with store.transaction() as tx:
+            # Read again under the write lock: another process opening the database at the
+            # same time may have applied this version since ``applied`` was read.
+            if tx.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)).fetchone():
+                continue
             for statement in statements(render(sql, dialect)):
                 tx.execute(statement)
             tx.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, now))

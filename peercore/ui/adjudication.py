@@ -13,6 +13,13 @@ lease ran out and others filled the overlap is refused with a message (nothing s
 When Streamlit's built-in login (``st.login``) is configured, the annotator is the
 signed-in user (:func:`login`) and the name cannot be typed.
 
+Without login the name is set in its own step: once entered, the name box gives way to
+"Adjudicating as NAME · Change" (:func:`adjudicating_as`, :func:`change_name`), so the
+cursor is no longer in a text box and the decision keys work at once. Any decision of the
+annotator, not only the last, can be changed with a reason (:func:`edit`, through
+:func:`peercore.app.access.edit_decision`); every change is kept in the append-only
+decision history (:meth:`peercore.store.Store.decision_history`).
+
 Decisions are ``model_a``, ``model_b``, ``tie`` and ``both_bad`` (neither answer is
 acceptable; stored as a tie flagged ``both_bad``, see :meth:`peercore.store.Store.adjudicate`).
 The gold set and the agreement between annotators count "both bad" as a tie.
@@ -27,7 +34,9 @@ import pandas as pd
 import streamlit as st
 
 from peercore import assignment
+from peercore.app import access
 from peercore.assignment import DecisionRefused
+from peercore.errors import AccessDenied
 from peercore.ui import data, state
 
 ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
@@ -35,19 +44,40 @@ ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
 # others after this tab's lease ran out), shown once as an error.
 REFUSED = "adj_refused"
 DECISION_NAMES = {"model_a": "Submission 1", "model_b": "Submission 2", "tie": "Tie", "both_bad": "Both bad"}
-# (decision, widget key, button label, icon, shortcut, primary)
+# (decision, widget key, button label, icon, shortcut, primary); Tie and Both bad share a row of the
+# decision bar at 1366 px, where an icon beside the label and the key would cut "Both bad".
 DECISION_BUTTONS = (
     ("model_a", "adj_one", "Submission 1 is better", ":material/looks_one:", "1", True),
     ("model_b", "adj_two", "Submission 2 is better", ":material/looks_two:", "2", True),
-    ("tie", "adj_tie", "Tie", ":material/drag_handle:", "0", False),
-    ("both_bad", "adj_both_bad", "Both bad", ":material/thumb_down:", "B", False),
+    ("tie", "adj_tie", "Tie", None, "0", False),
+    ("both_bad", "adj_both_bad", "Both bad", None, "B", False),
 )
 KEYS_HELP = ("Keys: **1**, **2**, **0** tie, **B** both bad, **S** skip, **U** undo. They do nothing while a text "
              "box has the cursor (a note types as a note): press **Tab** or click outside the box first.")
 
 
+# The "Change" button beside "Adjudicating as NAME" (the name box gives way to it once a name is set).
+CHANGE_NAME = "adj_change_name"
+
+
 def annotator_name() -> str:
     return (st.session_state.get(state.ANNOTATOR) or "").strip()
+
+
+def adjudicating_as(name: str) -> str:
+    """The line that replaces the name box once a name is entered (Markdown; the name is untrusted text)."""
+    from peercore.ui import safe
+
+    return f"Adjudicating as **{safe.md(name)}**"
+
+
+def change_name(study: str) -> None:
+    """Button callback: give the held debate back and show the name box again, empty."""
+    name = annotator_name()
+    if name:
+        assignment.release(data.store(), study, name)
+    st.session_state[state.ANNOTATOR] = ""
+    st.session_state[state.ADJ_FLASH] = ""
 
 
 def user_info() -> dict | None:
@@ -180,9 +210,15 @@ def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None
     """Button callback: store the decision at once, remember it for undo, clear the note."""
     note = (st.session_state.get(note_key) or "").strip()
     token = uuid.uuid4().hex  # this tab's decision: undo removes it and nothing decided elsewhere
-    try:
-        assignment.decide(data.store(), int(debate_id), annotator, decision, note=note, token=token,
+    try:  # checked (annotator role), stored and recorded in the audit log by the application layer
+        access.adjudicate(data.store(), page_actor(annotator), int(debate_id), decision, note=note, token=token,
                           blind=is_blind(debate_id))
+    except AccessDenied as exc:
+        from peercore.ui import safe
+
+        st.session_state[REFUSED] = "Not saved: " + safe.md(str(exc))
+        st.session_state[state.ADJ_FLASH] = ""
+        return
     except DecisionRefused as exc:  # the lease ran out and others took or decided it meanwhile
         from peercore.ui import safe
 
@@ -238,7 +274,13 @@ def undo_last(annotator: str, study: str | None = None) -> None:
         debate_id, name, token = history[k]
         if name == annotator:
             del history[k]
-            removed = data.store().undo_adjudication(debate_id, annotator, token=token)
+            try:
+                removed = access.undo_decision(data.store(), page_actor(annotator), debate_id, token=token)
+            except AccessDenied as exc:
+                from peercore.ui import safe
+
+                st.session_state[REFUSED] = "Not undone: " + safe.md(str(exc))
+                return
             if removed and study is not None:
                 data.store().release_leases(study, annotator)
             st.session_state[state.ADJ_HISTORY] = history
@@ -303,10 +345,15 @@ def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------- rendering
 
 
-def answer_height(text: str | None) -> int | str:
-    """A submission's box: as tall as its text when short, a 320 px scroller when long (the decision
-    buttons beside it must stay on screen at 1366 x 768)."""
-    return 320 if text and (len(text) > 700 or text.count("\n") > 12) else "content"
+# Each submission's body: a scroller of this height (px), the two side by side with the decision
+# bar beside them, so that at 1366 x 768 both submissions and the buttons are on screen together.
+SUBMISSION_HEIGHT = 220
+
+
+def question_height(text: str | None) -> int | str:
+    """The question's box: as tall as its text when short, a 96 px scroller when long (the
+    submissions below it must start on screen at 1366 x 768)."""
+    return 96 if text and (len(text) > 240 or text.count("\n") > 3) else "content"
 
 
 def rubric_height(rubric: str) -> int | str:
@@ -330,3 +377,105 @@ def show_agents(db: str, study: str, rev: int, debate_id: int) -> None:
             for turn in round_turns.itertuples(index=False):
                 st.markdown(f"{data.name_md(turn.speaker)} {data.verdict_badge(turn.verdict)}")
                 safe.text(turn.rationale, empty="(no reasoning recorded)")
+
+
+# ------------------------------------------------------------- decisions made
+
+# What the list of decisions shows: the annotator's own, or everyone's.
+MINE, EVERYONE = "Mine", "All"
+# Session keys (this tab) of the list and of the change form.
+LIST_WHO, EDIT_CHOICE, EDIT_DECISION, EDIT_REASON, EDIT_FLASH = (
+    "adj_list_who", "adj_edit_choice", "adj_edit_decision", "adj_edit_reason", "adj_edit_flash")
+
+
+def actor(mode: str, annotator: str) -> access.Actor:
+    """The :class:`peercore.app.access.Actor` this page acts as: the signed-in user (``mode``
+    ``signed_in``; ``annotator`` is their account as :func:`peercore.ui.access.current_actor`
+    names it), else the single-machine user under the typed name (every action allowed,
+    as the page always decided without roles)."""
+    if mode == "signed_in":
+        return access.Actor(annotator, signed_in=True)
+    return access.Actor(annotator.strip(), signed_in=False, local=True)
+
+
+def page_actor(annotator: str) -> access.Actor:
+    """:func:`actor` for the sign-in mode the page runs in (:func:`login`)."""
+    return actor(login()[0], annotator)
+
+
+def decisions_made(decisions: pd.DataFrame, history: pd.DataFrame, annotator: str, who: str) -> pd.DataFrame:
+    """The list of decisions for the page: ``annotator``'s (``who`` = :data:`MINE`) or everyone's.
+
+    One row per current decision, newest first: debate, question, annotator, decision,
+    note, when it was last set, and how many times it was changed after the first
+    (from :meth:`peercore.store.Store.decision_history`).
+    """
+    rows = decisions if who == EVERYONE else decisions[decisions["annotator"] == annotator]
+    changed = history[history["before"].notna() & history["after"].notna()]
+    counts = changed.groupby(["debate_id", "annotator"]).size() if len(changed) else pd.Series(dtype=int)
+    times = [int(counts.get((int(d), a), 0)) for d, a in zip(rows["debate_id"], rows["annotator"])]
+    frame = pd.DataFrame({
+        "debate": rows["debate_id"].astype(int), "question": rows["question_id"], "annotator": rows["annotator"],
+        "decision": rows["decision"].map(lambda d: DECISION_NAMES.get(d, str(d))), "note": rows["note"],
+        "when (UTC)": rows["created_at"].str.slice(0, 19).str.replace("T", " "), "times changed": times,
+    })
+    return frame.sort_values(["when (UTC)", "debate"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+def history_display(history: pd.DataFrame) -> pd.DataFrame:
+    """The decision history for the page, newest first: who, when, before, after, reason."""
+    def name(value) -> str:
+        return "—" if value is None else DECISION_NAMES.get(value, str(value))
+
+    frame = pd.DataFrame({
+        "debate": history["debate_id"].astype(int), "annotator": history["annotator"],
+        "changed by": history["changed_by"], "when (UTC)": history["at"].str.slice(0, 19).str.replace("T", " "),
+        "before": history["before"].map(name), "after": history["after"].map(name), "reason": history["reason"],
+    })
+    return frame.iloc[::-1].reset_index(drop=True)
+
+
+def edit_label(row) -> str:
+    """How one of the annotator's decisions (a row of :meth:`peercore.store.Store.adjudications`) reads in
+    the "Decision to change" choice (plain text: a choice box shows no Markdown)."""
+    return f"Debate #{int(row.debate_id)} · question {row.question_id} · now {DECISION_NAMES[row.decision]}"
+
+
+def edit(mode: str, annotator: str, choices: list[int]) -> None:
+    """Button callback: change the chosen decision of ``annotator`` to the chosen one, with the reason typed.
+
+    ``choices`` are the debates the annotator decided (the choice box's options). Goes
+    through :func:`peercore.app.access.edit_decision` (role check, the change in place, the
+    history entry and the audit record in one transaction); the outcome is one line on the page.
+    """
+    debate_id = st.session_state.get(EDIT_CHOICE)
+    decision = st.session_state.get(EDIT_DECISION)
+    reason = (st.session_state.get(EDIT_REASON) or "").strip()
+    if debate_id not in choices or decision not in DECISION_NAMES:
+        st.session_state[EDIT_FLASH] = ("error", "Choose a decision to change and what it becomes.")
+        return
+    if not reason:
+        st.session_state[EDIT_FLASH] = ("error", "Nothing changed: say why the decision changes (the reason is kept "
+                                                 "in the history).")
+        return
+    try:
+        changed = access.edit_decision(data.store(), actor(mode, annotator), debate_id, decision, reason=reason)
+    except AccessDenied as exc:
+        st.session_state[EDIT_FLASH] = ("error", str(exc))
+        return
+    if changed:
+        st.session_state[EDIT_REASON] = ""
+        st.session_state[EDIT_FLASH] = ("success", f"Changed: debate #{debate_id} → {DECISION_NAMES[decision]}. "
+                                                   "Agreement and Meta-evaluation use it now.")
+    else:
+        st.session_state[EDIT_FLASH] = ("info", f"Debate #{debate_id} already is {DECISION_NAMES[decision]}: "
+                                                "nothing changed.")
+
+
+def show_edit_flash() -> None:
+    """The last change's outcome, once."""
+    flash = st.session_state.get(EDIT_FLASH)
+    if flash:
+        kind, text = flash
+        getattr(st, kind)(text)
+        st.session_state[EDIT_FLASH] = None

@@ -94,7 +94,9 @@ def test_the_refusal_shows_other_annotators_names_as_text(synthetic, store):
     ann.button(key="adj_one").click().run()
     (error,) = [e.value for e in ann.error]
     assert "Not saved: debate #1" in error and "zed" in error
-    assert "**zed**" not in error and "![x](" not in error  # escaped: shown as typed, no bold, no image
+    # Shown as typed: the stars escaped (no bold), the image syntax inside a code span (no image, nothing fetched).
+    assert "**zed**" not in error and "\\*\\*zed\\*\\*" in error
+    assert "![x](" not in error.replace("`![x](http://tracker.invalid/x.png)`", "")
 
 
 def test_a_late_decision_is_stored_while_the_overlap_is_not_full(synthetic, store):
@@ -110,6 +112,7 @@ def test_a_late_decision_is_stored_while_the_overlap_is_not_full(synthetic, stor
 def test_signed_in_user_is_the_annotator_and_cannot_be_typed(synthetic, store, monkeypatch):
     monkeypatch.setattr("peercore.ui.adjudication.user_info",
                         lambda: {"is_logged_in": True, "name": "Ann Lee", "email": "ann@example.org"})
+    store.grant_role("ann@example.org", "annotator", granted_by="configuration")  # issue 20: roles decide who may
     at = open_page(app_test(), "adjudication")
     field = at.text_input(key="annotator")
     assert field.disabled and field.value == "ann@example.org"
@@ -126,12 +129,25 @@ def test_signed_in_user_is_the_annotator_and_cannot_be_typed(synthetic, store, m
 
 
 def test_signed_out_the_page_asks_to_sign_in(synthetic, store, monkeypatch):
+    """With login configured, a visitor who has not signed in is asked to, on every page (issue 20)."""
     monkeypatch.setattr("peercore.ui.adjudication.user_info", lambda: {"is_logged_in": False})
+    at = app_test(page=None)
+    assert problems(at) == []
+    assert [b.key for b in at.button] == ["access_login"]
+    assert [t for t in at.text_input if t.key == "annotator"] == []  # no name to type
+    with pytest.raises(ValueError, match="Could not find a navigation page"):  # Adjudication cannot be reached
+        open_page(at, "adjudication")
+    assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.leases("synthetic").empty
+
+
+def test_a_signed_in_viewer_reads_but_takes_no_debate(synthetic, store, monkeypatch):
+    """A viewer may read every page, and the Adjudication page takes no lease for them (issue 20)."""
+    monkeypatch.setattr("peercore.ui.adjudication.user_info",
+                        lambda: {"is_logged_in": True, "name": "Vic", "email": "vic@example.org"})
+    store.grant_role("vic@example.org", "viewer", granted_by="configuration")
     at = open_page(app_test(), "adjudication")
     assert problems(at) == []
-    assert at.button(key="adj_login").label == "Sign in to adjudicate"
-    assert [t for t in at.text_input if t.key == "annotator"] == []  # no name to type
-    assert any("Sign in above to start." in i.value for i in at.info)
+    assert any("needs the annotator role" in i.value for i in at.info)
     assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.leases("synthetic").empty
 
 

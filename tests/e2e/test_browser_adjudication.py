@@ -91,7 +91,9 @@ def test_keys_typed_in_the_note_and_the_name_are_text_not_decisions(chromium, cl
         page.keyboard.press("Enter")  # submits the name only
         page.locator("h3", has_text="Debate #").first.wait_for(timeout=60_000)
         settle(page)
-        assert name.input_value() == "sub 1 2 0" and head(page) == 1 and stored(clean) == []
+        # The name is set in its own step (issue 21): the box gives way to "Adjudicating as NAME".
+        assert page.get_by_text(re.compile(r"^Adjudicating as sub 1 2 0$")).count() == 1
+        assert name.count() == 0 and head(page) == 1 and stored(clean) == []
 
         note = page.get_by_role("textbox", name="Note (optional)")
         note.click()

@@ -20,7 +20,7 @@ import pytest
 from fakes.llm_server import FakeLLMServer
 from peercore.cli import main
 from peercore.errors import read_only_refusal
-from peercore.store import Store
+from peercore.store import SCHEMA_VERSION, Store
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
@@ -84,7 +84,7 @@ def test_a_read_only_role_ranks_agrees_reports_bias_and_exports(analyst, pg_clus
     readonly, _, schema = analyst
     before = everything(pg_cluster.url, schema)
     with contextlib.closing(Store(readonly, create=False)) as store:  # opening at the current version only reads
-        assert store.schema_version() == 11
+        assert store.schema_version() == SCHEMA_VERSION
     code, out, err = cli(capsys, "rank", "--study", "s", "--db", readonly)
     assert code == 0, err
     assert LLM_JUDGE.split(":")[1] in out
@@ -128,8 +128,8 @@ def test_a_read_only_role_cannot_upgrade_an_older_database_and_changes_nothing(a
 
     readonly, _, schema = analyst
     with psycopg.connect(pg_cluster.url, autocommit=True) as admin:  # the database as PeerBoard 10 left it
-        admin.execute(f"DROP TABLE {schema}.roles, {schema}.audit_log")
-        admin.execute(f"DELETE FROM {schema}.schema_migrations WHERE version = 11")
+        admin.execute(f"DROP TABLE {schema}.roles, {schema}.audit_log, {schema}.adjudication_history")
+        admin.execute(f"DELETE FROM {schema}.schema_migrations WHERE version >= 11")
     before = everything(pg_cluster.url, schema)
     code, out, err = cli(capsys, "rank", "--study", "s", "--db", readonly)
     assert code == 2 and err.count("\n") == 1, err

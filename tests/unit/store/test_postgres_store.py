@@ -97,7 +97,7 @@ def test_a_new_database_records_every_version_once(pg_url):
     store = Store(pg_url)
     migrations = store.migrations()
     assert migrations["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
-    assert migrations["name"].tolist() == [name for _, name, _ in LEGACY + schema.UPGRADES]
+    assert migrations["name"].tolist() == [name for _, name, _ in LEGACY + schema.UPGRADES + schema.MIGRATIONS]
     store.close()
     again = Store(pg_url)  # another process opening it: nothing to do
     pd.testing.assert_frame_equal(again.migrations(), migrations)
