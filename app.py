@@ -13,15 +13,16 @@ from pathlib import Path
 import streamlit as st
 
 from peercore.store import StoreError
-from peercore.ui import data, safe, state
+from peercore.ui import access, data, safe, state
 
-st.set_page_config(page_title="PeerBoard", page_icon=":material/balance:", layout="wide")
+st.set_page_config(page_title="PeerBoard", page_icon=str(Path(__file__).parent / "peercore" / "ui" / "peerboard.svg"), layout="wide")
 state.init()
 try:
     database = data.store()
 except StoreError as exc:  # a wrong $PEERBOARD_DB, a PostgreSQL server down: say so (its password never shown)
     st.error(f"The database could not be opened: {safe.md(str(exc))}", icon=":material/database:")
     st.stop()
+access.gate(database)  # with login configured, nothing of a study before sign-in and a role (issue 20)
 data.ensure_sample_study(database, data.sample_folder(Path(__file__).parent / "sample_data"))
 if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
     st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it

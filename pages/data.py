@@ -2,13 +2,22 @@
 
 import streamlit as st
 
+from peercore.app.access import Action
+from peercore.app.exports import audit_bytes
 from peercore.io.formats import file_name_part
-from peercore.ui import data, imports, safe, state
+from peercore.ui import access, data, imports, safe, state
 from peercore.ui import nlg as nlg_ui
 
 state.ensure_frame()
 st.title("Data")
 study = st.session_state.get(state.STUDY)
+
+
+def _may_import(name: str) -> bool:
+    """Whether the current actor may import into ``name`` (creating it when it does not exist)."""
+    exists = data.store().has_study(name)
+    return access.can(Action.IMPORT if exists else Action.CREATE_STUDY, name if exists else None)
+
 
 # -------------------------------------------------------------------------- import
 st.header("Import")
@@ -51,7 +60,10 @@ if parsed is not None:
         for tab, (name, frame) in zip(st.tabs([safe.md(name) for name in tables]), tables.items()):
             tab.dataframe(frame, hide_index=True, width="stretch")
         st.button(f"Import into “{safe.md(target.strip()) or '?'}”", type="primary", icon=":material/download_done:",
-                  key="data_import", disabled=not target.strip(), on_click=imports.do_import, args=(target,))
+                  key="data_import", on_click=imports.do_import, args=(target,),
+                  disabled=not target.strip() or not _may_import(target.strip()),
+                  help=None if not target.strip() or _may_import(target.strip()) else
+                  "Importing needs the editor role in the study (a new study: the editor role everywhere).")
 
 if not study:
     st.info("There is no study yet: upload a file above to create one (give it a name under **Into study**).")
@@ -88,6 +100,9 @@ if counts.get("human_scores") or counts.get("judge_scores"):
 
 # -------------------------------------------------------------------------- export
 st.header("Export")
+if not access.can(Action.EXPORT, study) or not access.permit(Action.EXPORT, study):
+    st.caption("Exporting needs the editor role in this study.")
+    st.stop()
 what_col, format_col = st.columns(2)
 what = what_col.selectbox("What", list(imports.EXPORT_WHAT), format_func=imports.EXPORT_WHAT.get, key="data_export_what")
 out_format = format_col.selectbox("Format", ["csv", "jsonl", "parquet"], key="data_export_format")
@@ -103,3 +118,7 @@ for what, label, count in (("human", "human scores", counts.get("human_scores"))
         st.download_button(f"Download {label} ({out_format})", nlg_ui.export_bytes(db, study, rev, what, out_format),
                            file_name=f"{file_name_part(study)}-{what}.{out_format}", icon=":material/download:",
                            key=f"data_export_{what}")
+st.download_button(f"Download the audit log ({out_format})", audit_bytes(data.store(), study, out_format),
+                   file_name=f"{file_name_part(study)}-audit.{out_format}", icon=":material/download:",
+                   key="data_export_audit", help="Who changed what in this study (imports, runs, guidelines, roles, "
+                                                 "decisions), as the Studies page lists it.")

@@ -2,13 +2,19 @@
 
 import streamlit as st
 
+from peercore.app.access import Action
 from peercore.jobs import preview
-from peercore.ui import data, runs, safe, state, tables
+from peercore.ui import access, data, runs, safe, state, tables
 
 state.ensure_frame()
 st.title("Reviewers & runs")
 study = data.current_study()
 db, _, rev = data.key(study)
+may_configure = access.can(Action.CONFIGURE_REVIEWERS, study)
+may_launch, may_resume = access.can(Action.LAUNCH_RUN, study), access.can(Action.RESUME_RUN, study)
+if not may_launch:
+    st.info("Configuring reviewers and launching, cancelling or resuming runs (which spend the server's API keys) "
+            "need the editor role in this study; you can read its runs and verdicts.", icon=":material/lock:")
 
 # ---------------------------------------------------------------------------- keys
 st.subheader("API keys")
@@ -24,7 +30,8 @@ if reviewers:
     remove_cols = st.columns(min(6, len(reviewers)))
     for index, reviewer in enumerate(reviewers):
         remove_cols[index % len(remove_cols)].button(f"Remove {safe.md(runs.label(reviewer))}", key=f"rv_remove_{index}",
-                                                     on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:")
+                                                     on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:",
+                                                     disabled=not may_configure)
 else:
     st.info("No reviewer yet. Add one below — or the offline local judge, which needs no key and no network.")
 
@@ -43,8 +50,9 @@ with st.expander("Add a reviewer", expanded=not reviewers):
         name_col.text_input("Name (optional)", key=runs.F_NAME, help="The judge name in the results; "
                             "needed when one model plays several roles. Leave it out and another configuration of "
                             "a model already in the study gets a variant name of its own.")
-        st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary")
-    st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset)
+        st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary", disabled=not may_configure)
+    st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset,
+              disabled=not may_configure)
 if st.session_state.get("rv_error"):
     st.error(safe.md_lines(st.session_state["rv_error"]))
 
@@ -140,7 +148,7 @@ else:
             st.code(preview.prompts_text(preview.job_prompts(job, data.store(), int(shown))) or "(no call to make)",
                     language=None)
         st.button("Launch", type="primary", icon=":material/play_arrow:", key="rv_launch",
-                  disabled=live is not None and not live.handle.done() or est.pending_items == 0,
+                  disabled=live is not None and not live.handle.done() or est.pending_items == 0 or not may_launch,
                   on_click=runs.launch, args=(study, kind, reviewers, options))
 if st.session_state.get("run_error"):
     st.error(safe.md_lines(st.session_state["run_error"]))
@@ -163,7 +171,8 @@ def live_progress() -> None:
         cells[2].metric("Failed items", f"{progress.failed:,}")
         cells[3].metric("Cost", "unknown" if progress.cost_usd is None else f"${progress.cost_usd:,.4f}")
     st.code("\n".join(live.lines()[-12:]) or "(no progress yet)", language=None)
-    st.button("Cancel", key="rv_cancel", icon=":material/stop:", on_click=runs.cancel)
+    st.button("Cancel", key="rv_cancel", icon=":material/stop:", on_click=runs.cancel,
+              disabled=not access.can(Action.CANCEL_RUN, live.job.study))
 
 
 if live is not None:
@@ -172,6 +181,7 @@ if live is not None:
         live_progress()
     else:
         result, error = runs.result_of(live)
+        runs.record_end(live, result)  # once: how it ended and its final cost, in the audit log
         level, message = runs.result_message(result, error)
         getattr(st, level)(safe.md_lines(message))
         if getattr(result, "accounting", None):
@@ -199,7 +209,7 @@ else:
         run_id = pick_col.selectbox("Resume an interrupted run", stopped["id"].tolist(), key="rv_resume_pick",
                                     format_func=runs.run_label(stopped))
         button_col.button("Resume", key="rv_resume", icon=":material/replay:", on_click=runs.resume,
-                          args=(study, run_id), disabled=live is not None and not live.handle.done())
+                          args=(study, run_id), disabled=live is not None and not live.handle.done() or not may_resume)
 
 # ------------------------------------------------------------------ inspect verdicts
 st.subheader("Inspect verdicts")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from peercore.assignment import DecisionRefused
 from peercore.errors import AccessDenied
+from peercore.io.importer import import_bundle as _import_bundle
 from peercore.io.importer import import_path
 from peercore.io.rules import quote
 from peercore.runner import RunHandle, RunResult, start_run
@@ -47,7 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Role", "Action", "NEEDS", "Actor", "AccessDenied", "role_for", "allowed", "require", "seed_roles",
            "create_study", "import_file", "delete_study", "edit_guidelines", "set_overlap", "grant", "adjudicate",
-           "undo_decision", "launch_run", "cancel_run", "finish_run"]
+           "undo_decision", "edit_decision", "launch_run", "cancel_run", "finish_run", "import_bundle",
+           "configure_judges"]
 
 
 class Role(enum.IntEnum):
@@ -305,15 +307,68 @@ def import_file(store: "Store", actor: Actor, path: str | Path, *, study: str, f
     -------
     peercore.io.importer.ImportReport
     """
+    def write(exists: bool):
+        if not exists:
+            store.create_study(study, description=description, source=source)
+        return import_path(path, store=store, study=study, format=format, order=order)
+
+    return _checked_import(store, actor, study=study, file_name=path, format=format, write=write)
+
+
+def import_bundle(store: "Store", actor: Actor, bundle, *, study: str, file_name: str, format: str = "auto",
+                  order: str | None = None):
+    """Write a parsed bundle into ``study`` (:func:`peercore.io.importer.import_bundle`, the Data page's import).
+
+    The rule of :func:`import_file` (editor in the study; a new study needs the editor role
+    globally), for a file the page has already read and shown: the import and its audit
+    record (``file_name``, format, counts) land in one transaction.
+
+    Returns
+    -------
+    peercore.io.importer.ImportReport
+    """
+    return _checked_import(store, actor, study=study, file_name=file_name, format=format,
+                           write=lambda exists: _import_bundle(bundle, store=store, study=study, order=order))
+
+
+def _checked_import(store: "Store", actor: Actor, *, study: str, file_name, format: str, write):
+    """The import rule: editor in the study (a new study: editor globally); ``write(exists)``
+    and its audit record (file name, format, counts) in one transaction."""
     exists = store.has_study(study)
     require(store, actor, Action.IMPORT if exists else Action.CREATE_STUDY, study if exists else None)
     with store.transaction():
-        if not exists:
-            store.create_study(study, description=description, source=source)
-        report = import_path(path, store=store, study=study, format=format, order=order)
+        report = write(exists)
         store.record_action(actor.name, Action.IMPORT.value, study=study, details={
-            "file": Path(path).name, "format": format, "created_study": not exists, "report": _jsonable(report)})
+            "file": Path(str(file_name)).name, "format": format, "created_study": not exists,
+            "report": _jsonable(report)})
     return report
+
+
+def configure_judges(store: "Store", actor: Actor, study: str, judges: Sequence[Mapping]) -> int:
+    """Set each judge's kind and the contestant it is (needs editor: it configures the study's reviewers).
+
+    ``judges``: records with ``name``, ``kind`` and ``model_alias`` (empty: not a
+    contestant), as the Studies page's judge table edits them. Only the judges whose kind
+    or alias changes are written, each with one audit record (``configure_judge``: before
+    and after); returns how many changed.
+    """
+    require(store, actor, Action.CONFIGURE_REVIEWERS, study)
+    changed = 0
+    with store.transaction():
+        stored = {row.name: (row.kind, row.model_alias if isinstance(row.model_alias, str) else None)
+                  for row in store.judges(study).itertuples()}
+        for judge in judges:
+            name = judge["name"]
+            after = (judge.get("kind") or "other", judge.get("model_alias") or None)
+            if stored.get(name) == after:
+                continue
+            store.set_judge(study, name, kind=after[0], model_alias=after[1])
+            before = stored.get(name)
+            store.record_action(actor.name, "configure_judge", study=study, details={
+                "judge": name, "before": None if before is None else {"kind": before[0], "model_alias": before[1]},
+                "after": {"kind": after[0], "model_alias": after[1]}})
+            changed += 1
+    return changed
 
 
 def delete_study(store: "Store", actor: Actor, study: str) -> None:
@@ -395,6 +450,39 @@ def undo_decision(store: "Store", actor: Actor, debate_id: int, *, token: str | 
         if removed:
             store.record_action(actor.name, "undo_decision", study=study, details={"debate_id": int(debate_id)})
     return removed
+
+
+def edit_decision(store: "Store", actor: Actor, debate_id: int, decision: str, *, reason: str,
+                  note: str | None = None) -> bool:
+    """Change one of the actor's own decisions, any of them, with a reason (needs annotator in its study).
+
+    :meth:`peercore.store.Store.edit_adjudication`: the decision row is updated in place (the
+    gold set, alpha and agreement use it at once) and the change is appended to the
+    decision history (before, after, reason); the audit log records ``edit_decision`` with
+    the same facts, in the same transaction. An unchanged decision writes nothing and
+    returns False.
+
+    Raises
+    ------
+    AccessDenied
+        Without the annotator role in the debate's study (nothing written).
+    ValueError
+        If ``reason`` is empty or ``decision`` is not a decision.
+    peercore.store.StoreError
+        If the actor has no decision on the debate.
+    """
+    study = store.debate_study(debate_id)
+    require(store, actor, Action.ADJUDICATE, study)
+    with store.transaction():
+        before = store.adjudications(study)
+        mine = before[(before["debate_id"] == int(debate_id)) & (before["annotator"] == actor.name)]
+        changed = store.edit_adjudication(int(debate_id), actor.name, decision, reason=reason,
+                                          changed_by=actor.name, note=note)
+        if changed:
+            store.record_action(actor.name, "edit_decision", study=study, details={
+                "debate_id": int(debate_id), "before": mine["decision"].iloc[0], "verdict": decision,
+                "reason": reason.strip()})
+    return changed
 
 
 def launch_run(store: "Store", actor: Actor, job, *, estimated_cost_usd: float | None, run_id: str | None = None,

@@ -8,6 +8,7 @@ the table (CSV with formulas neutralised, JSONL, Parquet) is :mod:`peercore.io.e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -16,10 +17,32 @@ import pandas as pd
 from peercore.app.leaderboard import leaderboard
 from peercore.app.study import Study
 from peercore.domain.selection import Selection
-from peercore.io.export import write_table
+from peercore.io.export import table_bytes, write_table
 from peercore.io.formats import EXPORT_WHAT
 
-__all__ = ["study_table", "export_study"]
+__all__ = ["study_table", "export_study", "audit_table", "audit_bytes", "AUDIT"]
+
+#: ``what`` of the study's audit log (who changed what: :meth:`peercore.store.Store.audit_log`).
+AUDIT = "audit"
+AUDIT_COLUMNS = ["id", "at", "actor", "action", "study", "details"]
+
+
+def audit_table(store, study: str) -> pd.DataFrame:
+    """The study's audit log as an export writes it: ``id, at, actor, action, study, details``.
+
+    One row per recorded change, oldest first (it outlives a deleted study); ``details`` is
+    the record's JSON text (secret-looking keys were scrubbed when it was recorded).
+    """
+    log = store.audit_log(study)
+    return pd.DataFrame({
+        "id": log["id"].astype(int), "at": log["at"].astype(str), "actor": log["actor"], "action": log["action"],
+        "study": log["study"], "details": [json.dumps(d, sort_keys=True, ensure_ascii=False) for d in log["details"]],
+    }, columns=AUDIT_COLUMNS)
+
+
+def audit_bytes(store, study: str, format: str) -> bytes:
+    """:func:`audit_table` in ``format`` (CSV cells a spreadsheet would run as formulas neutralised)."""
+    return table_bytes(audit_table(store, study), format=format)
 
 
 def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = None, method: str = "bt",
@@ -32,7 +55,8 @@ def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = 
 
     Parameters
     ----------
-    what : ``judgments`` (canonical columns, stored order) or ``leaderboard`` (``model,
+    what : ``judgments`` (canonical columns, stored order), ``audit`` (:func:`audit_table`:
+        who changed what in the study) or ``leaderboard`` (``model,
         score, rank, ci_low, ci_high, battles, preliminary``, and the columns the options
         add: ``rank_worst`` with intervals, ``sandwich_low, sandwich_high`` for
         Bradley-Terry, ``plain_score, plain_rank, rank_change`` with style control,
@@ -46,8 +70,10 @@ def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = 
         exactly what ``peercore rank --study`` prints with the same options.
     selection : a :class:`peercore.domain.selection.Selection` (default: every judge, final verdicts).
     """
+    if what == AUDIT:
+        return audit_table(store, study)
     if what not in EXPORT_WHAT:
-        raise ValueError(f"what must be one of {', '.join(EXPORT_WHAT)}; got {what!r}")
+        raise ValueError(f"what must be one of {', '.join((*EXPORT_WHAT, AUDIT))}; got {what!r}")
     chosen = selection if selection is not None else Selection(judges=tuple(judges) if judges is not None else None)
     handle = Study(store, study)
     if what == "judgments":

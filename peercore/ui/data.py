@@ -31,6 +31,7 @@ import pandas as pd
 import streamlit as st
 
 from peercore import app, reports
+from peercore.app.access import Actor, configure_judges
 from peercore.app.efficiency import POOLED, efficiency_codes, efficiency_result, efficiency_verdicts
 from peercore.app.efficiency import efficiency_judges as _efficiency_judges
 from peercore.efficiency import summarise
@@ -180,9 +181,24 @@ def summary(db: str, study: str, rev: int) -> dict:
     return dict(_study(db, study).counts())
 
 
+#: Session key: the studies this session may read (None: all), set by :func:`peercore.ui.access.gate`
+#: on every run of ``app.py`` before any page reads a study.
+READABLE = "access_readable_studies"
+
+
 def studies() -> pd.DataFrame:
-    """Every study (name, description, created_at, revision, source); never cached, it is one small query."""
-    return store().studies()
+    """Every study this session may read (name, description, created_at, revision, source).
+
+    Never cached, it is one small query. With login configured, a study the signed-in
+    person holds no role in is left out (the list :func:`peercore.ui.access.gate` keeps
+    under :data:`READABLE`): the picker, the Studies page and every page that lists
+    studies never name it.
+    """
+    frame = store().studies()
+    keep = st.session_state.get(READABLE)
+    if keep is None:
+        return frame
+    return frame[frame["name"].isin(set(keep))].reset_index(drop=True)
 
 
 @st.cache_resource(show_spinner=False)
@@ -565,10 +581,14 @@ def judge_editor_frame(db: str, study: str, rev: int) -> pd.DataFrame:
     })
 
 
-def save_judges(study: str, edited: pd.DataFrame) -> None:
-    """Store each judge's kind and alias (an empty alias stores none); nothing else about a judge changes."""
-    for row in edited.to_dict("records"):
-        store().set_judge(study, row["name"], kind=row["kind"] or "other", model_alias=row["model_alias"] or None)
+def save_judges(study: str, edited: pd.DataFrame, actor: Actor) -> int:
+    """Store each judge's kind and alias (an empty alias stores none); nothing else about a judge changes.
+
+    :func:`peercore.app.access.configure_judges` for ``actor`` (needs the editor role;
+    raises :class:`peercore.errors.AccessDenied` otherwise, nothing written); returns how
+    many judges changed.
+    """
+    return configure_judges(store(), actor, study, edited.to_dict("records"))
 
 
 # --------------------------------------------------------------- Leaderboard helpers

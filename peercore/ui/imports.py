@@ -24,9 +24,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from peercore.errors import JudgmentError
+from peercore.app import access
+from peercore.errors import AccessDenied, JudgmentError
 from peercore.ui import data, state
-from peercore.io.importer import FORMATS, import_bundle, read_path
+from peercore.ui.access import current_actor
+from peercore.io.importer import FORMATS, read_path
 from peercore.io.rules import check_zip, extract_zip
 from peercore.io._common import parquet_frame
 from peercore.app.exports import study_table
@@ -270,14 +272,23 @@ def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
 
 
 def do_import(target: str) -> None:
-    """Button callback: write the parsed bundle into ``target`` (created if new), then clear the uploader."""
+    """The Import button: write the parsed upload into ``target`` (created if new), then clear the uploader.
 
+    Written by :func:`peercore.app.access.import_bundle` (editor in the study, or globally
+    for a new one; the import and its audit record in one transaction). A refusal is kept
+    for the page as ``data_error`` and changes nothing: the upload stays parsed, the
+    uploader keeps its file.
+    """
     parsed = st.session_state.get(PARSED)
     forget_outcome()
     if parsed is None or parsed.bundle is None:
         return
     try:
-        report = import_bundle(parsed.bundle, store=data.store(), study=target.strip())
+        report = access.import_bundle(data.store(), current_actor(), parsed.bundle, study=target.strip(),
+                                      file_name=parsed.name, format=st.session_state.get("data_format") or "auto")
+    except AccessDenied as error:
+        st.session_state["data_error"] = f"Nothing was imported: {error}"
+        return
     except JudgmentError as error:
         where, problem = describe_error(error)
         file = Path(str(error.source or parsed.name)).name

@@ -7,6 +7,11 @@ credential (``?api_key=...``, ``user:password@``) is refused without repeating i
 are looked up only at launch, from the environment or ``st.secrets``, and handed to the
 backend object of that run; the page only ever shows whether a key is set.
 
+Who may: configuring reviewers, launching, resuming and cancelling runs need the editor
+role in the study (:mod:`peercore.app.access`); each callback goes through the checked
+action (:func:`peercore.app.access.launch_run` ...), whatever the page showed, and a
+refusal lands in ``rv_error`` / ``run_error`` with nothing started or changed.
+
 Defaults are the command line's: a review's method is each backend's default
 (:func:`peercore.reviewers.judging.default_method`) unless the page picks one.
 """
@@ -20,9 +25,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
+from peercore.app import access as rules
+from peercore.app.access import Action, AccessDenied
 from peercore.prompts import list_rubrics, list_templates, load_template
 from peercore.reviewers import METHODS
-from peercore.ui import data, state
+from peercore.ui import access, data, state
 from peercore.jobs.base import Judge, accounting_line, progress_line
 from peercore.jobs.specs import make_backend, refuse_credentials
 from peercore.jobs.answers import AnswerJob
@@ -30,7 +37,6 @@ from peercore.jobs.discussion import DebateJob, DiscussionJob
 from peercore.jobs.review import ONE_ORDER_STRATEGIES, ReviewJob
 from peercore.jobs.estimate import estimate as estimate_job, items_and_calls
 from peercore.jobs.pricing import load_prices
-from peercore.runner import start_run
 from peercore.jobs.resume import job_from_config
 from peercore.run_inspection import DISPLAY_LIMIT, filter_verdicts as keep, run_verdicts as verdicts_of, verdict_summary
 
@@ -98,8 +104,28 @@ def label(reviewer: dict) -> str:
     return reviewer.get("name") or spec(reviewer)
 
 
+def _may(action: Action, study: str | None, key: str = "run_error") -> bool:
+    """Whether the current actor may do ``action`` in ``study`` (:func:`peercore.app.access.require`).
+
+    A refusal is kept in session state under ``key`` for the page to show.
+    """
+    try:
+        rules.require(data.store(), access.current_actor(), action, study)
+    except AccessDenied as exc:
+        st.session_state[key] = f"Not allowed: {exc}"
+        return False
+    return True
+
+
+def _may_configure() -> bool:
+    """Whether the current actor may configure reviewers in the open study (a refusal in ``rv_error``)."""
+    return _may(Action.CONFIGURE_REVIEWERS, st.session_state.get(state.STUDY), key="rv_error")
+
+
 def add_reviewer() -> None:
-    """Form callback: validate and append the reviewer (no network, no key needed)."""
+    """Form callback: validate and append the reviewer (no network, no key needed; needs the editor role)."""
+    if not _may_configure():
+        return
     reviewer = {
         "name": (st.session_state.get(F_NAME) or "").strip(),
         "provider": st.session_state.get(F_PROVIDER) or "openai",
@@ -112,7 +138,8 @@ def add_reviewer() -> None:
 
 
 def add_local_preset() -> None:
-    _append(dict(LOCAL_PRESET))
+    if _may_configure():
+        _append(dict(LOCAL_PRESET))
 
 
 def _append(reviewer: dict) -> None:
@@ -133,6 +160,8 @@ def _append(reviewer: dict) -> None:
 
 
 def remove_reviewer(index: int) -> None:
+    if not _may_configure():
+        return
     reviewers = list(st.session_state[state.REVIEWERS])
     del reviewers[index]
     st.session_state[state.REVIEWERS] = reviewers
@@ -245,6 +274,8 @@ class LiveRun:
     log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=200))
     lock: threading.Lock = field(default_factory=threading.Lock)
     job: object = None
+    actor: object = None       # who launched it (peercore.app.access.Actor): the audit log names them
+    recorded: bool = False     # whether its end (status, final cost) was recorded (finish_run)
 
     def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
 
@@ -261,6 +292,8 @@ def launch(study: str, kind: str, reviewers: list[dict], options: dict, *, run_i
     """Button callback: build the job with keys, start it in the background, keep the handle."""
 
     st.session_state["run_error"] = ""
+    if not _may(Action.LAUNCH_RUN if run_id is None else Action.RESUME_RUN, study):
+        return  # refused before any key is read
     try:
         job = build_job(study, kind, reviewers, options, with_keys=True)
         for backend in job.backends():  # fail before any work when a key is missing
@@ -271,6 +304,33 @@ def launch(study: str, kind: str, reviewers: list[dict], options: dict, *, run_i
         st.session_state["run_error"] = str(error)
         return
     _start(job, kind, run_id=run_id, prices=load_prices())
+
+
+def _start(job, kind: str, *, run_id: str | None, prices) -> None:
+    """Start (or resume) ``job`` through :func:`peercore.app.access.launch_run`: checked, then recorded.
+
+    The record holds the estimated cost (the estimate's upper bound, what the page showed
+    before the launch); a refusal is kept in ``run_error`` and nothing starts.
+    """
+    actor = access.current_actor()
+    live = LiveRun(handle=None, kind=kind, job=job, actor=actor)
+    try:
+        rules.require(data.store(), actor, Action.LAUNCH_RUN if run_id is None else Action.RESUME_RUN, job.study)
+        est = estimate_job(job, data.store())
+        live.handle = rules.launch_run(data.store(), actor, job, run_id=run_id, on_progress=live.on_progress,
+                                       prices=prices, estimated_cost_usd=est.cost_usd_high)
+    except AccessDenied as exc:
+        st.session_state["run_error"] = f"Not allowed: {exc}"
+        return
+    st.session_state[state.RUN_HANDLE] = live
+
+
+def record_end(live: LiveRun, result) -> None:
+    """Record once how the run ended, with its final cost (:func:`peercore.app.access.finish_run`)."""
+    if live.recorded or result is None or live.actor is None:
+        return
+    rules.finish_run(data.store(), live.actor, result, study=live.job.study)
+    live.recorded = True
 
 
 def renamed_judges(live: LiveRun) -> dict[str, str]:
@@ -285,17 +345,15 @@ def run_judges(live: LiveRun) -> list[str]:
     return sorted(set(names.values()))
 
 
-def _start(job, kind: str, *, run_id: str | None, prices) -> None:
-
-    live = LiveRun(handle=None, kind=kind, job=job)
-    live.handle = start_run(job, data.store(), run_id=run_id, on_progress=live.on_progress, prices=prices)
-    st.session_state[state.RUN_HANDLE] = live
-
-
 def cancel() -> None:
+    """Button callback: ask the live run to stop (:func:`peercore.app.access.cancel_run`: needs editor)."""
     live = st.session_state.get(state.RUN_HANDLE)
-    if live is not None:
-        live.handle.cancel()
+    if live is None:
+        return
+    try:
+        rules.cancel_run(data.store(), access.current_actor(), live.handle, study=live.job.study)
+    except AccessDenied as exc:
+        st.session_state["run_error"] = f"Not allowed: {exc}"
 
 
 def clear() -> None:
@@ -387,6 +445,8 @@ def resume(study: str, run_id: str) -> None:
     """Button callback: continue a stored run where it stopped (only its pending items)."""
 
     st.session_state["run_error"] = ""
+    if not _may(Action.RESUME_RUN, study):
+        return  # refused before any key is read
     try:
         job, kind = job_from_run(study, data.store().run(run_id))
     except Exception as error:  # noqa: BLE001

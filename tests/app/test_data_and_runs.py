@@ -101,8 +101,8 @@ def test_a_zip_that_escapes_its_folder_is_refused(synthetic):
 
 def test_export_offers_a_download(synthetic):
     at = open_page(app_test(), "data")
-    (button,) = at.get("download_button")
-    assert "judgments" in button.proto.label
+    judgments, audit = at.get("download_button")  # the study, and its audit log (issue 20)
+    assert "judgments" in judgments.proto.label and "audit log" in audit.proto.label
 
 
 def test_first_run_imports_the_sample_folder(db_file, tmp_path):
