@@ -3,25 +3,24 @@
 A gallery of the studies that hold judgments (the bundled ones first: the sample, PRD
 Vicuna80, TopicalChat), each with its counts and the one-line description its provenance
 gives, and a button that opens the study on the Leaderboard (with the method its
-provenance names, e.g. Peer Rank for PRD). Below, links to import data, launch a review
+provenance names, e.g. Peer Rank for PRD, else Bradley-Terry: :func:`peercore.ui.state.default_method`,
+the same default the sidebar's way to the Leaderboard gives). Below, links to import data, launch a review
 and adjudicate (with the number of debates waiting in the open study). Study names and
 descriptions are untrusted text (:mod:`peercore.ui.safe`).
 """
 
 import streamlit as st
 
-from peercore import reports
 from peercore.ui import data, safe, state
 from peercore.ui.home import counts_line, ready_studies
 
 GALLERY_SIZE = 6
 
 
-def open_study(name: str, method: str | None) -> None:
-    """Button callback: make ``name`` the open study (and its provenance's leaderboard method, if any)."""
+def open_study(name: str, method: str) -> None:
+    """Button callback: make ``name`` the open study, its Leaderboard on the view the sidebar would open too."""
     st.session_state[state.STUDY] = name
-    if method in reports.LEADERBOARD_METHODS:
-        st.session_state[state.LB_METHOD] = method
+    state.open_leaderboard(name, method)
 
 
 def study_card(card: dict, *, is_open: bool) -> bool:
@@ -31,11 +30,10 @@ def study_card(card: dict, *, is_open: bool) -> bool:
         st.markdown(f"**{safe.md(card['name'])}**" + "".join(f" · {word}" for word in status))
         st.caption(counts_line(card["counts"]))
         st.caption(safe.md(card["description"]) or "No description recorded.")
-        method = card["method"] if card["method"] in reports.LEADERBOARD_METHODS else None
+        method = state.default_method(card["method"])  # the one default the Leaderboard page also uses
         return st.button("Open leaderboard", key=f"home_open::{card['name']}", on_click=open_study,
                          args=(card["name"], method), width="stretch", type="primary" if is_open else "secondary",
-                         help=f"Opens this study on the Leaderboard, ranked by {method}." if method else
-                         "Opens this study on the Leaderboard.")
+                         help=f"Opens this study on the Leaderboard, ranked by {method}.")
 
 
 state.ensure_frame()

@@ -2,16 +2,27 @@
 
 The table is :func:`peercore.app.leaderboard`, the very call behind
 ``peercore rank --study`` and leaderboard exports, with the same defaults.
+
+The view (method, judges, category, options) is the study's own: every way here opens
+it through :func:`peercore.ui.state.open_leaderboard` (the study's default method, the
+view last used for it, or a link's), and it goes into the URL's query parameters with
+``peercore rank``'s option names and values, so a view can be shared or bookmarked.
+"Versus a baseline" defaults to the model in every chosen comparison
+(:func:`peercore.app.leaderboard.selection_baseline`, also ``--baseline auto``); fragile
+adjacent pairs are marked from the robustness audit ``peercore audit`` runs.
 """
 
 from dataclasses import replace
 
+import pandas as pd
 import streamlit as st
 
 from peercore import charts, reports
 from peercore.io.formats import file_name_part
 from peercore.ranking.peer_rank import PER_SHUFFLE
-from peercore.app.leaderboard import PRELIMINARY_BATTLES
+from peercore.app.guarantees import audit_leaderboard
+from peercore.app.leaderboard import (FRAGILE_SHARE, PRELIMINARY_BATTLES, fragile_marks, fragile_pairs,
+                                      selection_baseline)
 from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
 
@@ -22,6 +33,12 @@ state.ensure_frame()
 st.title("Leaderboard")
 study = data.current_study()
 db, _, rev = data.key(study)
+# One view per study, whichever way the page was reached (Home's card calls the same function); a link's view wins.
+studies = data.studies()
+provenance = next((source for name, source in zip(studies["name"], studies["source"]) if name == study), None)
+state.open_leaderboard(study, state.default_method(provenance.get("leaderboard_method")
+                                                   if isinstance(provenance, dict) else None),
+                       state.url_view(st.query_params))
 all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.LB_JUDGES)
 
 # ------------------------------------------------------------------------ controls
@@ -51,9 +68,7 @@ elif method == "PoE":
                                help="Gaussian experts have a closed form with posterior intervals; BT experts do not.")
 elif method == "Versus a baseline":
     peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
-    baseline = option_col.selectbox("Baseline", data.contestants(db, study, rev), key="lb_baseline",
-                                    help="Every model's win rate against this one on the same questions, as AlpacaEval "
-                                         "reports it (`peercore rank --method winrate --baseline MODEL`).")
+    baseline_box = option_col.empty()  # filled once the chosen judgments are known: they set the default
 elif method == "Bradley-Terry":
     peer_label, base = st.session_state[state.LB_WEIGHT_MODE], st.session_state[state.LB_BASE]
     style_col, interval_col = option_col.columns(2)
@@ -79,7 +94,8 @@ chosen = judge_col.multiselect("Judges that count", all_judges, key=state.LB_JUD
                                help="Any mix of LLM reviewers, humans and debate gold (consensus + adjudications). "
                                     "Another configuration of a model is a judge of its own, listed after the model.")
 categories = reports.question_categories(data.questions(db, study, rev))
-category = category_col.selectbox("Category", [reports.ALL_CATEGORIES, *categories], key="lb_category",
+state.keep_valid(state.LB_CATEGORY, [reports.ALL_CATEGORIES, *categories])
+category = category_col.selectbox("Category", [reports.ALL_CATEGORIES, *categories], key=state.LB_CATEGORY,
                                   disabled=not categories,
                                   help="Rank on one question category only, as LMArena's category view "
                                        "(`peercore rank --category NAME`); the By category tab shows them side by side.")
@@ -89,6 +105,7 @@ if not chosen:
 
 with st.expander("Which judgments count", icon=":material/filter_alt:"):
     options = st.columns(2)
+    state.keep_valid("lb_contestants", data.contestants(db, study, rev))
     contestants = options[0].multiselect("Contestants", data.contestants(db, study, rev), key="lb_contestants",
                                          placeholder="All contestants",
                                          help="Rank only battles between these (e.g. the five models of PRD's table).")
@@ -120,6 +137,21 @@ with st.expander("Which judgments count", icon=":material/filter_alt:"):
 selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or None, common_contestants=common,
                       final_only=not all_rounds, repeated_votes="each" if each_vote else "majority",
                       categories=None if category == reports.ALL_CATEGORIES else (category,))
+if method == "Versus a baseline":
+    models = data.contestants(db, study, rev)
+    if st.session_state.get(state.LB_BASELINE) not in models:  # AlpacaEval's baseline: in every chosen comparison
+        st.session_state[state.LB_BASELINE] = selection_baseline(data.study(db, study), selection)
+    baseline = baseline_box.selectbox("Baseline", models, key=state.LB_BASELINE, placeholder="Choose the baseline",
+                                      help="Every model's win rate against this one on the same questions, as "
+                                           "AlpacaEval reports it (`peercore rank --method winrate --baseline MODEL`). "
+                                           "By default the model in every chosen comparison (the most battles if "
+                                           "several).")
+    if baseline is None:
+        state.remember_view(study)
+        st.info("No model takes part in every comparison of the chosen judgments: choose the baseline above.",
+                icon=":material/info:")
+        st.stop()
+state.remember_view(study)
 
 options = dict(soft=soft, baseline=baseline, controls=controls, intervals=interval_kind, reweight=reweight,
                prior=prior, min_battles=int(min_battles))
@@ -139,6 +171,54 @@ except ValueError as error:  # e.g. Peer Rank without two contestant judges: say
     st.stop()
 for warning in data.page_warnings(result.warnings, result.notes, PAGE_OPTIONS):
     st.warning(safe.md(warning), icon=":material/warning:")
+
+AUDITED = {"Win rate": "winrate", "Bradley-Terry": "bt"}  # the leaderboards the robustness audit refits
+# Up to this many votes and contestants the audit runs by itself (PRD, 8,000 votes and 5 models: under a second);
+# it refits once per adjacent pair and dropped vote, so beyond them it waits for its checkbox.
+AUDIT_AT_ONCE, AUDIT_AT_ONCE_MODELS = 50_000, 20
+
+
+def robustness_audit():
+    """The robustness audit of this leaderboard (``peercore audit``, once per study revision), or None.
+
+    Only for win rate and plain Bradley-Terry once the ranking is complete; beyond
+    :data:`AUDIT_AT_ONCE` votes or :data:`AUDIT_AT_ONCE_MODELS` contestants it waits for
+    its checkbox.
+    """
+    if AUDITED.get(method) is None or controls or not complete:
+        return None
+    large = result.n_judgments > AUDIT_AT_ONCE or len(result.table) > AUDIT_AT_ONCE_MODELS
+    if large and not st.checkbox(
+            "Mark fragile pairs (robustness audit)", key="lb_audit",
+            help=f"{result.n_judgments:,} votes, {len(result.table):,} contestants: the audit refits the ranking for "
+                 "every adjacent pair while dropping votes, which takes a while (`peercore audit`)."):
+        return None
+    handle = data.study(db, study)
+    audited = AUDITED[method]
+    try:
+        return handle.cached(("pages.leaderboard.audit", selection, audited, soft, prior, reweight),
+                             lambda: audit_leaderboard(handle, selection, method=audited, soft=soft, prior=prior,
+                                                       reweight=reweight))
+    except ValueError:  # nothing to audit: the table shows no mark
+        return None
+
+
+def fragile_votes(audit) -> None:
+    """The votes whose removal swaps each fragile pair, one click away."""
+    fragile = fragile_pairs(audit.pairs)
+    if not fragile:
+        st.caption(f"Robustness: no adjacent pair swaps when fewer than {FRAGILE_SHARE:.0%} of the "
+                   f"{audit.n_votes:,} votes are removed (`peercore audit`).")
+        return
+    with st.expander(f"Fragile: {len(fragile)} adjacent pair(s) swap when under {FRAGILE_SHARE:.0%} of the votes go",
+                     icon=":material/warning:"):
+        st.caption("Each pair's votes that, removed, swap it (refitted to check; `peercore audit --format json` "
+                   "gives the same list).")
+        votes = pd.DataFrame([{"pair": f"{pair['higher']} above {pair['lower']}", **vote}
+                              for pair in fragile for vote in pair["votes"]])
+        votes = votes.map(lambda v: "—" if v is None or v != v else f"{v}")  # a missing turn reads "—"
+        tables.show(votes, key="lb_fragile_votes")
+
 
 tab_names = ["Table", "By category", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
 tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
@@ -163,15 +243,29 @@ with tabs[0]:
     if tabs[0].open:
         bootstrap_progress()
         table = result.table
+        search = st.text_input("Find a model or judge", key=state.LB_SEARCH, placeholder="Part of a name, any case",
+                               help="Shows only the contestants whose name contains this text (taken as plain text) "
+                                    "and names the judges that count whose name contains it; ranks stay those of "
+                                    "the whole table.")
+        if search:
+            table = table[[search.casefold() in str(model).casefold() for model in table["model"]]]
+            judges_found = [judge for judge in result.judges if search.casefold() in str(judge).casefold()]
+            st.caption(f"{len(table):,} of {len(result.table):,} contestants contain {safe.code(search)}; judges that "
+                       f"count: {', '.join(safe.md(j) for j in judges_found) or 'none'}.")
         a, b, c = st.columns(3)
         a.metric("Judgments counted", f"{result.n_judgments:,}",
                  help=f"After the selection: {'every debate round' if all_rounds else 'final debate verdicts'}, "
                       f"{'every repeated vote' if each_vote else 'the majority of repeated votes'}; unparsed replies "
                       "are never counted (the Studies page lists them).")
-        b.metric("Contestants", len(table))
+        b.metric("Contestants", len(result.table))
         c.metric("Judges", len(result.judges))
         if result.baseline is not None:
-            tables.show(reports.baseline_display(table), key="lb_baseline_table")
+            shown = reports.baseline_display(table)
+            shown.insert(0, "rank", table["rank"].to_numpy())
+            percents = ("win rate %", "± se", "LC win rate %", "LC ± se", "discrete win rate %")
+            tables.show(shown, key="lb_baseline_table", decimals={column: 2 for column in percents},
+                        helps={"rank": "AlpacaEval 2's order: by length-controlled win rate (by win rate when no row "
+                                       "has one); 1 + the models whose 95% interval lies wholly above"})
             st.caption(f"Against {safe.md(result.baseline['baseline'])}, as AlpacaEval's leaderboard: rates and standard "
                        "errors in percent; a verdict's probability counts as a fractional win. Length-controlled win "
                        f"rate: instruction difficulty {safe.md(result.baseline['difficulty'])}; its standard error by "
@@ -182,13 +276,23 @@ with tabs[0]:
             st.plotly_chart(charts.baseline_chart(table, baseline=result.baseline["baseline"]), key="lb_baseline_chart")
         else:
             lengths = reports.average_lengths(data.answers(db, study, rev)) if data.has_answers(db, study, rev) else None
-            tables.show(reports.leaderboard_display(table, result.score_label, lengths=lengths), key="lb_table",
+            shown = reports.leaderboard_display(table, result.score_label, lengths=lengths)
+            audit = robustness_audit()
+            if audit is not None:
+                marks = fragile_marks(audit.pairs)
+                shown["fragile"] = [marks.get(model, "") for model in shown["model"]]
+            tables.show(shown, key="lb_table",
                         decimals={result.score_label: reports.score_digits(result.score_label)},
                         labels={"battles": "votes"},
                         helps={"battles": "Battles counted for the model (LMArena's votes)",
                                "preliminary": "Fewer battles than the threshold under 'Which judgments count': "
                                               "the rating may still move a lot",
-                               "avg length": "Mean length of the model's answers in characters (AlpacaEval)"})
+                               "avg length": "Mean length of the model's answers in characters (AlpacaEval)",
+                               "fragile": f"The order with the neighbour flips when fewer than "
+                                          f"{FRAGILE_SHARE:.0%} of all votes are removed (Huang et al., ICLR 2026; "
+                                          "`peercore audit`)"})
+            if audit is not None:
+                fragile_votes(audit)
             st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
                        f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0' + ('' if complete else ' (running)')}. "
                        "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
@@ -211,7 +315,7 @@ with tabs[0]:
         if result.weights is not None:
             st.caption(f"Peer Rank weights after {result.iterations} iteration(s): "
                        + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result.weights.sort_values(ascending=False).items()))
-        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(table), file_name=f"{file_name_part(study)}-leaderboard.csv",
+        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(result.table), file_name=f"{file_name_part(study)}-leaderboard.csv",
                            mime="text/csv", icon=":material/download:")
 
 # --------------------------------------------------------------------- by category

@@ -35,7 +35,8 @@ from peercore.ranking import battle_counts, comparisons_from_judgments, poe_gaus
 
 __all__ = ["RankOptions", "Ranking", "GroupedRanking", "leaderboard", "leaderboards_by", "rank_selected",
            "DEFAULT_BOOTSTRAP", "DEFAULT_ELO_SHUFFLES", "DEFAULT_LC_ROUNDS", "PRELIMINARY_BATTLES", "TINY_STUDY",
-           "mixed_warnings", "default_baseline"]
+           "mixed_warnings", "default_baseline", "selection_baseline", "FRAGILE_SHARE", "fragile_pairs",
+           "fragile_marks"]
 
 DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
 DEFAULT_BOOTSTRAP = 100      # bootstrap rounds of the 95% intervals (CLI and pages alike)
@@ -400,6 +401,50 @@ def default_baseline(chosen: V.Verdicts) -> str | None:
     return chosen.models[int(max(everywhere, key=lambda k: (battles[k], -k)))]
 
 
+def selection_baseline(study: Study, selection: Selection | None = None) -> str | None:
+    """:func:`default_baseline` of the verdicts ``selection`` picks from ``study`` (None: ask which).
+
+    The one rule behind the Leaderboard's "Versus a baseline" default and
+    ``peercore rank --baseline auto``.
+    """
+    return default_baseline(study.select(selection).verdicts)
+
+
+#: A pair of adjacent models is fragile when removing fewer than this share of all votes swaps it (issue 24).
+FRAGILE_SHARE = 0.01
+
+
+def fragile_pairs(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> list[Mapping]:
+    """The audited pairs (:attr:`peercore.app.guarantees.Audit.pairs`) that fewer than ``share`` of all votes swap.
+
+    Only pairs whose swap a refit verified count (an unverified count is no evidence
+    that the order flips).
+    """
+    return [pair for pair in pairs if pair.get("verified") and pair.get("share") is not None and pair["share"] < share]
+
+
+def fragile_marks(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> dict[str, str]:
+    """The "fragile" mark of each model whose order with its neighbour flips when a handful of votes go.
+
+    Parameters
+    ----------
+    pairs : :attr:`peercore.app.guarantees.Audit.pairs` (``higher, lower, drop, share,
+        verified``, ranks 1-2 first), the audit ``peercore audit`` prints.
+    share : a pair is fragile when ``drop / all votes`` is below this.
+
+    Returns
+    -------
+    Model -> its mark, on both models of every fragile pair (a model between two fragile
+    pairs gets both): ``"swaps with B if 58 votes (0.73%) go"``, for :func:`fragile_pairs`.
+    """
+    marks: dict[str, list[str]] = {}
+    for pair in fragile_pairs(pairs, share=share):
+        count = f"{int(pair['drop']):,} votes ({pair['share']:.2%})"
+        marks.setdefault(str(pair["higher"]), []).append(f"swaps with {pair['lower']} if {count} go")
+        marks.setdefault(str(pair["lower"]), []).append(f"swaps with {pair['higher']} if {count} go")
+    return {model: "; ".join(texts) for model, texts in marks.items()}
+
+
 def _frame(study: Study, chosen: V.Verdicts) -> pd.DataFrame:
     return study.with_extras(V.to_frame(chosen), chosen)
 
@@ -418,12 +463,18 @@ def _baseline_ranking(study: Study, chosen: V.Verdicts, options: RankOptions, *,
     result = baseline_win_rates(frame, baseline=options.baseline, lengths=lengths, lc_rounds=options.lc_rounds,
                                 seed=options.seed)
     alpaca = result.table
+    # AlpacaEval 2 orders its leaderboard by the length-controlled win rate (the raw one where no row has an LC).
+    length_controlled = alpaca["lc_win_rate"].notna().all()
+    order, order_se = ("lc_win_rate", "lc_standard_error") if length_controlled else ("win_rate", "standard_error")
+    alpaca = alpaca.sort_values([order, "win_rate", "model"], ascending=[False, False, True],
+                                kind="stable").reset_index(drop=True)
     score = alpaca["win_rate"]
     half = _Z95 * alpaca["standard_error"].fillna(0.0)
     table = pd.DataFrame({"model": alpaca["model"], "score": score, "ci_low": score - half, "ci_high": score + half,
                           "battles": alpaca["n_total"].astype(int)})
-    spread = rank_spread(pd.Series(table["ci_low"].to_numpy(), index=table["model"]),
-                         pd.Series(table["ci_high"].to_numpy(), index=table["model"]))
+    order_half = _Z95 * alpaca[order_se].fillna(0.0)  # the rank follows the order: its 95% interval sets it
+    spread = rank_spread(pd.Series((alpaca[order] - order_half).to_numpy(), index=table["model"]),
+                         pd.Series((alpaca[order] + order_half).to_numpy(), index=table["model"]))
     table.insert(2, "rank", spread["rank"].to_numpy())
     table["rank_worst"] = spread["rank_worst"].to_numpy()
     table = pd.concat([table, alpaca.drop(columns=["model"])], axis=1)

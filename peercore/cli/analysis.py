@@ -21,7 +21,8 @@ import pandas as pd
 from peercore.agreement import pooled_agreement
 from peercore.app.agreement import agreement, alpha
 from peercore.app.bias import bias_report, judge_bias
-from peercore.app.leaderboard import DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, leaderboard, leaderboards_by
+from peercore.app.leaderboard import (DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, leaderboard, leaderboards_by,
+                                      selection_baseline)
 from peercore.app.study import Study
 from peercore.cli.common import selection_of
 from peercore.domain.plain import json_value
@@ -111,9 +112,17 @@ def _needed_columns(args) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------- rank
 
+#: ``--baseline auto``: the model in every chosen comparison (:func:`peercore.app.leaderboard.selection_baseline`).
+AUTO_BASELINE = "auto"
+
 
 def rank_command(args) -> int:
     study = study_of(args, extras=_needed_columns(args))
+    if args.baseline == AUTO_BASELINE:  # the Leaderboard page's default, by the same function
+        args.baseline = selection_baseline(study, selection_of(args))
+        if args.baseline is None:
+            raise ValueError("--baseline auto: no model takes part in every chosen comparison; name the baseline "
+                             "(--baseline MODEL)")
     options = dict(method=args.method, peer_weights=args.peer_weights, weights_from=args.weights_from,
                    bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, soft=args.soft,
                    weight_normalisation=args.weight_normalisation, baseline=args.baseline,

@@ -63,7 +63,8 @@ def add_analysis(commands) -> None:
     rank.add_argument("--baseline", metavar="MODEL",
                       help="with --method winrate: AlpacaEval's columns against this model (win_rate, "
                            "discrete_win_rate, standard_error, n_wins, n_wins_base, n_draws, avg_length, lc_win_rate; "
-                           "percent), the length-controlled win rate from the answers' lengths")
+                           "percent), the length-controlled win rate from the answers' lengths; 'auto': the model "
+                           "in every chosen comparison (the most battles if several), as the Leaderboard's default")
     rank.add_argument("--control", action="append", choices=values(Control), metavar="STYLE",
                       help="with --method bt: style control (Chatbot Arena's contextual Bradley-Terry) for the answers' "
                            "length and/or Markdown (headers, lists, bold); repeatable. Needs the answers: a study's "

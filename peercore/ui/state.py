@@ -29,6 +29,12 @@ LB_CURVE_JUDGES = "lb_curve_judges"  # judges whose Elo curves are overlaid
 LB_HEAT_LEFT = "lb_heat_left"        # judge of the left heatmap
 LB_HEAT_RIGHT = "lb_heat_right"      # judge of the right heatmap
 LB_WHATIF_PREFIX = "lb_whatif::"    # + judge name: the what-if checkbox of that judge
+LB_BASELINE = "lb_baseline"          # "Versus a baseline": the baseline model
+LB_CATEGORY = "lb_category"          # one question category, or reports.ALL_CATEGORIES
+LB_SEARCH = "lb_search"              # text that filters the shown table to matching models and judges
+LB_VIEW_STUDY = "lb_view_study"      # the study the Leaderboard's view keys belong to
+LB_VIEWS = "lb_views"                # study -> its last Leaderboard view (query parameters) in this session
+LB_URL = "lb_url"                    # the view last written to (or read from) the URL's query parameters
 
 # --- Bias -------------------------------------------------------------------------
 BIAS_JUDGES = "bias_judges"
@@ -71,6 +77,9 @@ DEFAULTS: dict[str, object] = {
     LB_CURVE_JUDGES: None,
     LB_HEAT_LEFT: None,
     LB_HEAT_RIGHT: None,
+    LB_VIEW_STUDY: None,
+    LB_VIEWS: {},
+    LB_URL: None,
     BIAS_JUDGES: None,
     DATA_UPLOAD_VERSION: 0,
     RUN_HANDLE: None,
@@ -98,7 +107,8 @@ def init() -> None:
     """Seed every key with its default (``setdefault``) and keep persistent widget values."""
     state = st.session_state
     for key, value in DEFAULTS.items():
-        state.setdefault(key, list(value) if isinstance(value, list) else value)
+        state.setdefault(key, list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict)
+                         else value)
     for key in PERSISTENT:
         # Re-assigning a widget's own value stops Streamlit from dropping it when the
         # page holding the widget is not rendered (documented "widget clean-up" note).
@@ -120,3 +130,205 @@ def ensure_frame() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+# --------------------------------------------------------------- the Leaderboard's view
+# A view is what the Leaderboard shows (method, judges, category, options) as query
+# parameters: ``peercore rank``'s option names and the enum values of
+# peercore.domain.options, never the page's labels (``?method=bt&judge=gpt4&control=length``).
+# Every way of reaching a study's Leaderboard (Home's card, the sidebar, a shared link)
+# goes through :func:`open_leaderboard`, so a study opens on one default view.
+
+DEFAULT_METHOD = "Bradley-Terry"
+#: Query parameters that repeat (one value each).
+VIEW_LISTS = ("judge", "contestant", "control")
+# Widget keys of the view besides LB_METHOD (cleared before another view is applied, so widgets take their defaults).
+_VIEW_KEYS = (LB_WEIGHT_MODE, LB_BASE, "lb_per_shuffle", "lb_poe", LB_BASELINE, "lb_controls", "lb_intervals",
+              LB_BOOTSTRAP, LB_JUDGES, LB_CATEGORY, "lb_contestants", "lb_common", "lb_all_rounds", "lb_each_vote",
+              "lb_soft", "lb_min_battles", "lb_reweight", "lb_prior")
+_TRUE = "1"
+
+
+def default_method(named: str | None) -> str:
+    """The method a study's Leaderboard opens on: the one its provenance names, else Bradley-Terry.
+
+    Parameters
+    ----------
+    named : the ``leaderboard_method`` of the study's provenance (e.g. "Peer Rank weighted"
+        for PRD, whose Table 2 is Peer Rank), or None.
+    """
+    from peercore import reports
+
+    return named if named in reports.LEADERBOARD_METHODS else DEFAULT_METHOD
+
+
+def view_params(values) -> dict[str, str | list[str]]:
+    """The Leaderboard view held in ``values`` (session state) as query parameters (enum values)."""
+    from peercore import reports
+    from peercore.app.leaderboard import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES
+
+    label = values.get(LB_METHOD) or DEFAULT_METHOD
+    out: dict[str, str | list[str]] = {}
+    if label == "Peer Rank weighted":
+        out["method"] = reports.BASE_SCORES.get(values.get(LB_BASE), "winrate")
+        out["peer_weights"] = reports.WEIGHT_MODES.get(values.get(LB_WEIGHT_MODE), "prd")
+        if values.get("lb_per_shuffle") and out["method"] == "elo" and out["peer_weights"] == "prd":
+            out["weights_from"] = "elo-per-shuffle"
+    elif label == "PoE":
+        out["method"] = reports.POE_METHODS.get(values.get("lb_poe"), "poe-gaussian")
+    elif label == "Versus a baseline":
+        out["method"] = "winrate"
+        if values.get(LB_BASELINE):
+            out["baseline"] = str(values[LB_BASELINE])
+    else:
+        out["method"] = reports.BASE_SCORES.get(label, "bt")
+    if label == "Bradley-Terry":
+        if values.get("lb_controls"):
+            out["control"] = [reports.STYLE_CONTROLS[c] for c in values["lb_controls"] if c in reports.STYLE_CONTROLS]
+        if reports.INTERVAL_KINDS.get(values.get("lb_intervals")) == "sandwich":
+            out["intervals"] = "sandwich"
+        if values.get("lb_reweight"):
+            out["reweight"] = _TRUE
+        if values.get("lb_prior"):
+            out["prior"] = f"{reports.WEAK_PRIOR:g}"
+    if values.get(LB_JUDGES):
+        out["judge"] = [str(j) for j in values[LB_JUDGES]]
+    if values.get(LB_CATEGORY) not in (None, reports.ALL_CATEGORIES):
+        out["category"] = str(values[LB_CATEGORY])
+    if values.get("lb_contestants"):
+        out["contestant"] = [str(c) for c in values["lb_contestants"]]
+    for key, name in (("lb_common", "common_contestants"), ("lb_all_rounds", "all_rounds"), ("lb_soft", "soft")):
+        if values.get(key):
+            out[name] = _TRUE
+    if values.get("lb_each_vote"):
+        out["repeated_votes"] = "each"
+    if values.get(LB_BOOTSTRAP) not in (None, DEFAULT_BOOTSTRAP):
+        out["bootstrap"] = str(int(values[LB_BOOTSTRAP]))
+    if values.get("lb_min_battles") not in (None, PRELIMINARY_BATTLES):
+        out["min_battles"] = str(int(values["lb_min_battles"]))
+    return out
+
+
+def view_values(params, method: str) -> dict[str, object]:
+    """Session values (widget keys -> the page's labels) of a view given as query parameters.
+
+    What a parameter cannot mean (an unknown method, a number that is none) is left out,
+    so the widget keeps its default; ``method`` is the study's default when the
+    parameters name none.
+    """
+    from peercore import reports
+    from peercore.domain.options import Method, PeerWeights, parse
+
+    def one(name):
+        value = params.get(name)
+        return value[-1] if isinstance(value, list) and value else value if isinstance(value, str) else None
+
+    def many(name):
+        value = params.get(name)
+        return [str(v) for v in value] if isinstance(value, list) else [value] if isinstance(value, str) else []
+
+    def label_of(mapping, code):
+        return next((label for label, c in mapping.items() if c == code), None)
+
+    out: dict[str, object] = {LB_METHOD: method}
+    try:
+        code = parse(Method, one("method"), "method")
+        peer = parse(PeerWeights, one("peer_weights"), "peer_weights")
+    except ValueError:
+        code, peer = None, None
+    if code is not None:
+        if peer not in (None, PeerWeights.NONE) and label_of(reports.BASE_SCORES, code):
+            out.update({LB_METHOD: "Peer Rank weighted", LB_BASE: label_of(reports.BASE_SCORES, code),
+                        LB_WEIGHT_MODE: label_of(reports.WEIGHT_MODES, peer)})
+            if one("weights_from") == "elo-per-shuffle":
+                out["lb_per_shuffle"] = True
+        elif code in (Method.POE_GAUSSIAN, Method.POE_BT):
+            out.update({LB_METHOD: "PoE", "lb_poe": label_of(reports.POE_METHODS, code)})
+        elif code is Method.WINRATE and one("baseline"):
+            out.update({LB_METHOD: "Versus a baseline", LB_BASELINE: one("baseline")})
+        else:
+            out[LB_METHOD] = label_of(reports.BASE_SCORES, code)
+    if out[LB_METHOD] == "Bradley-Terry":
+        controls = [label_of(reports.STYLE_CONTROLS, c) for c in many("control")]
+        if any(controls):
+            out["lb_controls"] = [c for c in controls if c]
+        if one("intervals") == "sandwich":
+            out["lb_intervals"] = label_of(reports.INTERVAL_KINDS, "sandwich")
+        out["lb_reweight"] = one("reweight") == _TRUE
+        out["lb_prior"] = one("prior") is not None
+    if many("judge"):
+        out[LB_JUDGES] = many("judge")
+    if one("category"):
+        out[LB_CATEGORY] = one("category")
+    if many("contestant"):
+        out["lb_contestants"] = many("contestant")
+    for key, name in (("lb_common", "common_contestants"), ("lb_all_rounds", "all_rounds"), ("lb_soft", "soft")):
+        out[key] = one(name) == _TRUE
+    out["lb_each_vote"] = one("repeated_votes") == "each"
+    for key, name in ((LB_BOOTSTRAP, "bootstrap"), ("lb_min_battles", "min_battles")):
+        if (one(name) or "").isdigit():
+            out[key] = int(one(name))
+    return {key: value for key, value in out.items() if value is not None}
+
+
+def url_view(query) -> dict[str, str | list[str]]:
+    """The query parameters of a URL (``st.query_params``) as :func:`view_params` writes them."""
+    return {name: list(query.get_all(name)) if name in VIEW_LISTS else query.get(name) for name in query}
+
+
+def apply_view(params, method: str) -> None:
+    """Make ``params`` (query parameters) the Leaderboard's view; call before the page's widgets."""
+    state = st.session_state
+    for key in _VIEW_KEYS:
+        if key in DEFAULTS:
+            state[key] = DEFAULTS[key]
+        else:
+            state.pop(key, None)
+    for key, value in view_values(params, method).items():
+        state[key] = value
+
+
+def keep_valid(key: str, options) -> None:
+    """Forget what a restored view chose for widget ``key`` outside ``options`` (a link made on other data).
+
+    A list (a multiselect's choice) keeps its valid items; a single value that is not an
+    option is dropped, so the widget takes its default.
+    """
+    state = st.session_state
+    options = list(options)
+    if key not in state:
+        return
+    value = state[key]
+    if isinstance(value, list):
+        state[key] = [v for v in value if v in options]
+    elif value is not None and value not in options:
+        del state[key]
+
+
+def open_leaderboard(study: str, method: str, url=None) -> None:
+    """Make the Leaderboard's view the one of ``study``: every path to a study's Leaderboard calls this.
+
+    A shared link's view (``url``, query parameters not written by this session) wins;
+    else the view this session last used for the study; else the study's default
+    (``method``: :func:`default_method` of its provenance, every other option at its
+    default).
+    """
+    state = st.session_state
+    url = dict(url or {})
+    if url and url != state.get(LB_URL):
+        apply_view(url, method)
+        state[LB_URL] = url
+    elif state.get(LB_VIEW_STUDY) != study:
+        apply_view(state.get(LB_VIEWS, {}).get(study, {}), method)
+    state[LB_VIEW_STUDY] = study
+
+
+def remember_view(study: str) -> dict[str, str | list[str]]:
+    """Keep the Leaderboard's current view for ``study`` and put it in the URL (once it changed)."""
+    state = st.session_state
+    params = view_params(state)
+    state.setdefault(LB_VIEWS, {})[study] = params
+    if params != state.get(LB_URL):
+        st.query_params.from_dict(params)
+        state[LB_URL] = params
+    return params

@@ -71,15 +71,17 @@ def test_opening_the_prd_study_shows_its_peer_rank_leaderboard(db_file, monkeypa
     assert list(board.index) == ["gpt4", "claude", "vicuna-13b", "gpt35", "bard"]
 
 
-def test_opening_a_study_without_a_method_keeps_the_chosen_one(db_file, monkeypatch):
+def test_opening_a_study_without_a_method_opens_its_default_not_the_last_studys_choice(db_file, monkeypatch):
     require_bundles()
     import streamlit as st
 
     monkeypatch.setattr(st, "switch_page", lambda page: None)
     at = app_test(page=None)
-    at.session_state["lb_method"] = "Win rate"
+    at.session_state["lb_method"] = "Win rate"  # chosen on the sample's Leaderboard
+    at.session_state["lb_view_study"] = "sample"
     at.button(key="home_open::topicalchat-usr").click().run()
-    assert at.session_state["study"] == "topicalchat-usr" and at.session_state["lb_method"] == "Win rate"
+    # One default per study (issue 21): the sidebar's way to topicalchat-usr opens on Bradley-Terry too.
+    assert at.session_state["study"] == "topicalchat-usr" and at.session_state["lb_method"] == "Bradley-Terry"
     assert links(at)["adjudication"] == "Adjudicate"  # nothing waits in that study
     assert "No debate waits in topicalchat-usr" in "\n".join(c.value for c in at.caption)
 
