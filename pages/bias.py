@@ -93,6 +93,19 @@ else:
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")
 
 # ---------------------------------------------------------------- biases as a model
+# The bias model's headers on screen: plain words that fit a 1366 px screen, the detail in their help.
+BIAS_MODEL_LABELS = {"bias toward": "toward", "Elo points": "Elo", "95% interval": "Elo 95%",
+                     "P shift interval": "P shift 95%", "informative": "informative"}
+BIAS_MODEL_HELP = {
+    "bias toward": "What the judge is pulled toward: the first position, its own model's family, the longer answer.",
+    "Elo points": "The pull in Elo points (positive: toward it).",
+    "95% interval": "95% (sandwich) interval of the Elo points.",
+    "P shift": "Change in the probability that the favoured answer wins between two answers of equal quality.",
+    "P shift interval": "95% interval of the probability shift.",
+    "verdicts": "Verdicts of this judge in the model.",
+    "informative": "Verdicts that inform this term (e.g. where the two answers differ in length).",
+    "significant": "The 95% interval excludes zero.",
+}
 st.header("Biases as a model")
 st.caption("Each judge's pull toward the first position, toward its own model's family and toward the longer answer, "
            "estimated together in one Bradley-Terry model whose model strengths all chosen judges share: Elo points "
@@ -114,7 +127,8 @@ else:
     st.plotly_chart(charts.bias_model_chart(modelled.table), key="bias_model_chart")
     st.caption("Self (family) preference per judge:")
     tables.show(reports.self_preference_summary(modelled.table), key="bias_self_model")
-    tables.show(reports.bias_model_display(modelled.table), key="bias_model_table")
+    tables.show(reports.bias_model_display(modelled.table), key="bias_model_table",
+                labels=BIAS_MODEL_LABELS, helps=BIAS_MODEL_HELP)
     if "length" not in set(modelled.table.index.get_level_values("bias")):
         st.caption("No length term: the study has no answers' texts.")
 

@@ -49,6 +49,10 @@ _MANY = _PALETTE + ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49
 MIN_HEIGHT = 260
 #: Category labels on a horizontal axis longer than this are shortened (…); hover gives the whole name.
 X_LABEL_CHARS = 18
+#: Row names of a heatmap longer than this are shortened (…, keeping the ends that tell them apart).
+Y_LABEL_CHARS = 24
+#: A heatmap cell is at least this high (px): long row names must not squeeze the rows.
+MIN_CELL_PX = 44
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 #: Models a chart draws at most (rows of a ranking chart, rows and columns of a heatmap): 50 rows of
 #: 36 px already make an 1,900 px chart; more are drawn as the first 50, and the title says so.
@@ -227,9 +231,10 @@ def _heatmap(matrix: pd.DataFrame, *, title, zmin, zmax, colorscale, fmt, colorb
     values = matrix.to_numpy(dtype=float)
     text = np.where(np.isnan(values), "", np.vectorize(fmt.format, otypes=[str])(np.nan_to_num(values)))
     names = np.array([[_esc(f"{r} vs {c}") for c in matrix.columns] for r in matrix.index], dtype=object)
-    fig = _figure(title, height=max(320, 44 * len(matrix) + 160))
+    x_labels, y_labels = _short_labels(matrix.columns), _short_labels(matrix.index, Y_LABEL_CHARS)
+    fig = _figure(title, height=max(320, MIN_CELL_PX * len(matrix) + 160))
     fig.add_trace(go.Heatmap(
-        z=values, x=_short_labels(matrix.columns), y=_labels(matrix.index), zmin=zmin, zmax=zmax,
+        z=values, x=x_labels, y=y_labels, zmin=zmin, zmax=zmax,
         colorscale=colorscale, text=text, texttemplate="%{text}", colorbar=dict(title=_esc(colorbar)),
         customdata=names, hovertemplate="%{customdata}: %{z}<extra></extra>",
     ))
@@ -388,7 +393,7 @@ def swap_consistency_chart(frame: pd.DataFrame, *, title: str | None = "Swap con
         fig.add_trace(go.Bar(x=data[column], y=_labels(data["judge"]), orientation="h", name=_esc(label),
                              marker_color=("#2ca02c", "#ff7f0e", "#9467bd")[k], meta=_esc(label),
                              hovertemplate="%{y}: %{meta} %{x:.2f}<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal")  # legend left to right as the bars stack
     fig.update_xaxes(title="share of swapped pairs", range=[0, 1])
     fig.update_yaxes(type="category", autorange="reversed")
     return fig
@@ -453,13 +458,40 @@ def cost_agreement_chart(frame: pd.DataFrame, *, cost: str = "cost", agreement: 
     data = frame.dropna(subset=[cost, agreement])
     if len(data) == 0:
         return _empty(title, "No judge has both a cost and an agreement")
+    if len(data) > 1 and data[cost].nunique() == 1:
+        return _cost_strip(data, cost=cost, agreement=agreement, cost_label=cost_label, title=title)
     fig = _figure(title, height=380)
     fig.add_trace(go.Scatter(x=data[cost], y=data[agreement], mode="markers+text", text=_labels(data["judge"]),
                              textposition="top center", marker=dict(size=14, color=_PALETTE[0]),
                              hovertemplate="%{text}: %{x:.4g}, agreement %{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=_esc(cost_label))
+    if _whole_numbers(data[cost]):
+        fig.update_xaxes(tickformat=",d")
     fig.update_yaxes(title="agreement", range=[0, 1.05])
     return fig
+
+
+def _cost_strip(data: pd.DataFrame, *, cost: str, agreement: str, cost_label: str, title: str | None) -> go.Figure:
+    """Every judge at the same cost: one column per judge (its name under it), the shared cost in the axis title.
+
+    A scatter would stack every point on one vertical line, their names on top of each
+    other, on an axis plotly labels around the single value ("1,599.5").
+    """
+    value = float(data[cost].iloc[0])
+    shown = f"{value:,.0f}" if value.is_integer() else f"{value:,.4g}"
+    names = [str(v) for v in data["judge"]]
+    fig = _figure(title, height=380)
+    fig.add_trace(go.Scatter(
+        x=_short_labels(names), y=data[agreement], mode="markers", marker=dict(size=14, color=_PALETTE[0]),
+        text=_labels(names), hovertemplate="%{text}: agreement %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(type="category", title=_esc(f"judge (each: {cost_label} = {shown})"))
+    fig.update_yaxes(title="agreement", range=[0, 1.05])
+    return fig
+
+
+def _whole_numbers(values: pd.Series) -> bool:
+    numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+    return len(numbers) > 0 and bool(np.all(np.mod(numbers, 1) == 0))
 
 
 # -------------------------------------------------------------------------- efficiency
@@ -516,7 +548,7 @@ def opinion_chart(counts: pd.DataFrame, *, title: str | None = "Opinion altering
     speakers = _labels(data["speaker"])
     fig.add_trace(go.Bar(x=data["held"], y=speakers, orientation="h", name="held", marker_color="#2ca02c"))
     fig.add_trace(go.Bar(x=data["altered"], y=speakers, orientation="h", name="altered", marker_color="#d62728"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal")  # legend left to right as the bars stack
     fig.update_xaxes(title="turns challenged by the other reviewer")
     fig.update_yaxes(type="category", autorange="reversed")
     return fig

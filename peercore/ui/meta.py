@@ -17,6 +17,21 @@ from peercore.ui import data, safe
 
 GOLD_CHOICES = {"panel": "Panel gold (ScaleEval)", "loao": "Leave-one-agent-out gold"}
 
+# Headers of :func:`peercore.reports.accuracy_display` on screen: a few plain words that fit a 1366 px
+# screen, the detail in the column's help (``tables.show(labels=..., helps=...)``).
+ACCURACY_LABELS = {"Fleiss' kappa (PRD Table 3)": "Fleiss' kappa", "unparsed (counted as misses)": "unparsed",
+                   "matched w/o ties": "matched, no ties", "accuracy w/o ties": "accuracy, no ties",
+                   "Cohen's kappa w/o ties": "Cohen, no ties"}
+ACCURACY_HELP = {
+    "matched": "Comparisons both the judge and the reference decided.",
+    "Cohen's kappa": "Agreement corrected for chance (MT-Bench's measure).",
+    "Fleiss' kappa (PRD Table 3)": "Judge and reference as two raters, as PRD's Table 3 reports it.",
+    "unparsed (counted as misses)": "Replies with no readable verdict; they count as misses (ScaleEval eq. 2).",
+    "matched w/o ties": "Matched comparisons where neither side called a tie.",
+    "accuracy w/o ties": "Accuracy over the matched comparisons where neither side called a tie.",
+    "Cohen's kappa w/o ties": "Cohen's kappa over the matched comparisons where neither side called a tie.",
+}
+
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def circularity(db: str, study_: str, rev: int, panel: str | None = None) -> dict:
@@ -103,6 +118,7 @@ def cost_chart(costs: dict, *, against: str):
     fig = charts.cost_agreement_chart(costs["table"], cost="cost", agreement="agreement", cost_label=costs["axis"],
                                       title=f"Each judge: {spent} against its accuracy with {against}")
     fig.update_yaxes(title=f"accuracy with {against} (ties counted)")
-    fig.update_traces(name="one point per judge (its name beside it)", showlegend=True)
+    beside = "under it" if fig.layout.xaxis.type == "category" else "beside it"  # all at one cost: a strip
+    fig.update_traces(name=f"one point per judge (its name {beside})", showlegend=True)
     fig.update_layout(showlegend=True)
     return fig

@@ -8,14 +8,14 @@ are text already: no Markdown or HTML is rendered in them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 import streamlit as st
 
 from peercore.reports import number_formats
 
-__all__ = ["show", "with_widths", "column_config", "grouped_columns", "fitted_widths", "FULL_WIDTH"]
+__all__ = ["show", "with_widths", "column_config", "grouped_columns", "fitted_widths", "telling_width", "FULL_WIDTH"]
 
 
 def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None,
@@ -34,6 +34,8 @@ def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = N
 #: Pixels a full-width table may take on a 1366 px screen with the sidebar open (the grid's own width there).
 FULL_WIDTH = 880
 _CHAR_PX, _PAD_PX, _MIN_PX, _MAX_PX = 7.6, 28, 56, 420
+#: Characters a name keeps beyond the first one that tells it from another (a glyph may be cut in half).
+_TELL_MARGIN = 2
 
 
 def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str] | None = None,
@@ -43,7 +45,11 @@ def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str]
     Each column's natural width is its longest cell or header; when they add up to more
     than the budget, the widest columns are cut to one common cap (long text then ends
     in "…" in its cell, whole when the cell is opened), never below a header's first
-    letters. ``index``: the frame's index is drawn as a first column.
+    letters, and never below :func:`telling_width`: a text column (names of models and
+    judges) keeps the characters that tell any two of its values apart, so two rows
+    never read alike ("local:smollm2-135m" and "local:smollm2-135m@t1.0"), as long as
+    the budget holds it, columns to the left first (names lead PeerBoard's tables).
+    ``index``: the frame's index is drawn as a first column.
     """
     def natural(name: str, cells: pd.Series, fmt: str | None) -> int:
         if fmt is not None:
@@ -51,21 +57,72 @@ def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str]
         else:
             texts = cells.astype(str).tolist()
         longest = max([len(str((labels or {}).get(name, name))) + 2, *map(len, texts)])
-        return int(min(_MAX_PX, max(_MIN_PX, _CHAR_PX * longest + _PAD_PX)))
+        return _px(longest)
 
     sample = frame.head(200)
     widths = {str(c): natural(str(c), sample[c], (formats or {}).get(str(c))) for c in sample.columns}
-    fixed = natural("", pd.Series(sample.index.astype(str)), None) if index else 0
+    floors = {str(c): min(widths[str(c)], telling_width(frame[c])) if str(c) not in (formats or {}) else _MIN_PX
+              for c in frame.columns}
+    fixed = max(natural("", pd.Series(sample.index.astype(str)), None), telling_width(frame.index)) if index else 0
     if sum(widths.values()) + fixed <= budget:
         return {}
+    floors = _within(floors, budget - fixed)
     low, high = _MIN_PX, max(widths.values())
     while low < high:  # the largest common cap that fits
         cap = (low + high + 1) // 2
-        if sum(min(w, cap) for w in widths.values()) + fixed <= budget:
+        if sum(max(min(w, cap), floors[n]) for n, w in widths.items()) + fixed <= budget:
             low = cap
         else:
             high = cap - 1
-    return {name: min(w, low) for name, w in widths.items()}
+    return {name: max(min(w, low), floors[name]) for name, w in widths.items()}
+
+
+def _within(floors: dict[str, int], budget: int) -> dict[str, int]:
+    """The floors kept, left to right, while every column can still have :data:`_MIN_PX` within ``budget``.
+
+    Names come first in PeerBoard's tables (the judge, the model, the debate's id): they keep
+    theirs; a long text column further right is cut like any other when the budget is spent.
+    """
+    total = _MIN_PX * len(floors)
+    kept = {}
+    for name, floor in floors.items():
+        extra = max(0, floor - _MIN_PX)
+        kept[name] = floor if total + extra <= budget else _MIN_PX
+        total += extra if kept[name] == floor else 0
+    return kept
+
+
+def telling_width(values: Iterable) -> int:
+    """Pixels a text column needs so that no two of its different values read alike when cut.
+
+    A value cut after its first ``k`` characters reads like another when they share
+    those ``k`` characters; each value needs one more character than its longest common
+    prefix with any other (plus :data:`_TELL_MARGIN` for a glyph cut in half), or its
+    whole length if shorter. Numbers and missing values need nothing (:data:`_MIN_PX`).
+    """
+    texts = sorted({str(v) for v in values if isinstance(v, str) and v != ""})
+    need = 0
+    for before, text, after in zip([None, *texts[:-1]], texts, [*texts[1:], None]):
+        shared = max(_common_prefix(text, before), _common_prefix(text, after))
+        if before is not None or after is not None:
+            need = max(need, min(len(text), shared + 1 + _TELL_MARGIN))
+    return _px(need) if need else _MIN_PX
+
+
+def _common_prefix(a: str, b: str | None) -> int:
+    if b is None:
+        return 0
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _px(chars: int) -> int:
+    """Pixels a column of ``chars`` characters takes (PeerBoard's estimate of the grid's 14 px font)."""
+    return int(min(_MAX_PX, max(_MIN_PX, _CHAR_PX * chars + _PAD_PX)))
 
 
 def show(frame: pd.DataFrame, *, key: str, decimals: Mapping[str, int] | None = None,

@@ -11,7 +11,7 @@ import pytest
 from app_studies import REPO, app_test, build_synthetic_study, open_page, problems
 from peercore.judgments import judgments_from_frame
 from peercore.store import Store
-from peercore.untrusted import escape_markdown
+from peercore.ui import safe
 
 CONTEXTS = [f"dlg-{k}" for k in range(5)]
 SYSTEMS = ["sys-a", "sys-b", "sys-c", "sys-d"]
@@ -150,4 +150,4 @@ def test_hostile_names_stay_text(db_file):
     assert problems(at) == []
     shown = "\n".join(i.value for i in at.info)
     attribute = "**bold** [x](http://evil.invalid)"
-    assert escape_markdown(attribute) in shown and attribute not in shown  # escaped: reads as its plain text
+    assert safe.md(attribute) in shown and attribute not in shown  # escaped: reads as its plain text

@@ -23,7 +23,7 @@ import re
 import pytest
 
 from app_studies import BADGE, HOSTILE, HOSTILE_BLOCK, HOSTILE_LINE, HOSTILE_STUDY, app_test, open_page, problems
-from peercore.untrusted import escape_markdown
+from peercore.ui import safe  # what the pages write: escaped, words Markdown plugins would act on as code
 
 # What must never appear in Markdown source unescaped (each would render as something).
 ACTIVE = [
@@ -123,8 +123,8 @@ def at(hostile):
 def test_studies_page(at):
     assert at.session_state["study"] == HOSTILE_STUDY
     assert_all_text(at, "studies")
-    assert at.header[0].value == escape_markdown(HOSTILE_STUDY)
-    assert escape_markdown(HOSTILE_STUDY) in at.radio(key="studies_pick").options
+    assert at.header[0].value == safe.md(HOSTILE_STUDY)
+    assert safe.md(HOSTILE_STUDY) in at.radio(key="studies_pick").options
     assert HOSTILE_BLOCK.strip() in texts(at)  # the description, as written
 
 
@@ -136,7 +136,7 @@ def test_leaderboard_tabs(at, tab):
     assert_all_text(at, tab)
     if tab == "What-if":
         labels = [c.label for c in at.checkbox if c.key.startswith("lb_whatif::")]
-        assert sorted(labels) == sorted(escape_markdown(j) for j in HOSTILE.llm_judges)
+        assert sorted(labels) == sorted(safe.md(j) for j in HOSTILE.llm_judges)
         at.checkbox(key=f"lb_whatif::{HOSTILE.llm_judges[0]}").uncheck().run()
         assert_all_text(at, "what-if, one judge unticked")
     if tab != "What-if":
@@ -148,7 +148,7 @@ def test_leaderboard_warnings_name_judges_escaped(at):
     at.selectbox(key="lb_method").set_value("Peer Rank weighted").run()
     at.multiselect(key="lb_judges").set_value([*HOSTILE.llm_judges, HOSTILE.humans[0]]).run()
     assert_all_text(at, "peer rank with a human")
-    assert any(escape_markdown(HOSTILE.humans[0]) in w.value for w in at.warning)
+    assert any(safe.md(HOSTILE.humans[0]) in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize("page", ["bias", "efficiency", "data", "reviewers", "meta_evaluation"])
@@ -160,7 +160,7 @@ def test_pages_without_transcripts(at, page):
 def test_meta_evaluation_criteria_are_escaped_options(at):
     open_page(at, "meta_evaluation")
     options = at.segmented_control(key="meta_criterion").proto.options
-    assert escape_markdown(HOSTILE.criterion) in [o.content for o in options]
+    assert safe.md(HOSTILE.criterion) in [o.content for o in options]
     at.segmented_control(key="meta_criterion").set_value(HOSTILE.criterion).run()  # the value stays the raw criterion
     assert_all_text(at, "one criterion")
 
@@ -183,7 +183,7 @@ def test_adjudication_item_and_decisions(at):
     open_page(at, "adjudication")
     at.text_input(key="annotator").input("apptest").run()
     assert_all_text(at, "queue head")
-    assert at.subheader[0].value == f"Debate #1 · question {escape_markdown(HOSTILE.question_id(0))}"
+    assert at.subheader[0].value == f"Debate #1 · question {safe.md(HOSTILE.question_id(0))}"
     at.toggle(key="adj_reveal").set_value(True).run()
     assert_all_text(at, "models revealed")
     assert any(m.value.startswith("**Submission 1** — `") for m in at.markdown)  # names as inline code
@@ -201,7 +201,7 @@ def test_hostile_upload_errors_and_preview_are_text(hostile):
             f"q1,{HOSTILE.models[0]},{HOSTILE.models[1]},\"human:{BADGE}\",model_a\n").encode()
     at.file_uploader(key="data_upload_0").set_value((name, good, "text/csv")).run()
     assert_all_text(at, "preview")
-    assert any(escape_markdown(name) in s.value for s in at.subheader)
+    assert any(safe.md(name) in s.value for s in at.subheader)
     bad = good + f"q2,{HOSTILE.models[0]},{HOSTILE.models[1]},x,\"{BADGE} ![](http://tracker.invalid/e.png)\"\n".encode()
     at = open_page(app_test(), "data")
     at.file_uploader(key="data_upload_0").set_value((name, bad, "text/csv")).run()
@@ -239,7 +239,7 @@ def test_a_run_error_and_its_log_are_text(hostile, raises):
     open_page(at, "reviewers")
     assert rendered_from_data(at) == []
     shown = "\n".join(e.value for e in [*at.warning, *at.error])
-    assert escape_markdown(HOSTILE_LINE) in shown or escape_markdown(HOSTILE_BLOCK, multiline=True) in shown
+    assert safe.md(HOSTILE_LINE) in shown or safe.md_lines(HOSTILE_BLOCK) in shown
     assert any(HOSTILE_LINE in c.value for c in at.code)  # the log, verbatim in a code block
 
 
@@ -248,9 +248,9 @@ def test_stored_values_inside_peerboard_badges_are_escaped():
 
     assert data.verdict_badge("model_a") == ":blue-badge[Submission 1]"
     assert data.verdict_badge("model_b", prefix="consensus") == ":orange-badge[consensus: Submission 2]"
-    assert data.verdict_badge(f"x] {BADGE}") == f":gray-badge[{escape_markdown(f'x] {BADGE}')}]"
+    assert data.verdict_badge(f"x] {BADGE}") == f":gray-badge[{safe.md(f'x] {BADGE}')}]"
     assert data.verdict_badge(f"x] {BADGE}", prefix="consensus").startswith(":gray-badge[consensus: x\\]")
-    assert data.status_badge(BADGE) == f":gray-badge[{escape_markdown(BADGE)}]"
+    assert data.status_badge(BADGE) == f":gray-badge[{safe.md(BADGE)}]"
     assert data.name_md("a`b") == "``a`b``" and data.name_md(f"spy@evil {BADGE}") == f"`spy@evil {BADGE}`"
 
 

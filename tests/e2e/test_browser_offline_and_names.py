@@ -1,0 +1,163 @@
+"""Issue 21 in a real browser at 1366x768, on the bundled sample study.
+
+- **Nothing leaves the machine**: every page of the navigation is opened (its tabs too)
+  and every request, websocket and the tab's icon must go to the app's own host; a
+  request elsewhere is recorded, aborted, and fails the test (the tab icon used to be
+  fetched from Google's font server).
+- **No invisible characters**: the text a user reads and copies on any page holds no
+  zero-width character (names used to carry U+2060 word joiners).
+- **Names told apart**: in the grids that list judges and models, the part of each name
+  the grid draws (its column's width, read from the canvas, against the text's width in
+  the grid's font) differs between two different names.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from e2e_support import ERRORS, SCREENSHOTS, settle
+
+VIEWPORT = {"width": 1366, "height": 768}
+ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
+
+
+class Requests:
+    """Every request, websocket and navigation of a browser context that goes to another host: recorded and aborted."""
+
+    def __init__(self, context, host: str) -> None:
+        self.host = host
+        self.elsewhere: list[str] = []
+        context.route("**/*", self._route)
+        context.on("request", lambda request: self._local(request.url))
+        context.on("page", lambda page: page.on("websocket", lambda ws: self._local(ws.url)))
+
+    def _local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about") or parts.hostname == self.host:
+            return True
+        if url not in self.elsewhere:
+            self.elsewhere.append(url)
+        return False
+
+    def _route(self, route) -> None:
+        if self._local(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+
+def _pages(page, server) -> list[str]:
+    """Every page of the navigation, as URL paths."""
+    page.goto(server.url)
+    page.locator("[data-testid=stSidebarNav] a").first.wait_for(timeout=120_000)
+    hrefs = [a.get_attribute("href") or "" for a in page.locator("[data-testid=stSidebarNav] a").all()]
+    return [urlsplit(h).path.strip("/") for h in hrefs]
+
+
+def _open(page, server, path: str) -> None:
+    page.goto(f"{server.url}/{path}")
+    page.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
+    settle(page)
+    running = page.locator("[data-testid=stMain] [data-testid=stProgress]", has_text="in the background")
+    running.first.wait_for(state="detached", timeout=180_000)  # a background job redraws until it is done
+    settle(page)
+
+
+def _invisible(page) -> list[str]:
+    shown = page.evaluate("() => document.body.innerText + ' ' + [...document.querySelectorAll("
+                          "'[data-testid=stDataFrame] td, [data-testid=stDataFrame] th')].map(c => c.textContent).join(' ')")
+    return sorted({f"U+{ord(c):04X} in {shown[max(0, k - 30):k + 30]!r}" for k, c in enumerate(shown) if c in ZERO_WIDTH})
+
+
+def test_no_request_leaves_the_machine_and_no_invisible_character_is_shown(chromium, sample_server):
+    context = chromium.new_context(viewport=VIEWPORT)
+    requests = Requests(context, urlsplit(sample_server.url).hostname)
+    page = context.new_page()
+    invisible: dict[str, list[str]] = {}
+    try:
+        paths = _pages(page, sample_server)
+        assert len(paths) >= 10, paths
+        for path in paths:
+            _open(page, sample_server, path)
+            assert page.locator(ERRORS).count() == 0, (path, page.locator(ERRORS).all_inner_texts())
+            icon = page.evaluate("() => (document.querySelector(\"link[rel='shortcut icon']\") || {}).href || ''")
+            assert requests._local(icon), f"{path or 'home'}: the tab icon comes from {icon[:100]}"
+            found = _invisible(page)
+            tabs = page.locator("[data-testid=stMain] [role=tab]")
+            for k in range(1, tabs.count()):
+                tabs.nth(k).click()
+                settle(page)
+                found += _invisible(page)
+            if found:
+                invisible[path or "home"] = found
+        page.wait_for_load_state("networkidle")
+    finally:
+        context.close()
+    assert requests.elsewhere == [], f"requests that left 127.0.0.1: {requests.elsewhere}"
+    assert invisible == {}, f"zero-width characters in the text on screen: {invisible}"
+
+
+# The part of each cell of a grid's column the grid draws: column edges are the vertical lines of the
+# grid's canvas (the pixels that stay dark on every body row), the text is measured in the grid's font
+# and cut where the column ends (glide draws a cell's text from its 8 px padding and clips at its edge).
+DRAWN_NAMES = """
+([index, column]) => {
+  const grid = document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')[index];
+  const canvas = grid.querySelector('canvas[data-testid=data-grid-canvas]');
+  const scale = canvas.width / canvas.getBoundingClientRect().width;
+  const ctx = canvas.getContext('2d');
+  const top = Math.round(40 * scale), bottom = canvas.height - 2;
+  const pixels = ctx.getImageData(0, top, canvas.width, bottom - top).data;
+  const rows = bottom - top, dark = new Array(canvas.width).fill(0);
+  for (let y = 0; y < rows; y++)
+    for (let x = 0; x < canvas.width; x++) {
+      const k = 4 * (y * canvas.width + x);
+      if (pixels[k] < 246 && pixels[k + 1] < 246 && pixels[k + 2] < 246) dark[x]++;
+    }
+  const edges = [];
+  for (let x = 3; x < canvas.width - 3; x++)
+    if (dark[x] >= 0.97 * rows && (edges.length === 0 || x / scale - edges[edges.length - 1] > 4)) edges.push(x / scale);
+  const left = column === 0 ? 0 : edges[column - 1], right = edges[column];
+  const style = getComputedStyle(grid.querySelector('.stDataFrameGlideDataEditor'));
+  const measure = document.createElement('canvas').getContext('2d');
+  measure.font = `${style.getPropertyValue('--gdg-base-font-style').trim()} ${style.getPropertyValue('--gdg-font-family').trim()}`;
+  const room = right - left - 8;
+  const cells = [...grid.querySelectorAll('table tbody tr')].map(r => r.querySelectorAll('td')[column].textContent);
+  const header = grid.querySelectorAll('table thead th')[column].textContent;
+  return {room, edges, header, cells: cells.map(text => {
+    let k = text.length;
+    while (k > 0 && measure.measureText(text.slice(0, k)).width > room) k--;
+    return [text, text.slice(0, k)];
+  })};
+}
+"""
+
+
+# (page, which grid on it, which column holds the names, that column's header): the sample's Judge health
+# (five judges sharing "local:qwen2.5-coder-1.5b") and its leaderboard ("local:smollm2-135m" and "...@t1.0").
+GRIDS = [("bias", 0, 0, "judge"), ("leaderboard", 0, 1, "model")]
+
+
+@pytest.mark.parametrize("path, index, column, header", GRIDS, ids=["judge health", "leaderboard"])
+def test_two_different_names_never_read_alike(chromium, sample_server, path, index, column, header):
+    context = chromium.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        _open(page, sample_server, path)
+        grid = page.locator("[data-testid=stMain] [data-testid=stDataFrame]").nth(index)
+        grid.locator("table").first.wait_for(state="attached", timeout=60_000)
+        seen = page.evaluate(DRAWN_NAMES, [index, column])
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        grid.screenshot(path=str(SCREENSHOTS / f"names-{path}-1366.png"))
+    finally:
+        context.close()
+    assert seen["header"] == header, seen
+    names = {name for name, _ in seen["cells"]}
+    assert len(names) >= 3 and len(seen["edges"]) >= 2, seen  # the sample's judges / models, and a grid measured
+    drawn: dict[str, set[str]] = {}
+    for name, part in seen["cells"]:
+        drawn.setdefault(part, set()).add(name)
+    alike = {part: sorted(group) for part, group in drawn.items() if len(group) > 1}
+    assert alike == {}, f"{path}: names drawn alike in {seen['room']:.0f} px: {alike}"
