@@ -4,6 +4,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.ui import data, safe, state, tables
+from peercore.ui import guarantees as guarantees_ui
 from peercore.ui import meta as meta_ui
 
 state.ensure_frame()
@@ -65,7 +66,8 @@ else:
                        "ended on (no gold when they split).")
     st.plotly_chart(charts.agreement_chart(gold_accuracy, metrics=data.ACCURACY_METRICS,
                                            title=f"Each judge against {gold_name}"), key="meta_gold_chart")
-    tables.show(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False)
+    tables.show(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False,
+                labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP)
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
     criteria = ["All criteria", *meta.criteria]
@@ -88,7 +90,8 @@ else:
     st.plotly_chart(charts.agreement_chart(meta.human_accuracy, metrics=data.ACCURACY_METRICS,
                                            title="Each judge against the human majority" if reference_mode == "majority"
                                            else "Each judge against every human vote"), key="meta_human_chart")
-    tables.show(reports.accuracy_display(meta.human_accuracy), key="meta_human_table", hide_index=False)
+    tables.show(reports.accuracy_display(meta.human_accuracy), key="meta_human_table", hide_index=False,
+                labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP)
 
 # ------------------------------------------------------------------ cost vs agreement
 st.header("Cost versus agreement")
@@ -105,3 +108,90 @@ else:
     st.info("Appears when judges were also run with varied criteria prompts (general, shortened, gibberish, "
             "shuffled, flipped, masked), recorded as criterion `<criterion>/<variant>`; "
             "launch such runs on **Reviewers & runs**.")
+
+# ------------------------------------------------------------------ judges as evaluators
+st.header("Judges as evaluators")
+st.caption("Each LLM judge of the study as an evaluator, as AlpacaEval ranks its annotators and more "
+           "(`peercore judges`). Click a header to sort.")
+try:
+    evaluators = guarantees_ui.evaluators(db, study, rev)
+except guarantees_ui.SectionUnavailable as exc:
+    st.info(safe.md(str(exc)))
+else:
+    every_column = st.toggle("Every column", key="meta_evaluators_all",
+                             help="Add the human-judged count, agreement without ties, Fleiss' kappa, Kendall, "
+                                  "P(prefers lists) and seconds per 1,000 (as `peercore judges` prints them).")
+    tables.show(guarantees_ui.evaluator_display(evaluators, every_column=every_column), key="meta_evaluators",
+                labels=guarantees_ui.EVALUATOR_LABELS, helps=guarantees_ui.EVALUATOR_HELP)
+    for note in evaluators.notes:
+        st.caption(safe.md(note))
+
+# ------------------------------------------------------------------ anchored to human labels
+st.header("Judge scores anchored to human labels")
+humans = guarantees_ui.references(db, study, rev)
+llms = guarantees_ui.llm_judges(db, study, rev)
+if not humans or not llms:
+    st.info("Needs an LLM judge and human labels on some of its comparisons: import human annotations on "
+            "**Data** (judges named `human:<name>`) or decide debates on **Adjudication**.")
+else:
+    st.caption("The leaderboard the humans would have produced from all of the judge's comparisons, with 95% "
+               "intervals honest about the judge's errors and about how few humans there are (prediction-powered "
+               "inference, PPI++; `peercore calibrate`). Beside it: the judge alone, the humans alone, and the "
+               "judge's own score corrected with its error rates.")
+    judge_col, reference_col, method_col = st.columns([2, 2, 1])
+    anchored_judge = judge_col.selectbox("Judge", llms, key="meta_anchor_judge")
+    anchored_reference = reference_col.selectbox("Human labels", humans, key="meta_anchor_reference",
+                                                 format_func=lambda r: "every human judge" if r == "human:" else r)
+    anchored_method = method_col.radio("Score", ["winrate", "bt"], key="meta_anchor_method", horizontal=True,
+                                       format_func={"winrate": "win rate", "bt": "Bradley-Terry"}.get)
+    try:
+        board = guarantees_ui.anchored(db, study, rev, judge=anchored_judge, reference=anchored_reference,
+                                       method=anchored_method)
+    except guarantees_ui.SectionUnavailable as exc:
+        st.info(safe.md(str(exc)))
+    else:
+        cells = st.columns(3)
+        cells[0].metric("Human labels", f"{board.labels:,}")
+        cells[1].metric("Judge's comparisons", f"{board.comparisons:,}")
+        cells[2].metric("Effective labels (median)", f"{board.effective_labels:,.0f}",
+                        help=guarantees_ui.ANCHORED_HELP["effective_labels"])
+        tables.show(guarantees_ui.anchored_display(board), key="meta_anchored",
+                    labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
+                    decimals={"effective_labels": 0, **({"score": 1, "judge_score": 1, "reference_score": 1}
+                                                        if anchored_method == "bt" else {})})
+        for warning in board.warnings:
+            st.caption(safe.md(warning))
+
+# ------------------------------------------------------------------ escalation plan
+st.header("Escalation to humans with a promised agreement")
+if not humans or not llms:
+    st.info("Needs LLM judges and human labels on their comparisons to calibrate on.")
+else:
+    st.caption("Trust or Escalate (Jung et al., ICLR 2025): each judge of the cascade keeps the verdicts it is "
+               "confident enough about; what no judge keeps goes to humans. Thresholds are chosen on the human "
+               "labels so that, with the probability shown, agreement with the human majority on kept verdicts is "
+               "at least the target (`peercore escalate --dry-run`).")
+    cascade_col, target_col, risk_col = st.columns([3, 1, 1])
+    cascade = cascade_col.multiselect("Cascade, cheapest judge first", llms, default=llms[:2], key="meta_cascade")
+    target = target_col.select_slider("Target agreement", [0.7, 0.75, 0.8, 0.85, 0.9, 0.95], value=0.8,
+                                      key="meta_target")
+    risk = risk_col.select_slider("Risk", [0.01, 0.05, 0.1, 0.2], value=0.1, key="meta_risk",
+                                  help="The promise holds with probability at least 1 - risk.")
+    if not cascade:
+        st.info("Choose at least one judge for the cascade.")
+    else:
+        reference = "human:" if "human:" in humans else humans[0]
+        try:
+            escalation = guarantees_ui.plan(db, study, rev, cascade=tuple(cascade), reference=reference,
+                                            target_agreement=target, risk=risk)
+        except guarantees_ui.SectionUnavailable as exc:
+            st.info(safe.md(str(exc)))
+        else:
+            kept_agreement = ("not measurable (no judge keeps a verdict)" if escalation.agreement is None
+                              or escalation.agreement != escalation.agreement else f"{escalation.agreement:.3f}")
+            st.markdown(f"On {escalation.n_calibration:,} human-labelled comparisons: the judges keep "
+                        f"{1 - escalation.escalated:.2%} of the verdicts, {escalation.escalated:.2%} go to humans; "
+                        f"agreement with the human majority on what the judges keep: {kept_agreement}.")
+            tables.show(guarantees_ui.plan_display(escalation), key="meta_plan", labels=guarantees_ui.PLAN_LABELS)
+            for warning in escalation.warnings:
+                st.caption(safe.md(warning))

@@ -128,3 +128,14 @@ def grid_rows(page, index: int = 0) -> list[list[str]]:
     grid.locator("table").first.wait_for(state="attached", timeout=30_000)
     return grid.evaluate("g => [...g.querySelectorAll('table tbody tr')].map("
                          "r => [...r.querySelectorAll('td')].map(c => c.textContent.trim()))")
+
+
+# Every visible chart has drawn its SVG (plotly draws after the script ends, in the browser).
+_CHARTS_DRAWN = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]
+    .filter(c => c.getBoundingClientRect().width > 0 && !c.closest('details:not([open])'))
+    .every(c => c.querySelector('.main-svg') !== null && c.querySelector('.main-svg').getBoundingClientRect().height > 0)"""
+
+
+def wait_for_charts(page, *, timeout_ms: int = 60_000) -> None:
+    """Wait until every visible plotly chart of the page has drawn (a condition, not a pause)."""
+    page.wait_for_function(_CHARTS_DRAWN, timeout=timeout_ms)

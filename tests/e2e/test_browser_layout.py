@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from e2e_support import ERRORS, REPO, SCREENSHOTS, Server, require_chromium, settle
+from e2e_support import ERRORS, REPO, SCREENSHOTS, Server, require_chromium, settle, wait_for_charts
 
 SIZES = [(1366, 768), (1920, 1080)]
 MIN_CHART_HEIGHT = 200
@@ -116,7 +116,7 @@ def check_page(page, server, path: str, where: str) -> list[str]:
         page.screenshot(path=str(SCREENSHOTS / f"layout-failed-{where.replace(' ', '_').replace('/', '')}.png"))
         raise
     finish_background_work(page)
-    page.wait_for_timeout(1200)  # plotly draws after the script ends
+    wait_for_charts(page)  # plotly draws after the script ends
     assert page.locator(ERRORS).count() == 0, (where, page.locator(ERRORS).all_inner_texts())
     found = layout_problems(page, where)
     tabs = page.locator("[data-testid=stMain] [role=tab]")
@@ -125,7 +125,7 @@ def check_page(page, server, path: str, where: str) -> list[str]:
         tabs.nth(k).click()
         settle(page)
         finish_background_work(page)
-        page.wait_for_timeout(1200)
+        wait_for_charts(page)
         assert page.locator(ERRORS).count() == 0, (where, name, page.locator(ERRORS).all_inner_texts())
         found += layout_problems(page, f"{where} [{name}]")
     return found
