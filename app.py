@@ -5,7 +5,8 @@ Run with ``streamlit run app.py`` (or ``peercore app``). The database is
 the per-user data folder); an empty database gets the
 bundled studies from ``sample_data/`` on first run (the sample, and each subfolder with its
 own ``provenance.json``: PRD Vicuna80, TopicalChat), with no key and no network, and opens on
-the sample (``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for none).
+the sample (``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for none). The menu is
+drawn first, so a first start shows the frame and the import's progress, not a blank page.
 """
 
 from pathlib import Path
@@ -23,10 +24,6 @@ except StoreError as exc:  # a wrong $PEERBOARD_DB, a PostgreSQL server down: sa
     st.error(f"The database could not be opened: {safe.md(str(exc))}", icon=":material/database:")
     st.stop()
 access.gate(database)  # with login configured, nothing of a study before sign-in and a role (issue 20)
-data.ensure_sample_study(database, data.sample_folder(Path(__file__).parent / "sample_data"))
-if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
-    st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it
-data.sidebar_study_picker()
 
 PAGES = {
     "": [
@@ -50,4 +47,14 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)  # the frame first: the menu is drawn while a first start prepares the studies
+preparing = st.empty()
+data.ensure_sample_study(database, data.sample_folder(Path(__file__).parent / "sample_data"),
+                         progress=lambda done, total, what: preparing.progress(
+                             done / total, text=f"First start: preparing the bundled studies ({safe.md(what)}, "
+                                                f"file {min(done + 1, total)} of {total})…"))
+preparing.empty()
+if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
+    st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it
+data.sidebar_study_picker()
+page.run()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -100,7 +100,8 @@ SAMPLE_DESCRIPTION = ("Shipped with PeerBoard: 12 questions answered and peer-re
                       "votes, and a ScaleEval debate panel to adjudicate.")
 
 
-def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
+def ensure_sample_study(db: Store, folder: str | Path | None, *,
+                        progress: Callable[[int, int, str], None] | None = None) -> str | None:
     """Import the bundled sample study into an empty database; return its name.
 
     Does nothing (returns None) when the database already holds a study, or ``folder``
@@ -117,6 +118,9 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
     reproduce the paper; ``sample_data/topicalchat/``: the TopicalChat USR ratings with the
     offline judge's comparisons and absolute scores, which the NLG assessment page opens
     on). The sample is still the study returned, and the one the app opens on.
+
+    ``progress(done, total, study)`` is called before each file is imported (``done`` files
+    of ``total`` so far) and once at the end (``done == total``), for a first start to show.
     """
     if folder is None:
         return None
@@ -133,11 +137,18 @@ def ensure_sample_study(db: Store, folder: str | Path | None) -> str | None:
     with _SEEDING:
         if len(db.studies()):
             return None
+        studies = [plan, *extras]
+        total, done = sum(len(files) for *_, files in studies), 0
         with db.transaction():
-            for name, description, source, files in [plan, *extras]:
+            for name, description, source, files in studies:
                 db.create_study(name, description=description, source=source, exist_ok=True)
                 for path, fmt in files:
+                    if progress is not None:
+                        progress(done, total, name)
                     import_path(path, store=db, study=name, format=fmt)
+                    done += 1
+            if progress is not None:
+                progress(total, total, plan[0])
     return plan[0]
 
 

@@ -119,3 +119,33 @@ def test_hostile_study_names_and_descriptions_stay_text(hostile):
     assert problems(at) == []
     assert rendered_from_data(at) == []
     assert any(escape_markdown(HOSTILE_STUDY) in m.value for m in at.markdown)
+
+
+def test_a_first_start_draws_the_frame_before_it_prepares_the_studies(db_file, monkeypatch):
+    """Issue 21: an empty database showed Streamlit's raw file-name menu (``app, adjudication, ...``) and a blank
+    page for seconds while the bundled studies imported. The menu with the pages' titles is set before the import,
+    and the import reports its progress. The import is stopped at its second file (an error raised from there):
+    the pages are known by then and the progress bar says what was being prepared."""
+    require_bundles()
+    from peercore.ui import data
+
+    real = data.ensure_sample_study
+    seen = []
+
+    def stopped_midway(db, folder, *, progress=None):
+        def report(done, total, what):
+            seen.append((done, total, what))
+            progress(done, total, what)
+            if done == 1:
+                raise RuntimeError("stopped midway by the test")
+        return real(db, folder, progress=report)
+
+    monkeypatch.setattr(data, "ensure_sample_study", stopped_midway)
+    at = app_test(page=None)
+    assert [e.value for e in at.exception][0].endswith("stopped midway by the test") or \
+        "stopped midway by the test" in str(at.exception[0].value)
+    assert seen[:2] == [(0, seen[0][1], "sample"), (1, seen[0][1], "sample")] and seen[0][1] > 10
+    bars = [p.proto.text for p in at.get("progress")]
+    assert bars and bars[-1].startswith("First start: preparing the bundled studies (sample, file 2 of")
+    open_page(at, "leaderboard")  # the navigation (titled pages) was registered before the import began
+    assert Store(db_file).studies().empty  # nothing half-written: the import is one transaction
