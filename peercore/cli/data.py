@@ -3,7 +3,7 @@
 ::
 
     peercore import PATH [--study NAME] [--format auto|prd|scaleeval|...] [--db PATH]
-    peercore export --study NAME --what judgments|leaderboard --format csv|jsonl|parquet
+    peercore export --study NAME --what judgments|leaderboard|audit --format csv|jsonl|parquet
                     [--output FILE] [--db PATH] [--judge NAME ...] [--method bt|elo|winrate] ...
 
 The database is ``--db``, else ``$PEERBOARD_DB``, else the per-user default

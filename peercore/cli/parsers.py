@@ -233,11 +233,11 @@ def add_data(subparsers) -> None:
     add_db_option(imp)
     imp.set_defaults(handler="peercore.cli.data:_import")
 
-    exp = subparsers.add_parser("export", help="export a study's judgments or leaderboard",
-                                description="Write a study's judgments or leaderboard as CSV (formula cells "
-                                            "neutralised), JSONL or Parquet.")
+    exp = subparsers.add_parser("export", help="export a study's judgments, leaderboard or audit log",
+                                description="Write a study's judgments, leaderboard or audit log (who changed "
+                                            "what) as CSV (formula cells neutralised), JSONL or Parquet.")
     exp.add_argument("--study", required=True, metavar="NAME")
-    exp.add_argument("--what", choices=EXPORT_WHAT, required=True)
+    exp.add_argument("--what", choices=(*EXPORT_WHAT, "audit"), required=True)
     exp.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     exp.add_argument("--output", "-o", metavar="FILE", help="file to write (default: standard output)")
     add_db_option(exp)

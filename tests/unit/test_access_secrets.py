@@ -151,3 +151,24 @@ def test_judges_are_configured_by_an_editor_and_only_changes_are_recorded(team):
     assert log["action"].tolist() == ["import", "configure_judge"]
     assert log["details"].iloc[-1] == {"judge": "human:zoe", "before": {"kind": "human", "model_alias": None},
                                        "after": {"kind": "llm", "model_alias": None}}
+
+
+def test_peercore_export_what_audit_writes_the_studys_audit_log(tmp_path, capsys):
+    """Issue 20 item 4: the record of who changed what is exported with the study, from the CLI as from the page."""
+    import json
+
+    from peercore.app.access import Actor, edit_guidelines, grant
+    from peercore.store import Store
+
+    path = tmp_path / "pb.sqlite"
+    with Store(path) as store:
+        store.create_study("s")
+        owner = Actor.signed_in_as("ada@example.org")
+        store.grant_role("ada@example.org", "owner", granted_by="configuration")
+        edit_guidelines(store, owner, "s", "Prefer the correct answer.")
+        grant(store, owner, "bob@example.org", "annotator", study="s")
+    capsys.readouterr()
+    assert main(["export", "--study", "s", "--what", "audit", "--format", "jsonl", "--db", str(path)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [r["action"] for r in rows][-2:] in (["edit_guidelines", "grant_role"], ["grant_role", "edit_guidelines"])
+    assert {r["actor"] for r in rows} == {"ada@example.org"}
