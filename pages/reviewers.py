@@ -162,8 +162,7 @@ def live_progress() -> None:
     if live is None or live.handle.done():
         st.rerun(scope="app")
     progress = live.handle.progress
-    st.progress(0.0 if progress is None else progress.fraction,
-                text="starting…" if progress is None else f"{progress.done:,} of {progress.total:,} items — {safe.md(progress.status)}")
+    st.progress(0.0 if progress is None else progress.fraction, text=safe.md(runs.progress_text(live)))
     if progress is not None:
         cells = st.columns(4)
         cells[0].metric("Paid calls", f"{progress.calls:,}")
@@ -172,7 +171,7 @@ def live_progress() -> None:
         cells[3].metric("Cost", "unknown" if progress.cost_usd is None else f"${progress.cost_usd:,.4f}")
     st.code("\n".join(live.lines()[-12:]) or "(no progress yet)", language=None)
     st.button("Cancel", key="rv_cancel", icon=":material/stop:", on_click=runs.cancel,
-              disabled=not access.can(Action.CANCEL_RUN, live.job.study))
+              disabled=live.handle.cancel_requested or not access.can(Action.CANCEL_RUN, live.job.study))
 
 
 if live is not None:
@@ -191,8 +190,9 @@ if live is not None:
                 st.info(f"Judge {safe.code(label)} is stored as {safe.code(name)}: its configuration differs from the "
                         "judge of that name already in the study (a judge is its whole configuration).")
             judged = runs.run_judges(live)
-            if judged:
-                data.show_flags(db, study, data.revision(study), judged)
+            if judged and live.kind in runs.INSPECT_KINDS:
+                runs.show_health(db, study, judged)
+            runs.inspect_run(live, db, study)
         st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)
         st.button("Close", key="rv_clear", on_click=runs.clear)
 

@@ -1118,7 +1118,11 @@ class RunHandle:
     ----------
     run_id : the run's id (known before it starts; use it to resume later).
     progress : the latest :class:`ProgressEvent` (None until the run has started).
+    phase : what the run is doing now, in one word (:attr:`phase`).
     """
+
+    #: The values of :attr:`phase`.
+    PHASES = ("starting", "first-item", "running", "cancelling", "ended")
 
     def __init__(self, job: Job, store: "Store", *, run_id: str | None, on_progress, runner_options: dict) -> None:
         self.run_id = run_id or job.run_id()
@@ -1129,6 +1133,7 @@ class RunHandle:
         self._runner_options = runner_options
         self._cancel = threading.Event()
         self._future: Future | None = None
+        self._done_at_start: int | None = None  # items done when this attempt started (its first event)
 
     def _start(self) -> None:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"peercore-run-{self.run_id}")
@@ -1138,6 +1143,8 @@ class RunHandle:
 
     def _main(self) -> RunResult:
         def progress(event: ProgressEvent) -> None:
+            if self._done_at_start is None and event.run_id:  # the start event (a run id is known from then)
+                self._done_at_start = event.done
             self.progress = event
             if self._on_progress is not None:
                 self._on_progress(event)
@@ -1157,6 +1164,30 @@ class RunHandle:
     def done(self) -> bool:
         """True once the run has ended (finished, failed or cancelled)."""
         return self._future is not None and self._future.done()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once :meth:`cancel` was called (the run may still be waiting for its calls in flight)."""
+        return self._cancel.is_set()
+
+    @property
+    def phase(self) -> str:
+        """What the run is doing now (one of :attr:`PHASES`).
+
+        ``starting`` until the run is created and its items counted; ``first-item`` until
+        the first item of this attempt ends (the time a local model takes to load, or a
+        server its first replies); ``running`` after; ``cancelling`` from :meth:`cancel`
+        until the run ends (calls in flight land in the cache); ``ended`` once :meth:`done`.
+        """
+        if self.done():
+            return "ended"
+        if self._cancel.is_set():
+            return "cancelling"
+        progress = self.progress
+        if self._done_at_start is None or progress is None:
+            return "starting"
+        first = progress.done == self._done_at_start and progress.failed == 0
+        return "first-item" if first else "running"
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """Block until the run ends; return its :class:`RunResult` (re-raises its exception).

@@ -36,7 +36,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from peercore.app.health import health
+from peercore.app.health import health, health_facts
 from peercore.app.study import Study
 from peercore.cli.common import fail
 from peercore.locations import is_postgres_url, redact_url
@@ -328,10 +328,8 @@ def summary(result, *, names: dict | None = None, health=None) -> str:
     if health is not None and len(health):
         text += "\njudge health (position bias over decisive verdicts, Wilson 95% interval):"
         for judge, row in health.iterrows():
-            bias = "n/a" if row["n_decisive"] == 0 else f"{row['p_first']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
             state = f"FLAGGED: carries no information: {row['reasons']}. Try: {row['fix']}" if row["flagged"] else "ok"
-            text += (f"\n  {judge}: {row['n']} replies, P(first) {bias}, identical {row['identical_share']:.0%}, "
-                     f"invalid {row['invalid_share']:.0%}: {state}")
+            text += f"\n  {judge}: {health_facts(row)}: {state}"
     if result.failed_items:
 
         key, reason = result.failed_items[0]

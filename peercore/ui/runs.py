@@ -27,9 +27,10 @@ import streamlit as st
 
 from peercore.app import access as rules
 from peercore.app.access import Action, AccessDenied
+from peercore.app.health import health_facts
 from peercore.prompts import list_rubrics, list_templates, load_template
 from peercore.reviewers import METHODS
-from peercore.ui import access, data, state
+from peercore.ui import access, data, safe, state
 from peercore.jobs.base import Judge, accounting_line, progress_line
 from peercore.jobs.specs import make_backend, refuse_credentials
 from peercore.jobs.answers import AnswerJob
@@ -276,6 +277,7 @@ class LiveRun:
     job: object = None
     actor: object = None       # who launched it (peercore.app.access.Actor): the audit log names them
     recorded: bool = False     # whether its end (status, final cost) was recorded (finish_run)
+    inspected: bool = False    # whether "Inspect verdicts" was opened on it (once, when it ended)
 
     def on_progress(self, event) -> None:  # called in the run's thread: no streamlit here
 
@@ -377,13 +379,85 @@ def resumable_runs(db: str, study: str, rev: int) -> pd.DataFrame:
     return frame[frame["status"].isin(RESUMABLE) & (frame["n_done"] < frame["n_items"])].reset_index(drop=True)
 
 
-#: How a run's status reads in the runs table: only a finished run looks done.
-STATUS_WORDS = {"finished": "✅ finished", "cancelled": "⏹️ cancelled", "failed": "⚠️ failed",
-                "interrupted": "⏸️ interrupted", "running": "▶️ running", "pending": "⏳ pending"}
+#: How a run's status reads in the runs table: words only (an emoji such as U+23F9 or U+23F8 is a
+#: missing-glyph box in many fonts), and only a finished run reads as done.
+STATUS_WORDS = {"finished": "finished", "cancelled": "cancelled", "failed": "failed",
+                "interrupted": "interrupted", "running": "running", "pending": "pending"}
 
 
 def status_text(status: str) -> str:
+    """A run status as the runs table shows it (:data:`STATUS_WORDS`)."""
     return STATUS_WORDS.get(status, status)
+
+
+CANCELLING_TEXT = "cancelling (waiting for calls in flight)"
+
+
+def uses_local_model(job) -> bool:
+    """Whether one of ``job``'s backends is an offline local model (loaded on its first call)."""
+    return job is not None and any(getattr(b, "backend", "") == "local" for b in job.backends())
+
+
+def phase_text(phase: str, status: str, *, local: bool) -> str:
+    """What a live run is doing, in words (:attr:`peercore.runner.RunHandle.phase`).
+
+    Parameters
+    ----------
+    phase : the handle's phase (``starting``, ``first-item``, ``running``, ``cancelling``, ``ended``).
+    status : the latest progress event's status (``running`` ...), said when no phase word fits.
+    local : whether the job uses a local model, whose loading holds back its first item.
+    """
+    if phase == "cancelling":
+        return CANCELLING_TEXT
+    if phase == "starting":
+        return "preparing the run…"
+    if phase == "first-item":
+        return ("loading the local model… (the first item starts once it is in memory)" if local
+                else "waiting for the first replies…")
+    return status
+
+
+def progress_text(live: LiveRun) -> str:
+    """The live run's progress line: items done and what the run is doing (:func:`phase_text`)."""
+    handle, progress = live.handle, live.handle.progress
+    doing = phase_text(handle.phase, "starting" if progress is None else progress.status,
+                       local=uses_local_model(live.job))
+    return doing if progress is None else f"{progress.done:,} of {progress.total:,} items — {doing}"
+
+
+def health_lines(table: pd.DataFrame, judges: list[str]) -> list[str]:
+    """One line per healthy judge of ``judges`` in ``table`` (:func:`peercore.app.health.health`), and
+    one per judge the table lacks; flagged judges are left to :func:`peercore.ui.data.show_flags`."""
+    lines = []
+    for judge in judges:
+        if judge not in table.index:
+            lines.append(f"Judge health of {safe.code(judge)}: no verdict of it to check yet.")
+            continue
+        row = table.loc[judge]
+        if row["flagged"]:
+            continue
+        lines.append(f"Judge health of {safe.code(judge)}: ok, its verdicts carry information — "
+                     f"{health_facts(row)}.")
+    return lines
+
+
+def show_health(db: str, study: str, judges: list[str]) -> None:
+    """The health verdict of a finished run's judges: a line for each healthy one, a warning for each flagged one."""
+    rev = data.revision(study)
+    for line in health_lines(data.health(db, study, rev), judges):
+        st.info(line, icon=":material/health_and_safety:")
+    data.show_flags(db, study, rev, judges)
+
+
+def inspect_run(live: LiveRun, db: str, study: str) -> None:
+    """Once per live run that stored verdicts: open "Inspect verdicts" on it, every judge of it."""
+    if live.inspected or live.kind not in INSPECT_KINDS:
+        return
+    live.inspected = True
+    if live.handle.run_id in inspectable_runs(db, study, data.revision(study)):
+        st.session_state["rv_inspect_run"] = live.handle.run_id
+        st.session_state["rv_inspect_judges"] = []
+        st.session_state.pop("rv_inspect_row", None)
 
 
 def result_message(result, error: str | None) -> tuple[str, str]:

@@ -167,7 +167,7 @@ def test_a_cancelled_run_is_a_warning_never_a_green_success_and_its_log_reads_in
         log = "\n".join(c.value for c in at.code)
         assert "judged by fake" in log and '["' not in log and "['" not in log, log
         status = [d.value for d in at.dataframe if "paid calls → stored, failed" in d.value.columns][0]["status"].tolist()
-        assert "⏹️ cancelled" in status, status
+        assert "cancelled" in status, status  # words only: no glyph a font may lack (issue 21)
 
 
 def test_result_message_is_a_success_only_for_a_finished_run():
