@@ -4,6 +4,7 @@ import streamlit as st
 
 from peercore import charts, reports
 from peercore.ui import data, safe, state, tables
+from peercore.ui import debates as debates_ui
 
 state.ensure_frame()
 st.title("Discussions & debates")
@@ -29,7 +30,10 @@ st.caption("PRD section 5: a turn counts only when the other reviewer disagreed 
            "apart; reviewers who agree throughout hold nothing.")
 counts = reports.opinion_counts(stored_debates, turns)
 st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
-tables.show(reports.opinion_display(counts), key="deb_opinion_table")
+opinion_all = st.toggle("Every column", key="deb_opinion_all",
+                        help="Add the changes each reviewer made after both had agreed (counted apart).")
+tables.show(debates_ui.opinion_columns(reports.opinion_display(counts), every_column=opinion_all),
+            key="deb_opinion_table")
 
 # Full width, one under the other: side by side, the tables' right columns were cut off at 1366 px.
 st.subheader("Leader effect")
@@ -37,7 +41,10 @@ st.caption("PRD Fig. 6: each model's opinion holding and altering when it leads 
            "and when it follows.")
 leaders = reports.leader_effect(stored_debates, turns)
 if len(leaders):
-    tables.show(reports.leader_display(leaders), key="deb_leader_table", hide_index=False)
+    leader_all = st.toggle("Every column", key="deb_leader_all",
+                           help="Add the changes each reviewer made after both had agreed, as leader and as follower.")
+    tables.show(debates_ui.leader_columns(reports.leader_display(leaders), every_column=leader_all),
+                key="deb_leader_table", hide_index=False)
 else:
     st.caption("No reviewer was challenged in a leader or follower role.")
 adoption = reports.leader_adoption(stored_debates, turns)
@@ -54,7 +61,10 @@ verdict_filter = filter_col.segmented_control(
     "Show", ["All", "Agreed", "Unresolved", "Adjudicated", "Opinion changed"], key=state.DEB_FILTER,
     help="Unresolved debates wait for a human on **Adjudication**.")
 shown = reports.filter_debates(debates, kind=kind, show=verdict_filter or "All")
-tables.show(reports.debate_list_display(shown), key="deb_list")
+list_all = st.toggle("Every column", key="deb_list_all",
+                     help="Add the criterion, the scenario, the speakers, their first and last verdicts and the "
+                          "human decisions of each debate.")
+tables.show(debates_ui.list_columns(reports.debate_list_display(shown), every_column=list_all), key="deb_list")
 if len(shown) == 0:
     st.info("No debate matches these filters.")
     st.stop()

@@ -266,10 +266,19 @@ def _meta_evaluation(study: Study, *, panel: str | None, reference_mode: Referen
                          human=HUMAN_REFERENCE_WORDS[reference_mode]),
         variation=criteria_variation(machine_frame if machine_frame is not None else pd.DataFrame(), gold_rows,
                                      families=study.judge_families()),
-        metrics={"Judges evaluated": n_judges, "Gold verdicts": len(gold_rows),
+        metrics={"Judges evaluated": len(_scored(gold_accuracy, human_accuracy)), "Gold verdicts": len(gold_rows),
                  "Debates agreed": int((debates["status"] == "agreed").sum()),
                  "Adjudicated debates": int(decided[decided["debate_id"].isin(debates["id"])]["debate_id"].nunique())},
         warnings=tuple(selected.notes.messages()))
+
+
+def _scored(*accuracies: pd.DataFrame | None) -> set[str]:
+    """The judges some accuracy table scores (against the gold set or the humans): the judges evaluated.
+
+    A judge with verdicts on no comparison a reference covers is not evaluated, however
+    many verdicts it gave ("Judges evaluated 66" when one judge was scored).
+    """
+    return {str(judge) for table in accuracies if table is not None for judge in table.index}
 
 
 HUMAN_REFERENCE_WORDS = {ReferenceMode.MAJORITY: "the human majority", ReferenceMode.VOTES: "every human vote"}

@@ -52,9 +52,13 @@ FORMAT_LABELS: dict[str, str] = {
     "prd": "PRD folder with ratings-*/ (.zip)",
     "prd-file": "One PRD ratings file (answer_<A>-vs-answer_<B>-<reviewer>-reviewer...jsonl)",
     "prd-answers": "PRD answers (generations/answer_<model>.jsonl)",
+    "prd-discussions": "PRD discussions (two reviewers talk a verdict over)",
     "scaleeval": "ScaleEval results (file, or folder as .zip)",
     "debates": "Debate transcripts (one row per speaker per round)",
     "folder": "A folder of files, each detected (.zip)",
+    "human-scores": "Human scores (one column per attribute)",
+    "usr": "USR dialogue ratings (TopicalChat / PersonaChat)",
+    "judge-scores": "Judges' scores (one score per answer)",
 }
 UPLOAD_TYPES = ["csv", "tsv", "jsonl", "json", "ndjson", "parquet", "pq", "zip"]
 PARSED = "data_parsed"
@@ -69,7 +73,16 @@ def formats() -> list[str]:
 
 
 def format_label(name: str) -> str:
-    return FORMAT_LABELS.get(name, name)
+    """The picker's words for an importer format; the CLI keeps the internal name.
+
+    A format without a label of its own (one a newer peercore adds) reads as words:
+    ``"some-new-format"`` -> ``"Some new format"``.
+    """
+    label = FORMAT_LABELS.get(name)
+    if label is not None:
+        return label
+    words = re.sub(r"[-_]+", " ", str(name)).strip()
+    return words[:1].upper() + words[1:] if words else str(name)
 
 
 @dataclass
@@ -249,9 +262,36 @@ def offending_rows(error: JudgmentError, folder: Path, *, around: int = 2) -> pd
     return None
 
 
+#: What makes an answer one answer, in the store as here: a model's answer to a question at a turn.
+ANSWER_KEY = ["question_id", "model", "turn"]
+
+
+def distinct_answers(answers: pd.DataFrame) -> pd.DataFrame:
+    """The answers as the store keeps them: one row per (question, model, turn), the first kept.
+
+    A folder of AlpacaEval files repeats the baseline's answers in every file (each file
+    pairs one model with the same baseline); the store writes each once and skips the
+    copies, so the preview must not count them again.
+    """
+    if len(answers) == 0 or not set(ANSWER_KEY) <= set(answers.columns):
+        return answers
+    return answers.drop_duplicates(ANSWER_KEY, keep="first").reset_index(drop=True)
+
+
 def bundle_counts(bundle) -> dict[str, int]:
-    return {"Questions": len(bundle.questions), "Answers": len(bundle.answers), "Judgments": len(bundle.judgments),
-            "Judges": len(bundle.judges), "Debates": len(bundle.debates)}
+    """The preview's counts of a parsed upload: what the import would store (an answer counted once).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> answers = pd.DataFrame({"question_id": ["q1", "q1", "q1"], "model": ["gpt4", "gpt4", "mine"],
+    ...                         "turn": [1, 1, 1], "answer": ["Hi", "Hi", "Hey"]})
+    >>> bundle_counts(SimpleNamespace(questions=[1], answers=answers, judgments=[], judges=[], debates=[]))["Answers"]
+    2
+    """
+    return {"Questions": len(bundle.questions), "Answers": len(distinct_answers(bundle.answers)),
+            "Judgments": len(bundle.judgments), "Judges": len({j["name"] for j in bundle.judges}),
+            "Debates": len(bundle.debates)}
 
 
 def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
@@ -262,7 +302,7 @@ def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
     if len(bundle.questions):
         out["Questions"] = bundle.questions.head(rows).drop(columns=[c for c in ("metadata",) if c in bundle.questions])
     if len(bundle.answers):
-        out["Answers"] = bundle.answers.head(rows)
+        out["Answers"] = distinct_answers(bundle.answers).head(rows)
     if bundle.debates:
         out["Debates"] = pd.DataFrame([{k: v for k, v in debate.items() if k != "metadata"} | {"turns": len(turns)}
                                        for debate, turns in bundle.debates[:rows]])

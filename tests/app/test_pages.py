@@ -255,10 +255,10 @@ def test_debate_filters_and_transcript(synthetic):
     at = open_page(app_test(), "debates")
     assert metric(at, "Unresolved") == "4"
     at.segmented_control(key="deb_filter").set_value("Unresolved").run()
-    listed = table(at, "human decisions")
+    listed = table(at, "submission 1", "opinion changed")
     assert set(listed["status"]) == {"unresolved"} and len(listed) == 4
     at.segmented_control(key="deb_filter").set_value("Opinion changed").run()
-    assert table(at, "human decisions")["opinion changed"].all()
+    assert table(at, "submission 1", "opinion changed")["opinion changed"].all()
     at.radio(key="deb_kind").set_value("Discussions").run()
     at.segmented_control(key="deb_filter").set_value("All").run()
     text = page_text(at)
@@ -440,6 +440,7 @@ def test_prd_discussion_examples_import_and_show_the_papers_opinion_counts(db_fi
     at.sidebar.selectbox(key="study").set_value("prd-discussions").run()
     open_page(at, "debates")
     assert problems(at) == []
+    at.toggle(key="deb_opinion_all").set_value(True).run()  # changes after agreement: one toggle away
     counts = table(at, "altering rate")
     assert counts[["held", "altered", "changed after agreement"]].sum().tolist() == [14, 5, 2]
     turns = Store(db_file).debate_turns(Store(db_file).debates("prd-discussions")["id"])
