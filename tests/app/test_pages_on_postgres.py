@@ -63,8 +63,9 @@ def rendered(at) -> str:
 
 
 def shown(text: str) -> str:
-    """Markdown as read on screen: without backslash escapes and the word joiners that stop autolinks."""
-    return text.replace("\u2060", "").replace("\\", "")
+    """Markdown as read on screen: without backslash escapes, and a word shown as a code span (what
+    :func:`peercore.ui.safe.md` does to a URL, so that no autolink is made) read as its text."""
+    return text.replace("\\", "").replace("`", "")
 
 
 def leaderboard(at) -> pd.DataFrame:
