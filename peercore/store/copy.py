@@ -20,7 +20,6 @@ so nothing has to be paid or decided twice after a move:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Callable, Iterator
 
@@ -108,7 +107,7 @@ def copy_database(source, target, *, on_table: Callable[[str, int], None] | None
     if versions[0] != versions[1]:
         raise StoreError(f"the source is at schema version {versions[0]}, the target at {versions[1]}")
     counts: dict[str, int] = {}
-    with _snapshot(source) as reading, target.transaction() as writing:
+    with source.snapshot() as reading, target.transaction() as writing:
         filled = [name for name in target_tables if _count(writing, name)]
         if filled:
             raise StoreError(f"{target.path} already holds data (tables {', '.join(filled)}); copy into an empty "
@@ -156,24 +155,6 @@ def _schema_version(store) -> int:
 
 def _count(connection, table: str) -> int:
     return int(connection.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
-
-
-@contextlib.contextmanager
-def _snapshot(store) -> Iterator:
-    """A read transaction on ``store``: every table read inside sees the same moment."""
-    connection = store.connect()
-    if store.url is None:
-        connection.execute("BEGIN")  # deferred: WAL pins the snapshot at the first read, writers go on
-        try:
-            yield connection
-        finally:
-            connection.execute("COMMIT")
-        return
-    connection.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-    try:
-        yield connection
-    finally:
-        connection.raw.execute("COMMIT")
 
 
 def _move_identities_past_the_copied_ids(connection) -> None:

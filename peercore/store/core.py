@@ -230,6 +230,33 @@ class StoreCore:
         finally:
             self._local.depth = 0
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator:
+        """A read transaction: every query inside sees the database at one moment.
+
+        A reader that reads several tables (labels, then the verdicts that use them) must
+        not see a writer's commit land between two of its queries. SQLite: a deferred
+        ``BEGIN`` (WAL pins the snapshot at the first read; writers go on); PostgreSQL:
+        ``REPEATABLE READ READ ONLY``. Inside a write transaction of this thread it joins
+        that transaction (which already sees one consistent state).
+        """
+        connection = self.connect()
+        if self._local.depth:
+            yield connection
+            return
+        self._local.depth = 1
+        try:
+            if self.url is None:
+                connection.execute("BEGIN")
+            else:
+                connection.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield connection
+            finally:
+                (connection.execute if self.url is None else connection.raw.execute)("COMMIT")
+        finally:
+            self._local.depth = 0
+
     def _begin(self, connection) -> None:
         """``BEGIN IMMEDIATE``; on SQLite, first without waiting, so that a long wait is said before it starts.
 

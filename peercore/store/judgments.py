@@ -86,6 +86,10 @@ class JudgmentsMixin:
             the ``valid`` and ``raw`` columns; the result is then not a valid canonical table.
         with_vote : add the ``vote`` column (index of repeated verdicts on one key).
         """
+        with self.snapshot():  # the labels and the verdicts that use them, as of one moment
+            return self._judgments(study, judges=judges, include_invalid=include_invalid, with_vote=with_vote)
+
+    def _judgments(self, study: str, *, judges, include_invalid: bool, with_vote: bool) -> pd.DataFrame:
         sid = self.study_id(study)
         connection = self.connect()
         labels = self._labels(sid)

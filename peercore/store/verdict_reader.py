@@ -55,6 +55,12 @@ def read_verdicts(store, study: str, *, kinds=None, aliases=None, categories=Non
     ``kinds``, ``aliases``, ``categories`` and ``contestants`` are the registry the read
     model carries (see :func:`peercore.domain.verdicts.from_columns`).
     """
+    with store.snapshot():  # the labels and the verdicts that use them, as of one moment
+        return _read_verdicts(store, study, kinds=kinds, aliases=aliases, categories=categories,
+                              contestants=contestants)
+
+
+def _read_verdicts(store, study: str, *, kinds, aliases, categories, contestants):
     sid = store.study_id(study)
     labels = dict(store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (sid,)).fetchall())
     low, high = study_span(store, sid)
