@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import pandas as pd
 import pytest
@@ -72,33 +71,42 @@ def test_a_review_run_stores_the_same_verdicts_on_sqlite_and_postgresql(tmp_path
 
 
 def test_a_write_lock_held_mid_run_on_postgresql_delays_the_run_and_loses_nothing(pg_url, keys, caplog):
-    # Another connection holds the database's write lock (BEGIN IMMEDIATE's advisory lock) for
-    # 2 s once the run has stored its first verdicts: the runner's short lock timeout expires
-    # (psycopg LockNotAvailable) and it must wait and retry with the paid responses in hand.
+    # Another connection holds the database's write lock (BEGIN IMMEDIATE's advisory lock) while replies the
+    # run paid for arrive: the runner's short lock timeout expires (psycopg LockNotAvailable) and it must wait
+    # and retry with the paid responses in hand. No clock: the fake server holds the run's requests after the
+    # first 12 replies; the lock is taken while they are held, the replies are let go, and the lock is given
+    # back only once the runner has said it met the lock.
     store = Store(pg_url)
     make_review_study(store, name="s", questions=4, models=3)
-    holder, reader = Store(pg_url), Store(pg_url)
-    held = threading.Event()
+    holder = Store(pg_url)
+    locked_out = threading.Event()
 
-    def hold_the_lock():
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(reader.judgments("s")) == 0:
-            time.sleep(0.02)
-        with holder.transaction():
-            held.set()
-            time.sleep(2.0)
+    class Said(logging.Handler):
+        def emit(self, record):
+            if "database locked while writing" in record.getMessage():
+                locked_out.set()
 
-    thread = threading.Thread(target=hold_the_lock)
-    with FakeLLMServer(seed=5, latency_s=0.25) as server, caplog.at_level(logging.INFO, logger="peercore.runner"):
-        thread.start()
-        result = _review(store, server, concurrency=2)
-        thread.join(30)
-    assert held.is_set()
+    said = Said()
+    logging.getLogger("peercore.runner").addHandler(said)
+    outcome: dict = {}
+    try:
+        with FakeLLMServer(seed=5) as server, caplog.at_level(logging.INFO, logger="peercore.runner"):
+            server.hold_after(12)
+            run = threading.Thread(target=lambda: outcome.setdefault("result", _review(store, server, concurrency=2)))
+            run.start()
+            assert server.wait_until(lambda s: s.held >= 1, timeout=120)  # mid-run, requests in flight
+            with holder.transaction():
+                server.release()  # the held replies arrive while another connection holds the lock
+                assert locked_out.wait(120)  # the runner met the lock (and keeps the replies it paid for)
+            run.join(120)
+    finally:
+        logging.getLogger("peercore.runner").removeHandler(said)
+    assert not run.is_alive()
+    result = outcome["result"]
     assert result.status == "finished" and (result.done, result.failed) == (24, 0), result.failed_items[:2]
-    assert any("database locked while writing" in r.getMessage() for r in caplog.records)
     assert server.requests_total == 24 == len(store.judgments("s", include_invalid=True))
     assert store.run_accounting(result.run_id)["unaccounted"] == 0
-    for s in (store, holder, reader):
+    for s in (store, holder):
         s.close()
 
 
