@@ -20,9 +20,8 @@ import streamlit as st
 from peercore import charts, reports
 from peercore.io.formats import file_name_part
 from peercore.ranking.peer_rank import PER_SHUFFLE
-from peercore.app.guarantees import audit_leaderboard
-from peercore.app.leaderboard import (FRAGILE_SHARE, PRELIMINARY_BATTLES, fragile_marks, fragile_pairs,
-                                      selection_baseline)
+from peercore.app.guarantees import FRAGILE_SHARE, audit_leaderboard, fragile_marks, fragile_pairs
+from peercore.app.leaderboard import PRELIMINARY_BATTLES, selection_baseline
 from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
 

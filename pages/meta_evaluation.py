@@ -157,8 +157,7 @@ else:
                         help=guarantees_ui.ANCHORED_HELP["effective_labels"])
         tables.show(guarantees_ui.anchored_display(board), key="meta_anchored",
                     labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
-                    decimals={"effective_labels": 0, **({"score": 1, "judge_score": 1, "reference_score": 1}
-                                                        if anchored_method == "bt" else {})})
+                    decimals=guarantees_ui.anchored_decimals(board))
         for warning in board.warnings:
             st.caption(safe.md(warning))
 

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ from peercore.selective import agrees_with_reference, confidence_from_probabilit
     verdict_from_probability
 
 __all__ = ["Audit", "audit_leaderboard", "AUDIT_METHODS", "EvaluatorLeaderboard", "evaluator_leaderboard",
-           "EVALUATOR_COLUMNS", "EscalationPlan", "escalation_plan"]
+           "EVALUATOR_COLUMNS", "EscalationPlan", "escalation_plan", "FRAGILE_SHARE", "fragile_pairs", "fragile_marks"]
 
 AUDIT_METHODS = ("bt", "winrate")
 _VOTE_KEYS = ("question_id", "turn", "model_a", "model_b", "judge", "vote", "row")
@@ -113,6 +114,41 @@ def audit_leaderboard(study: Study, selection: Selection | None = None, *, metho
                       "verified": bool(pair.verified), "votes": _votes(chosen, pair.rows)})
         gaps.append({"gap": json_value(pair.gap), "gap_after": json_value(pair.gap_after), "amip_drop": pair.amip_drop})
     return Audit(pairs=pairs, gaps=gaps, method=method, n_votes=len(chosen), warnings=selected.notes.messages())
+
+
+#: A pair of adjacent models is fragile when removing fewer than this share of all votes swaps it (issue 24).
+FRAGILE_SHARE = 0.01
+
+
+def fragile_pairs(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> list[Mapping]:
+    """The audited pairs (:attr:`peercore.app.guarantees.Audit.pairs`) that fewer than ``share`` of all votes swap.
+
+    Only pairs whose swap a refit verified count (an unverified count is no evidence
+    that the order flips).
+    """
+    return [pair for pair in pairs if pair.get("verified") and pair.get("share") is not None and pair["share"] < share]
+
+
+def fragile_marks(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> dict[str, str]:
+    """The "fragile" mark of each model whose order with its neighbour flips when a handful of votes go.
+
+    Parameters
+    ----------
+    pairs : :attr:`peercore.app.guarantees.Audit.pairs` (``higher, lower, drop, share,
+        verified``, ranks 1-2 first), the audit ``peercore audit`` prints.
+    share : a pair is fragile when ``drop / all votes`` is below this.
+
+    Returns
+    -------
+    Model -> its mark, on both models of every fragile pair (a model between two fragile
+    pairs gets both): ``"swaps with B if 58 votes (0.73%) go"``, for :func:`fragile_pairs`.
+    """
+    marks: dict[str, list[str]] = {}
+    for pair in fragile_pairs(pairs, share=share):
+        count = f"{int(pair['drop']):,} votes ({pair['share']:.2%})"
+        marks.setdefault(str(pair["higher"]), []).append(f"swaps with {pair['lower']} if {count} go")
+        marks.setdefault(str(pair["lower"]), []).append(f"swaps with {pair['higher']} if {count} go")
+    return {model: "; ".join(texts) for model, texts in marks.items()}
 
 
 def _votes(chosen: V.Verdicts, rows) -> list[dict]:

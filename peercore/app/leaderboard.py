@@ -35,8 +35,7 @@ from peercore.ranking import battle_counts, comparisons_from_judgments, poe_gaus
 
 __all__ = ["RankOptions", "Ranking", "GroupedRanking", "leaderboard", "leaderboards_by", "rank_selected",
            "DEFAULT_BOOTSTRAP", "DEFAULT_ELO_SHUFFLES", "DEFAULT_LC_ROUNDS", "PRELIMINARY_BATTLES", "TINY_STUDY",
-           "mixed_warnings", "default_baseline", "selection_baseline", "FRAGILE_SHARE", "fragile_pairs",
-           "fragile_marks"]
+           "mixed_warnings", "default_baseline", "selection_baseline"]
 
 DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
 DEFAULT_BOOTSTRAP = 100      # bootstrap rounds of the 95% intervals (CLI and pages alike)
@@ -408,41 +407,6 @@ def selection_baseline(study: Study, selection: Selection | None = None) -> str 
     ``peercore rank --baseline auto``.
     """
     return default_baseline(study.select(selection).verdicts)
-
-
-#: A pair of adjacent models is fragile when removing fewer than this share of all votes swaps it (issue 24).
-FRAGILE_SHARE = 0.01
-
-
-def fragile_pairs(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> list[Mapping]:
-    """The audited pairs (:attr:`peercore.app.guarantees.Audit.pairs`) that fewer than ``share`` of all votes swap.
-
-    Only pairs whose swap a refit verified count (an unverified count is no evidence
-    that the order flips).
-    """
-    return [pair for pair in pairs if pair.get("verified") and pair.get("share") is not None and pair["share"] < share]
-
-
-def fragile_marks(pairs: Sequence[Mapping], *, share: float = FRAGILE_SHARE) -> dict[str, str]:
-    """The "fragile" mark of each model whose order with its neighbour flips when a handful of votes go.
-
-    Parameters
-    ----------
-    pairs : :attr:`peercore.app.guarantees.Audit.pairs` (``higher, lower, drop, share,
-        verified``, ranks 1-2 first), the audit ``peercore audit`` prints.
-    share : a pair is fragile when ``drop / all votes`` is below this.
-
-    Returns
-    -------
-    Model -> its mark, on both models of every fragile pair (a model between two fragile
-    pairs gets both): ``"swaps with B if 58 votes (0.73%) go"``, for :func:`fragile_pairs`.
-    """
-    marks: dict[str, list[str]] = {}
-    for pair in fragile_pairs(pairs, share=share):
-        count = f"{int(pair['drop']):,} votes ({pair['share']:.2%})"
-        marks.setdefault(str(pair["higher"]), []).append(f"swaps with {pair['lower']} if {count} go")
-        marks.setdefault(str(pair["lower"]), []).append(f"swaps with {pair['higher']} if {count} go")
-    return {model: "; ".join(texts) for model, texts in marks.items()}
 
 
 def _frame(study: Study, chosen: V.Verdicts) -> pd.DataFrame:

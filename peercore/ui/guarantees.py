@@ -23,7 +23,8 @@ from peercore.app.guarantees import EscalationPlan, EvaluatorLeaderboard, escala
 from peercore.ui import data
 
 __all__ = ["SectionUnavailable", "evaluators", "evaluator_display", "EVALUATOR_LABELS", "EVALUATOR_HELP",
-           "references", "llm_judges", "anchored", "anchored_display", "ANCHORED_LABELS", "plan", "plan_display",
+           "references", "llm_judges", "anchored", "anchored_display", "anchored_decimals", "ANCHORED_LABELS",
+           "plan", "plan_display",
            "PLAN_LABELS"]
 
 
@@ -184,6 +185,12 @@ def anchored_display(board: CalibratedLeaderboard) -> pd.DataFrame:
 def _decimals(board: CalibratedLeaderboard) -> int:
     """Ratings with 1 decimal, win rates with 3 (the dashboard's rule)."""
     return 1 if board.method == "bt" else 3
+
+
+def anchored_decimals(board: CalibratedLeaderboard) -> dict[str, int]:
+    """The decimals of :func:`anchored_display`'s number columns (:func:`_decimals` for the scores)."""
+    scores = {c: _decimals(board) for c in ("score", "judge_score", "reference_score")}
+    return {"effective_labels": 0, **scores}
 
 
 # ------------------------------------------------------------------ escalation plan

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from urllib.parse import urlsplit
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,28 @@ _CHARTS_DRAWN = """() => [...document.querySelectorAll('[data-testid=stPlotlyCha
 def wait_for_charts(page, *, timeout_ms: int = 60_000) -> None:
     """Wait until every visible plotly chart of the page has drawn (a condition, not a pause)."""
     page.wait_for_function(_CHARTS_DRAWN, timeout=timeout_ms)
+
+
+class Requests:
+    """Every request, websocket and navigation of a browser context that goes to another host: recorded and aborted."""
+
+    def __init__(self, context, host: str) -> None:
+        self.host = host
+        self.elsewhere: list[str] = []
+        context.route("**/*", self._route)
+        context.on("request", lambda request: self._local(request.url))
+        context.on("page", lambda page: page.on("websocket", lambda ws: self._local(ws.url)))
+
+    def _local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about") or parts.hostname == self.host:
+            return True
+        if url not in self.elsewhere:
+            self.elsewhere.append(url)
+        return False
+
+    def _route(self, route) -> None:
+        if self._local(route.request.url):
+            route.continue_()
+        else:
+            route.abort()

@@ -14,35 +14,11 @@ from __future__ import annotations
 import time
 from urllib.parse import urlsplit
 
-from e2e_support import ERRORS, settle
+from e2e_support import ERRORS, Requests, settle
 
 VIEWPORT = {"width": 1366, "height": 768}
 PRD_WEIGHTS = "gpt4 0.488, claude 0.377, vicuna-13b 0.082, gpt35 0.053, bard 0.000"
 FIRST_START_S = 240_000  # ms: a first start imports the bundled studies (about 10 s on a quiet machine)
-
-
-class Requests:
-    """Every request and websocket of a browser context to another host than ``host``: recorded and aborted."""
-
-    def __init__(self, context, host: str) -> None:
-        self.host = host
-        self.elsewhere: list[str] = []
-        context.route("**/*", self._route)
-        context.on("page", lambda page: page.on("websocket", lambda ws: self._local(ws.url)))
-
-    def _local(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.scheme in ("data", "blob", "about") or parts.hostname == self.host:
-            return True
-        if url not in self.elsewhere:
-            self.elsewhere.append(url)
-        return False
-
-    def _route(self, route) -> None:
-        if self._local(route.request.url):
-            route.continue_()
-        else:
-            route.abort()
 
 
 def _nav(page, title: str) -> None:

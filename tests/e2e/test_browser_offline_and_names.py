@@ -17,35 +17,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from e2e_support import ERRORS, SCREENSHOTS, settle
+from e2e_support import ERRORS, SCREENSHOTS, Requests, settle
 
 VIEWPORT = {"width": 1366, "height": 768}
 ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
-
-
-class Requests:
-    """Every request, websocket and navigation of a browser context that goes to another host: recorded and aborted."""
-
-    def __init__(self, context, host: str) -> None:
-        self.host = host
-        self.elsewhere: list[str] = []
-        context.route("**/*", self._route)
-        context.on("request", lambda request: self._local(request.url))
-        context.on("page", lambda page: page.on("websocket", lambda ws: self._local(ws.url)))
-
-    def _local(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.scheme in ("data", "blob", "about") or parts.hostname == self.host:
-            return True
-        if url not in self.elsewhere:
-            self.elsewhere.append(url)
-        return False
-
-    def _route(self, route) -> None:
-        if self._local(route.request.url):
-            route.continue_()
-        else:
-            route.abort()
 
 
 def _pages(page, server) -> list[str]:
