@@ -46,7 +46,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from peercore.errors import PeercoreError
@@ -110,7 +110,9 @@ class Item:
     """A debate handed to an annotator, with the lease on it.
 
     ``decisions`` counts the decisions stored so far by anyone; ``expires_at`` is the
-    lease's end (UTC, ISO-8601); ``renewed`` is True when the annotator already held it.
+    lease's end (UTC, ISO-8601); ``renewed`` is True when the annotator already held it;
+    ``kind`` is ``debate`` or ``label_request`` (a comparison people are asked to label, no
+    transcript), whose ``metadata`` says who asked and why.
     """
 
     debate_id: int
@@ -124,6 +126,8 @@ class Item:
     decisions: int
     expires_at: str
     renewed: bool
+    kind: str = "debate"
+    metadata: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -204,9 +208,9 @@ def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: l
     """What an annotator reads when the store refuses their decision (see :class:`DecisionRefused`)."""
     debate = f"debate #{int(debate_id)}"
     not_stored = f"{annotator}'s decision was not stored"
-    if kind != "debate":
-        return (f"{debate} is a {kind}, not a debate: only debates whose agents disagreed are adjudicated; "
-                f"{not_stored}.")
+    if kind not in ("debate", "label_request"):
+        return (f"{debate} is a {kind}, not a debate: only debates whose agents disagreed and label requests are "
+                f"adjudicated; {not_stored}.")
     if status == "agreed":
         return (f"{debate} is not waiting for people: its agents agreed ({consensus}), and that consensus is its "
                 f"gold label; {not_stored}. Only unresolved debates are adjudicated (ask for the next one).")

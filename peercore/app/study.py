@@ -368,7 +368,8 @@ def gold_judgments(debates: pd.DataFrame, adjudications: pd.DataFrame) -> pd.Dat
     * every debate (``kind == "debate"``) that ended in agreement gives one row, judged
       by its panel (``debate:<name>``; ``debate:consensus`` when no panel is recorded),
       winner = the consensus;
-    * every human adjudication gives one row, judge ``adjudicator:<annotator>``;
+    * every human adjudication (of a debate or a label request) gives one row, judge
+      ``adjudicator:<annotator>``;
     * a debate imported as already ``adjudicated`` with a consensus but no stored
       decision gives one row, judge ``adjudicator:imported``.
 
@@ -400,9 +401,11 @@ def gold_judgments(debates: pd.DataFrame, adjudications: pd.DataFrame) -> pd.Dat
 
 
 def _gold_row(row, judge: str, winner: str) -> dict:
+    turn = getattr(row, "turn", None)  # a label request's turn; a debate has none
     return {
         "question_id": row.question_id, "model_a": row.model_a, "model_b": row.model_b, "judge": judge,
         "winner": winner, "criterion": (row.criterion or None) if isinstance(row.criterion, str) else None,
+        "turn": None if turn is None or pd.isna(turn) else int(turn),
     }
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from peercore import db as _db
-from peercore.store.core import DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, StoreError, VERDICTS, WriteCounts, _now
+from peercore.store.core import (DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, QUEUE_KINDS, StoreError, VERDICTS,
+                                 WriteCounts, _now)
 from peercore.assignment import DecisionRefused, stamp
 
 
@@ -101,8 +102,67 @@ class AdjudicationMixin:
             ))
         return pd.concat(frames, ignore_index=True)
 
+    def add_label_requests(self, study: str, requests: Iterable[Mapping], *, requested_by: str,
+                           reason: str) -> WriteCounts:
+        """Queue comparisons for people to label: label requests in the adjudication queue.
+
+        A label request is decided like an unresolved debate (same queue, leases, overlap,
+        skips and history; :meth:`adjudicate`), shows the two answers without a transcript,
+        and each decision is a vote ``adjudicator:<annotator>`` on the comparison (the gold
+        rows of :func:`peercore.app.study.gold_judgments`), a label for
+        :func:`peercore.app.calibration.calibrated_leaderboard`.
+
+        Parameters
+        ----------
+        requests : mappings with ``question_id``, ``model_a``, ``model_b`` (the answer shown
+            as submission 1 and 2), and optional ``turn`` (default 1), ``criterion`` ('' for
+            none) and ``metadata`` (a JSON object kept with the request: e.g. the judge, the
+            inclusion probability of active inference).
+        requested_by : who or what asked (``peercore calibrate --request``, a user's name).
+        reason : one sentence people read on the Adjudication page.
+
+        Returns
+        -------
+        WriteCounts
+            ``added``; ``skipped``: requests for a comparison already requested (in either
+            order), which are left as they are.
+
+        Raises
+        ------
+        ValueError
+            If a request names a question the study does not have, the same model twice,
+            a model with no answer to the question, or a turn that is not a positive
+            integer (nothing is written).
+        """
+        sid = self.study_id(study)
+        connection = self.connect()
+        rows = []
+        for index, request in enumerate(requests):
+            question, a, b = str(request["question_id"]), str(request["model_a"]), str(request["model_b"])
+            turn, criterion = request.get("turn", 1), str(request.get("criterion") or "")
+            if isinstance(turn, bool) or not isinstance(turn, (int, np.integer)) or int(turn) < 1:
+                raise ValueError(f"label request {index}: turn must be a positive integer, got {turn!r}")
+            if a == b:
+                raise ValueError(f"label request {index}: model_a and model_b are both {a!r}")
+            if connection.execute("SELECT 1 FROM questions WHERE study_id = ? AND question_id = ?",
+                                  (sid, question)).fetchone() is None:
+                raise ValueError(f"label request {index}: question_id {question!r} is not in study {study!r}")
+            for model in (a, b):
+                if connection.execute("SELECT 1 FROM answers WHERE study_id = ? AND question_id = ? AND model = ?",
+                                      (sid, question, model)).fetchone() is None:
+                    raise ValueError(f"label request {index}: {model!r} has no answer to question {question!r}")
+            first, second = sorted((a, b))
+            metadata = {**dict(request.get("metadata") or {}), "turn": int(turn), "requested_by": requested_by,
+                        "reason": reason}
+            rows.append(({"debate_key": f"label:{question}|{int(turn)}|{criterion}|{first}|{second}",
+                          "kind": "label_request", "question_id": question, "model_a": a, "model_b": b,
+                          "criterion": criterion, "status": "unresolved", "n_rounds": 0, "metadata": metadata,
+                          "panel": ""}, []))
+        return self.add_debates(study, rows)
+
     def adjudication_queue(self, study: str, *, annotator: str | None = None, overlap: int = 0) -> pd.DataFrame:
-        """Unresolved debates (kind ``debate``, not PRD discussions) still waiting for a decision.
+        """Unresolved debates and label requests (kinds :data:`QUEUE_KINDS`; never PRD discussions)
+        still waiting for a decision.
 
         Parameters
         ----------
@@ -113,7 +173,7 @@ class AdjudicationMixin:
 
         Returns
         -------
-        DataFrame ``id, debate_key, question_id, model_a, model_b, criterion, scenario,
+        DataFrame ``id, debate_key, kind, question_id, model_a, model_b, criterion, scenario,
         n_rounds, decisions`` (how many annotators decided it so far), ``leased`` (live
         leases on it by annotators other than ``annotator``, see :meth:`claim_debate`), in
         debate order.
@@ -134,9 +194,10 @@ class AdjudicationMixin:
                 where += f" AND {count} < ?"
                 params.append(overlap)
         return _db.read_sql_query(
-            "SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, d.n_rounds, "
-            f"{count} AS decisions, {leased} AS leased "
-            f"FROM debates d WHERE d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved' AND {where} "
+            "SELECT d.id, d.debate_key, d.kind, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
+            f"d.n_rounds, {count} AS decisions, {leased} AS leased "
+            "FROM debates d WHERE d.study_id = ? AND d.kind IN ('debate', 'label_request') "
+            f"AND d.status = 'unresolved' AND {where} "
             "ORDER BY d.id",
             self.connect(), params=params,
         )
@@ -161,7 +222,8 @@ class AdjudicationMixin:
         -------
         dict or None
             ``debate_id, debate_key, question_id, model_a, model_b, criterion, scenario,
-            n_rounds, decisions, expires_at, renewed``; None when no debate is offerable
+            n_rounds, decisions, expires_at, renewed, kind`` (``debate`` or ``label_request``),
+            ``metadata`` (dict); None when no debate is offerable
             (the annotator's leases in the study are then given up).
         """
 
@@ -169,8 +231,8 @@ class AdjudicationMixin:
         now = self.clock() if now is None else float(now)
         at, until = stamp(now), stamp(now + float(lease_seconds))
         select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
-                  "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions "
-                  "FROM debates d WHERE ")
+                  "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions, "
+                  "d.kind, d.metadata FROM debates d WHERE ")
         # Optimistic: the walk over the study's debates (it grows with the debates decided
         # ahead) is a plain read, which WAL lets run beside any writer; the lease is then
         # taken in one short write transaction (BEGIN IMMEDIATE: SQLite's single writer)
@@ -211,7 +273,8 @@ class AdjudicationMixin:
                        "expires_at = excluded.expires_at", (keep, annotator, until, at))
         return {"debate_id": keep, "debate_key": row[1], "question_id": row[2], "model_a": row[3],
                 "model_b": row[4], "criterion": row[5], "scenario": row[6], "n_rounds": int(row[7]),
-                "decisions": int(row[8]), "expires_at": until, "renewed": renewed}
+                "decisions": int(row[8]), "expires_at": until, "renewed": renewed, "kind": row[9],
+                "metadata": json.loads(row[10])}
 
     def leases(self, study: str, *, now: float | None = None) -> pd.DataFrame:
         """The study's leases: debate_id, annotator, expires_at, created_at, live (False once expired)."""
@@ -243,7 +306,7 @@ class AdjudicationMixin:
         annotator's skip of that debate and ends their lease on it (:meth:`claim_debate`).
 
         The rule is the page's, for every caller (:func:`peercore.assignment.offerable`):
-        the debate must be an unresolved debate (kind ``debate``) and, unless the annotator
+        the debate must be an unresolved debate or a label request (:data:`QUEUE_KINDS`) and, unless the annotator
         decided it already (then this replaces their decision), with the study's overlap
         N > 0 its decisions plus the live leases of *other* annotators at ``now`` (default
         :meth:`clock`) must be fewer than N.
@@ -272,7 +335,7 @@ class AdjudicationMixin:
             if row is None:
                 raise StoreError(f"no debate with id {debate_id}")
             overlap, kind, status = int(row[1]), row[2], row[3]
-            if kind != "debate" or status != "unresolved":  # never offered: nothing to write
+            if kind not in QUEUE_KINDS or status != "unresolved":  # never offered: nothing to write
                 raise DecisionRefused(int(debate_id), annotator, overlap=overlap, deciders=[], status=status,
                                       kind=kind, consensus=row[4])
             existed = tx.execute(
@@ -408,17 +471,20 @@ class AdjudicationMixin:
 
     def adjudications(self, study: str) -> pd.DataFrame:
         """Every decision: debate_id, question_id, model_a, model_b, criterion, scenario, annotator, verdict, note,
-        created_at, both_bad (bool; its verdict is ``tie``), decision (``verdict``, or ``both_bad``), blind
-        (True / False / None when not recorded)."""
+        created_at, both_bad (bool; its verdict is ``tie``), blind (True / False / None when not recorded),
+        kind (``debate`` or ``label_request``), turn (a label request's turn; <NA> for a debate), decision
+        (``verdict``, or ``both_bad``)."""
         frame = _db.read_sql_query(
             "SELECT a.debate_id, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, a.annotator, a.verdict, "
-            "a.note, a.created_at, a.both_bad, a.blind FROM adjudications a JOIN debates d ON d.id = a.debate_id "
+            "a.note, a.created_at, a.both_bad, a.blind, d.kind, d.metadata FROM adjudications a "
+            "JOIN debates d ON d.id = a.debate_id "
             "WHERE d.study_id = ? ORDER BY a.id",
             self.connect(), params=(self.study_id(study),),
         )
         frame["both_bad"] = frame["both_bad"].astype(bool)
         frame["decision"] = frame["verdict"].where(~frame["both_bad"], "both_bad")
         frame["blind"] = pd.array([None if pd.isna(v) else bool(v) for v in frame["blind"]], dtype="boolean")
+        frame["turn"] = pd.array([json.loads(m).get("turn") for m in frame.pop("metadata")], dtype="Int64")
         return frame
 
     # ------------------------------------------------------- adjudication settings
@@ -496,13 +562,13 @@ def _offerable_sql(study_id: int, annotator: str, *, overlap: int, at: str, scen
                    criterion: str | None) -> tuple[str, list]:
     """WHERE clause (over ``debates d``) of the debates that may be offered to ``annotator`` at time ``at``.
 
-    Unresolved debates (kind ``debate``) that the annotator neither decided nor skipped
+    Unresolved debates and label requests (:data:`QUEUE_KINDS`) that the annotator neither decided nor skipped
     and, with an overlap N > 0, whose decisions plus live leases of others are fewer than
     N (:func:`peercore.assignment.offerable`). Terms come in the order that drops most
     debates soonest (SQLite tests them as written): with an overlap, the full ones first
     (half the time of a 20,000-debate walk).
     """
-    where, params = "d.study_id = ? AND d.kind = 'debate' AND d.status = 'unresolved'", [study_id]
+    where, params = "d.study_id = ? AND d.kind IN ('debate', 'label_request') AND d.status = 'unresolved'", [study_id]
     if overlap:
         where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) < ?"
                   " AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "

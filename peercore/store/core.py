@@ -34,6 +34,10 @@ MAX_OVERLAP = 1000
 JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
+# What the adjudication queue offers: debates the agents left unresolved, and label
+# requests (comparisons people are asked to label: issue 23's active inference, the rest
+# of an escalation cascade). PRD discussions are never adjudicated.
+QUEUE_KINDS = ("debate", "label_request")
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
 # test can kill the process while a large import is written but not committed; "stdin":
 # wait there until a line can be read from standard input (the test decides when).

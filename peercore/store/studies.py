@@ -11,6 +11,7 @@ import pandas as pd
 
 from peercore import db as _db
 from peercore.io.rules import describe_character, invisible_character, quote
+from peercore.redaction import looks_like_key, mask_urls
 from peercore.store.adjudication import _overlap
 from peercore.store.core import StoreError, WriteCounts, _now, scrub_secrets
 
@@ -142,15 +143,18 @@ class StudiesMixin:
         return int(row[0])
 
     def record_counts(self, study: str) -> dict[str, int]:
-        """How many questions, answers, debates (unresolved, waiting for a person), runs, imports and scores
+        """How many questions, answers, debates (unresolved), label requests, queue items waiting for a person
+        (``open_adjudications``: unresolved debates and label requests nobody decided), runs, imports and scores
         the study holds; its verdicts are counted from the read model (:meth:`peercore.app.study.Study.counts`)."""
         sid = self.study_id(study)
         q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
         return {
             "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
             "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
-            "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ?"),
-            "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved'"),
+            "debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND kind <> 'label_request'"),
+            "unresolved_debates": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND status = 'unresolved' "
+                                    "AND kind <> 'label_request'"),
+            "label_requests": q("SELECT COUNT(*) FROM debates WHERE study_id = ? AND kind = 'label_request'"),
             "open_adjudications": q("SELECT COUNT(*) FROM debates d WHERE study_id = ? AND status = 'unresolved' "
                                     "AND NOT EXISTS (SELECT 1 FROM adjudications a WHERE a.debate_id = d.id)"),
             "runs": q("SELECT COUNT(*) FROM runs WHERE study_id = ?"),
@@ -212,31 +216,67 @@ class StudiesMixin:
     # ---------------------------------------------------------------- study settings
 
     def study_settings(self, study: str) -> dict:
-        """The study's adjudication settings: ``rubric`` (plain text, '' when none) and ``overlap``
-        (decisions each debate needs; 0 = every annotator decides every debate)."""
-        row = self.connect().execute("SELECT rubric, overlap FROM studies WHERE id = ?",
+        """The study's settings: ``rubric`` (the adjudication guidelines, plain text, '' when none),
+        ``overlap`` (decisions each debate needs; 0 = every annotator decides every debate) and
+        ``reviewers`` (the reviewers configured on the Reviewers & runs page: a list of JSON
+        objects, secrets never among them)."""
+        row = self.connect().execute("SELECT rubric, overlap, reviewers FROM studies WHERE id = ?",
                                      (self.study_id(study),)).fetchone()
-        return {"rubric": row[0], "overlap": int(row[1])}
+        return {"rubric": row[0], "overlap": int(row[1]), "reviewers": json.loads(row[2])}
 
-    def update_study_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None) -> None:
-        """Change the study's adjudication ``rubric`` and/or ``overlap`` (see :meth:`study_settings`).
+    def update_study_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None,
+                              reviewers: list[Mapping] | None = None) -> None:
+        """Change the study's ``rubric``, ``overlap`` and/or ``reviewers`` (see :meth:`study_settings`).
 
         Settings are no data: they do not change the study's revision.
 
         Raises
         ------
         ValueError
-            If ``rubric`` is not text or ``overlap`` is not an integer in [0, 1000].
+            If ``rubric`` is not text, ``overlap`` is not an integer in [0, 1000], or
+            ``reviewers`` is not a list of JSON objects or has a value shaped like an API key
+            (nothing is written); values under secret-looking keys are stored as ``***`` and
+            passwords in URLs masked.
         """
         sid = self.study_id(study)
         if rubric is not None and not isinstance(rubric, str):
             raise ValueError(f"rubric must be text, got {type(rubric).__name__}")
         overlap = None if overlap is None else _overlap(overlap)
+        stored = None if reviewers is None else _reviewers_json(reviewers)
         with self.transaction() as tx:
             if rubric is not None:
                 tx.execute("UPDATE studies SET rubric = ? WHERE id = ?", (rubric, sid))
             if overlap is not None:
                 tx.execute("UPDATE studies SET overlap = ? WHERE id = ?", (overlap, sid))
+            if stored is not None:
+                tx.execute("UPDATE studies SET reviewers = ? WHERE id = ?", (stored, sid))
+
+
+def _reviewers_json(reviewers) -> str:
+    """``reviewers`` as the JSON the studies table keeps (see :meth:`StudiesMixin.update_study_settings`):
+    values under secret-looking keys replaced by ``***`` (:func:`peercore.store.core.scrub_secrets`, as
+    a run's configuration is), passwords in URLs masked; a value shaped like an API key is refused."""
+    if not isinstance(reviewers, (list, tuple)) or not all(isinstance(r, Mapping) for r in reviewers):
+        raise ValueError(f"reviewers must be a list of JSON objects, got {type(reviewers).__name__}")
+
+    def clean(value):
+        if isinstance(value, Mapping):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, str):
+            if looks_like_key(value.strip()):
+                raise ValueError("reviewers must not carry an API key; keep the name of the environment "
+                                 "variable that holds it")
+            return mask_urls(value)
+        return value
+
+    try:
+        return json.dumps(clean(scrub_secrets(list(reviewers))), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        if "API key" in str(exc):
+            raise
+        raise ValueError(f"reviewers must be JSON: {exc}") from None
 
 
 def _json_default(value):

@@ -47,7 +47,7 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
     assert decided[["debate_id", "annotator", "verdict", "note", "decision"]].values.tolist() == [
         [1, "ann", "tie", "close", "tie"]]
     assert decided["both_bad"].tolist() == [False] and decided["blind"].isna().all()  # not recorded before 5
-    assert store.study_settings("old") == {"rubric": "", "overlap": 0}
+    assert store.study_settings("old") == {"rubric": "", "overlap": 0, "reviewers": []}
     assert store.skipped_debates("old", "ann") == []
     assert store.revision("old") == 3
     # The new columns and table work on the upgraded file.
@@ -57,7 +57,7 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
     assert store.integrity_problems() == []
     store.close()
     reopened = Store(path)
-    assert reopened.study_settings("old") == {"rubric": "Prefer the correct answer.", "overlap": 2}
+    assert reopened.study_settings("old") == {"rubric": "Prefer the correct answer.", "overlap": 2, "reviewers": []}
     assert reopened.skipped_debates("old", "ben") == [1]
     assert reopened.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))  # not migrated twice
 
@@ -133,7 +133,7 @@ def test_rubric_and_overlap_are_study_settings(store):
     revision = store.revision("s")
     store.update_study_settings("s", rubric="1. Correctness first.\n2. Then clarity.")
     store.update_study_settings("s", overlap=3)  # one setting leaves the other alone
-    assert store.study_settings("s") == {"rubric": "1. Correctness first.\n2. Then clarity.", "overlap": 3}
+    assert store.study_settings("s") == {"rubric": "1. Correctness first.\n2. Then clarity.", "overlap": 3, "reviewers": []}
     assert store.revision("s") == revision
     with pytest.raises(ValueError, match="overlap must be an integer from 0"):
         store.update_study_settings("s", overlap=-2)
@@ -141,7 +141,7 @@ def test_rubric_and_overlap_are_study_settings(store):
         store.update_study_settings("s", rubric=3)
     assert store.study_settings("s")["overlap"] == 3
     store.create_study("t")
-    assert store.study_settings("t") == {"rubric": "", "overlap": 0}
+    assert store.study_settings("t") == {"rubric": "", "overlap": 0, "reviewers": []}
 
 
 def test_deleting_a_study_removes_its_skips(store):
