@@ -326,7 +326,7 @@ class Study:
     def debates(self) -> pd.DataFrame:
         if self.store is None:
             return _EMPTY_DEBATES.copy()
-        return self.cached("debates", lambda: self.store.debates(self.name))
+        return self.cached("debates", lambda: self.store.debates(self.name, label_requests=False))
 
     def adjudications(self) -> pd.DataFrame:
         if self.store is None:

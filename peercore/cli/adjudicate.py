@@ -10,7 +10,7 @@ import json
 import sys
 
 from peercore.assignment import decide, lease_seconds, next_item, release
-from peercore.store import Store
+from peercore.store import QUEUE_KINDS, Store
 
 __all__ = []
 
@@ -36,7 +36,8 @@ def _command(args) -> int:
             debate_id = int(raw_id)
         except ValueError:
             raise ValueError(f"--decide: DEBATE_ID must be an integer, got {raw_id!r}") from None
-        if debate_id not in set(store.debates(args.study, kind="debate")["id"]):
+        queued = store.debates(args.study)
+        if debate_id not in set(queued.loc[queued["kind"].isin(QUEUE_KINDS), "id"]):
             raise ValueError(f"--decide: study {args.study!r} has no debate #{debate_id} (take one with --next)")
         new = decide(store, debate_id, args.annotator, decision, note=args.note)
         print(json.dumps({"debate_id": debate_id, "annotator": args.annotator.strip(), "decision": decision,

@@ -29,12 +29,13 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 12)
+Schema (version 13)
 -------------------
 =====================  ==========================================================  =============================
 table                  one row per                                                 natural key
 =====================  ==========================================================  =============================
-studies                study; its adjudication rubric and overlap (migration 5)    name
+studies                study; its adjudication rubric and overlap (migration 5),    name
+                       the reviewers configured on the page (migration 13)
 questions              question (text, category, reference, metadata JSON)         (study, question_id)
 answers                model's answer to a question turn                           (study, question_id, model, turn)
 judges                 judge: kind, model alias, origin (import / run), base name,   (study, name); a run judge's
@@ -47,7 +48,8 @@ judgments (view)       the verdicts with names and winners decoded (for SQL user
 imports                import of a file or folder (source, format, sha256, counts)  id
 runs, run_items        review / debate run and its work items                      id; (run, item_key)
 llm_calls              paid LLM call (the cache)                                   cache_key
-debates                debate or discussion (status, panel = consensus judge)      (study, debate_key)
+debates                debate or discussion (status, panel = consensus judge), or   (study, debate_key)
+                       a label request for people (kind label_request, mig. 13)
 debate_turns           speaker's verdict in a round (0 = initial)                  (debate, round, speaker)
 adjudications          human decision on an unresolved debate (both-bad and blind  (debate, annotator)
                        flags, migration 5)
@@ -100,10 +102,10 @@ from peercore.store.runs import RunsMixin
 from peercore.store.scores import ScoresMixin
 from peercore.store.studies import StudiesMixin
 
-from peercore.store.core import ScoreConflict, StoreError, WriteCounts, scrub_secrets
+from peercore.store.core import QUEUE_KINDS, ScoreConflict, StoreError, WriteCounts, scrub_secrets
 from peercore.store.schema import SCHEMA_VERSION
 
-__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION"]
+__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION", "QUEUE_KINDS"]
 
 
 class Store(AccessMixin, StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin, AdjudicationMixin, ScoresMixin, StoreCore):

@@ -70,11 +70,17 @@ class AdjudicationMixin:
                 self._bump(tx, sid)
         return WriteCounts(added, skipped)
 
-    def debates(self, study: str, *, status: str | None = None, kind: str | None = None) -> pd.DataFrame:
+    def debates(self, study: str, *, status: str | None = None, kind: str | None = None,
+                label_requests: bool = True) -> pd.DataFrame:
         """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status,
-        consensus, n_rounds, metadata (dict), panel (the consensus judge, ``debate:<name>``; '' when unknown)."""
+        consensus, n_rounds, metadata (dict), panel (the consensus judge, ``debate:<name>``; '' when unknown).
+
+        ``label_requests=False`` leaves out the label requests (kind ``label_request``: queue items,
+        not debates; what the debate tables and statistics read)."""
         sql = ("SELECT id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status, consensus, "
                "n_rounds, metadata, panel FROM debates WHERE study_id = ?")
+        if not label_requests:
+            sql += " AND kind <> 'label_request'"
         params: list = [self.study_id(study)]
         if status is not None:
             sql += " AND status = ?"

@@ -257,7 +257,7 @@ def answers(db: str, study_: str, rev: int) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def debates(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).debates(study_)
+    return _store(db).debates(study_, label_requests=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
