@@ -118,7 +118,8 @@ def _rows(store: Store) -> dict[str, list]:
     return out
 
 
-def test_a_version_11_database_upgrades_to_12_with_identical_data(make_store, monkeypatch):
+def test_a_version_11_database_upgrades_with_identical_data(make_store, monkeypatch):
+    """Migrations 12 (the decision history) and 13 (label requests, kept reviewers) on a version-11 database."""
     with monkeypatch.context() as patch:  # the code as it was at version 11
         patch.setattr(schema, "MIGRATIONS", [])
         patch.setattr(schema, "SCHEMA_VERSION", 11)
@@ -134,11 +135,13 @@ def test_a_version_11_database_upgrades_to_12_with_identical_data(make_store, mo
         old.close()
     assert "adjudication_history" not in held
 
-    new = make_store()  # opening it runs migration 12
-    assert new.schema_version() == schema.SCHEMA_VERSION == 12
-    assert new.migrations()["version"].tolist() == list(range(1, 13))
+    new = make_store()  # opening it runs migrations 12 and 13
+    assert new.schema_version() == schema.SCHEMA_VERSION == 13
+    assert new.migrations()["version"].tolist() == list(range(1, 14))
     now = _rows(new)
     history = now.pop("adjudication_history")
+    assert {row[-1] for row in now["studies"]} == {"[]"}  # migration 13's column: no reviewers configured yet
+    now["studies"] = [row[:-1] for row in now["studies"]]
     assert now == held  # every row of every table as it was
     frame = new.decision_history("s")
     assert frame[["debate_id", "annotator", "before", "after", "note"]].values.tolist() == [
