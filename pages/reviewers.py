@@ -24,18 +24,26 @@ for column, (variable, where) in zip(st.columns(len(runs.KEY_VARS) + 1), runs.ke
 
 # ----------------------------------------------------------------------- reviewers
 st.subheader("Reviewers")
-reviewers = st.session_state[state.REVIEWERS]
+reviewers = runs.load_reviewers(study)
+st.caption("Kept in this study: adding, editing or removing a reviewer saves the list, with the name of its key's "
+           "variable, never a key.")
 if reviewers:
     tables.show(runs.reviewers_table(reviewers), key="rv_table")
     remove_cols = st.columns(min(6, len(reviewers)))
     for index, reviewer in enumerate(reviewers):
-        remove_cols[index % len(remove_cols)].button(f"Remove {safe.md(runs.label(reviewer))}", key=f"rv_remove_{index}",
-                                                     on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:",
-                                                     disabled=not may_configure)
+        column = remove_cols[index % len(remove_cols)]
+        column.button(f"Edit {safe.md(runs.label(reviewer))}", key=f"rv_edit_{index}", on_click=runs.edit_reviewer,
+                      args=(index,), icon=":material/edit:", disabled=not may_configure)
+        column.button(f"Remove {safe.md(runs.label(reviewer))}", key=f"rv_remove_{index}",
+                      on_click=runs.remove_reviewer, args=(index,), icon=":material/delete:",
+                      disabled=not may_configure)
 else:
     st.info("No reviewer yet. Add one below — or the offline local judge, which needs no key and no network.")
 
-with st.expander("Add a reviewer", expanded=not reviewers):
+editing = st.session_state.get(runs.EDITING)
+editing = editing if editing is not None and editing < len(reviewers) else None
+with st.expander("Add a reviewer" if editing is None else f"Edit reviewer {safe.md(runs.label(reviewers[editing]))}",
+                 expanded=not reviewers or editing is not None):
     with st.form("add_reviewer", border=False):
         provider_col, model_col, temp_col = st.columns([2, 2, 1])
         provider_col.selectbox("Provider", list(runs.PROVIDERS), format_func=runs.PROVIDERS.get, key=runs.F_PROVIDER)
@@ -50,7 +58,10 @@ with st.expander("Add a reviewer", expanded=not reviewers):
         name_col.text_input("Name (optional)", key=runs.F_NAME, help="The judge name in the results; "
                             "needed when one model plays several roles. Leave it out and another configuration of "
                             "a model already in the study gets a variant name of its own.")
-        st.form_submit_button("Add reviewer", on_click=runs.add_reviewer, type="primary", disabled=not may_configure)
+        st.form_submit_button("Add reviewer" if editing is None else "Save changes", on_click=runs.add_reviewer,
+                              type="primary", disabled=not may_configure)
+    if editing is not None:
+        st.button("Stop editing", key="rv_stop_editing", on_click=runs.stop_editing)
     st.button("Add the offline local judge (Qwen2.5-Coder 1.5B)", key="rv_local", on_click=runs.add_local_preset,
               disabled=not may_configure)
 if st.session_state.get("rv_error"):

@@ -555,6 +555,16 @@ class Runner:
         self._calls_tasks: set[asyncio.Task] = set()
         self._holding: set[str] = set()  # cache keys of paid responses being written
 
+    @property
+    def calls_in_flight(self) -> int:
+        """How many paid calls are out now: sent (or waiting to be retried) and not yet answered or given up.
+
+        Read-only; safe to read from another thread (a dashboard polling a :class:`RunHandle`
+        while a cancelled run waits for these calls to land in the cache). Calls answered
+        from the cache are never in flight.
+        """
+        return len(self._calls_tasks)
+
     # ------------------------------------------------------------------ public API
 
     async def run(self, job: Job, *, run_id: str | None = None,
@@ -1069,7 +1079,8 @@ def _by_columns(rows: list[dict]) -> dict[tuple[str, ...], list[dict]]:
 
 def run_job_sync(job: Job, store: "Store", *, run_id: str | None = None,
                  on_progress: Callable[[ProgressEvent], None] | None = None,
-                 cancel: threading.Event | None = None, **runner_options: Any) -> RunResult:
+                 cancel: threading.Event | None = None, on_runner: Callable[["Runner"], None] | None = None,
+                 **runner_options: Any) -> RunResult:
     """Run ``job`` to the end in a fresh event loop (scripts, the CLI, tests).
 
     Parameters
@@ -1078,6 +1089,8 @@ def run_job_sync(job: Job, store: "Store", *, run_id: str | None = None,
     run_id : resume this run instead of the job's deterministic one.
     on_progress : progress callback (called in this thread).
     cancel : a :class:`threading.Event`; setting it (from any thread) cancels the run.
+    on_runner : called (in this thread) with the :class:`Runner` before the run starts, e.g. to
+        read its :attr:`Runner.calls_in_flight` from another thread.
     **runner_options : keyword options of :class:`Runner` (concurrency, retry, limits,
         prices, call_timeout_s, ...).
 
@@ -1097,8 +1110,10 @@ def run_job_sync(job: Job, store: "Store", *, run_id: str | None = None,
                 event.set()
             watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            return await Runner(store, **runner_options).run(
-                job, run_id=run_id, on_progress=on_progress, cancel=event, close_backends=True)
+            runner = Runner(store, **runner_options)
+            if on_runner is not None:
+                on_runner(runner)
+            return await runner.run(job, run_id=run_id, on_progress=on_progress, cancel=event, close_backends=True)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -1134,6 +1149,7 @@ class RunHandle:
         self._cancel = threading.Event()
         self._future: Future | None = None
         self._done_at_start: int | None = None  # items done when this attempt started (its first event)
+        self._runner: Runner | None = None  # the run's Runner, once its thread has made it (calls_in_flight)
 
     def _start(self) -> None:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"peercore-run-{self.run_id}")
@@ -1151,11 +1167,21 @@ class RunHandle:
 
         try:
             result = run_job_sync(self._job, self._store, run_id=self.run_id, on_progress=progress,
-                                  cancel=self._cancel, **self._runner_options)
+                                  cancel=self._cancel, on_runner=self._keep_runner, **self._runner_options)
             self.progress = result
             return result
         finally:
             self._store.close()  # this thread's connection
+
+    def _keep_runner(self, runner: "Runner") -> None:
+        self._runner = runner
+
+    @property
+    def calls_in_flight(self) -> int:
+        """How many paid calls of the run are out now (:attr:`Runner.calls_in_flight`); 0 before it
+        starts and once it has ended. While :attr:`phase` is ``cancelling``, the calls it waits for."""
+        runner = self._runner
+        return 0 if runner is None or self.done() else runner.calls_in_flight
 
     def cancel(self) -> None:
         """Ask the run to stop (returns at once; :meth:`wait` for the end)."""

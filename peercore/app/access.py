@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Role", "Action", "NEEDS", "Actor", "AccessDenied", "role_for", "allowed", "require", "seed_roles",
            "create_study", "import_file", "delete_study", "edit_guidelines", "set_overlap", "grant", "adjudicate",
            "undo_decision", "edit_decision", "launch_run", "cancel_run", "finish_run", "import_bundle",
-           "configure_judges"]
+           "configure_judges", "configure_reviewers"]
 
 
 class Role(enum.IntEnum):
@@ -369,6 +369,35 @@ def configure_judges(store: "Store", actor: Actor, study: str, judges: Sequence[
                 "after": {"kind": after[0], "model_alias": after[1]}})
             changed += 1
     return changed
+
+
+def configure_reviewers(store: "Store", actor: Actor, study: str, reviewers: Sequence[Mapping]) -> list[dict]:
+    """Keep ``reviewers`` as the study's configured reviewers (needs editor); returns them as stored.
+
+    The Reviewers & runs page's list, whole (adding, editing and removing one are each a new
+    list): :meth:`peercore.store.Store.update_study_settings`, which scrubs values under
+    secret-looking keys and refuses a value shaped like an API key, and one audit record
+    (``configure_reviewers``: the list before and after, as stored), in one transaction. An
+    unchanged list writes nothing.
+
+    Raises
+    ------
+    AccessDenied
+        Without the editor role in ``study`` (nothing written, nothing recorded).
+    ValueError
+        If a value is shaped like an API key or the list is not JSON (nothing written).
+    """
+    require(store, actor, Action.CONFIGURE_REVIEWERS, study)
+    wanted = [dict(reviewer) for reviewer in reviewers]
+    with store.transaction():
+        before = store.study_settings(study)["reviewers"]
+        if wanted == before:
+            return before
+        store.update_study_settings(study, reviewers=wanted)
+        after = store.study_settings(study)["reviewers"]
+        store.record_action(actor.name, Action.CONFIGURE_REVIEWERS.value, study=study,
+                            details={"before": before, "after": after})
+    return after
 
 
 def delete_study(store: "Store", actor: Actor, study: str) -> None:

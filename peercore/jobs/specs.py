@@ -38,9 +38,9 @@ from peercore.redaction import is_secret_name, looks_like_key, mask_urls, url_cr
 from peercore.reviewers.base import Backend
 from peercore.reviewers.registry import BACKENDS as classes, make_backend as build, parse_spec
 
-__all__ = ["make_backend", "parse_judge_spec", "masked_spec", "refuse_credentials"]
+__all__ = ["make_backend", "parse_judge_spec", "masked_spec", "refuse_credentials", "ENV_NAME"]
 _OPTIONS = ("temperature", "seed", "timeout", "api_key_env")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _URL = re.compile(r"https?://\S*", re.IGNORECASE)
 
 
@@ -129,7 +129,7 @@ def parse_judge_spec(text: str, *, timeout: float | None = None) -> Judge:
     values: dict = {}
     for key, value in options.items():
         if key == "api_key_env":
-            if not _ENV_NAME.match(value):
+            if not ENV_NAME.match(value):
                 raise ValueError(f"option api_key_env in judge spec {masked_spec(text)!r} must name an environment "
                                  f"variable (letters, digits, _), got {value[:40]!r}")
             values[key] = value

@@ -3,9 +3,16 @@
 Secrets: reviewer configurations in session state hold provider, model, base URL,
 temperature, a name and, for an OpenAI-compatible server, the *name* of the environment
 variable holding its key (``api_key_env``), never a key. A base URL that carries a
-credential (``?api_key=...``, ``user:password@``) is refused without repeating it. Keys
-are looked up only at launch, from the environment or ``st.secrets``, and handed to the
-backend object of that run; the page only ever shows whether a key is set.
+credential (``?api_key=...``, ``user:password@``) is refused without repeating it, and so
+is a field holding what looks like a key (a key typed where its variable's name goes):
+the field is cleared and nothing is kept. Keys are looked up only at launch, from the
+environment or ``st.secrets``, and handed to the backend object of that run; the page
+only ever shows whether a key is set.
+
+Kept in the study: the reviewer list is the study's (:meth:`peercore.store.Store.study_settings`),
+read once per session and study (:func:`load_reviewers`: a reload, another study) and
+written whole on every addition, edit or removal through :func:`peercore.app.access.configure_reviewers`
+(editor only; the store refuses values shaped like keys).
 
 Who may: configuring reviewers, launching, resuming and cancelling runs need the editor
 role in the study (:mod:`peercore.app.access`); each callback goes through the checked
@@ -28,11 +35,12 @@ import streamlit as st
 from peercore.app import access as rules
 from peercore.app.access import Action, AccessDenied
 from peercore.app.health import health_facts
+from peercore.redaction import looks_like_key
 from peercore.prompts import list_rubrics, list_templates, load_template
 from peercore.reviewers import METHODS
 from peercore.ui import access, data, safe, state
 from peercore.jobs.base import Judge, accounting_line, progress_line
-from peercore.jobs.specs import make_backend, refuse_credentials
+from peercore.jobs.specs import ENV_NAME, make_backend, refuse_credentials
 from peercore.jobs.answers import AnswerJob
 from peercore.jobs.discussion import DebateJob, DiscussionJob
 from peercore.jobs.review import ONE_ORDER_STRATEGIES, ReviewJob
@@ -57,6 +65,12 @@ DEFAULT_METHOD = "default"  # the review method option meaning "each backend's d
 # widget keys of the "Add a reviewer" form
 F_PROVIDER, F_MODEL, F_URL, F_TEMPERATURE, F_NAME = "rv_provider", "rv_model", "rv_url", "rv_temperature", "rv_name"
 F_KEY_ENV = "rv_key_env"
+#: The form's text fields and how a message names them.
+TEXT_FIELDS = {F_MODEL: "Model", F_URL: "Base URL", F_KEY_ENV: "Key variable", F_NAME: "Name"}
+#: Session key: the study whose reviewers the session's list is (:func:`load_reviewers`).
+LOADED_FOR = "rv_loaded_for"
+#: Session key: the index of the reviewer the form edits (:func:`edit_reviewer`); None: the form adds one.
+EDITING = "rv_editing"
 
 
 # ------------------------------------------------------------------------------ keys
@@ -123,9 +137,82 @@ def _may_configure() -> bool:
     return _may(Action.CONFIGURE_REVIEWERS, st.session_state.get(state.STUDY), key="rv_error")
 
 
+def load_reviewers(study: str) -> list[dict]:
+    """The reviewers configured for ``study``: the study's kept list, read once per session and
+    study (a new session, or another study opened), then the session's copy, which every
+    change writes back (:func:`_keep`). Reads only."""
+    if st.session_state.get(LOADED_FOR) != study:
+        st.session_state[state.REVIEWERS] = usable_reviewers(data.store().study_settings(study)["reviewers"])
+        st.session_state[LOADED_FOR] = study
+        st.session_state[EDITING] = None
+    return st.session_state[state.REVIEWERS]
+
+
+def usable_reviewers(stored: list) -> list[dict]:
+    """The stored reviewer configurations the page can use: each an object naming a known provider
+    (:data:`PROVIDERS`) and a model, with the settings it leaves out at their defaults
+    (:data:`LOCAL_PRESET`'s keys); anything else (written by another tool) is left out."""
+    defaults = {key: "" for key in LOCAL_PRESET} | {"temperature": 0.0}
+    return [defaults | reviewer for reviewer in stored
+            if isinstance(reviewer, dict) and reviewer.get("provider") in PROVIDERS
+            and isinstance(reviewer.get("model"), str) and reviewer["model"]]
+
+
+def _keep(reviewers: list[dict]) -> bool:
+    """Write ``reviewers`` as the open study's list (:func:`peercore.app.access.configure_reviewers`)
+    and make the stored list the session's; False (the reason in ``rv_error``) when refused."""
+    study = st.session_state.get(state.STUDY)
+    try:
+        kept = rules.configure_reviewers(data.store(), access.current_actor(), study, reviewers)
+    except AccessDenied as exc:
+        st.session_state["rv_error"] = f"Not allowed: {exc}"
+        return False
+    except ValueError as exc:  # the store's message never repeats the value
+        st.session_state["rv_error"] = f"Not kept: {exc}"
+        return False
+    st.session_state[state.REVIEWERS] = usable_reviewers(kept)
+    st.session_state[LOADED_FOR] = study
+    return True
+
+
+def typed_key_fields(values: dict[str, str]) -> list[str]:
+    """The names of the form's fields (:data:`TEXT_FIELDS`) whose text is shaped like an API key
+    (:func:`peercore.redaction.looks_like_key`, the store's own test)."""
+    return [TEXT_FIELDS[key] for key, value in values.items()
+            if key in TEXT_FIELDS and looks_like_key((value or "").strip())]
+
+
+def _refuse_typed_key() -> bool:
+    """Refuse the form when a field holds what looks like a key: the field is cleared, nothing is kept.
+
+    A key must not reach the session's list nor the study; the message says so without repeating it.
+    """
+    fields = typed_key_fields({key: st.session_state.get(key) or "" for key in TEXT_FIELDS})
+    if not fields:
+        return False
+    for key, name in TEXT_FIELDS.items():
+        if name in fields:
+            st.session_state[key] = ""
+    st.session_state["rv_error"] = (
+        f"Not kept: the {' and '.join(fields)} field{'s' if len(fields) > 1 else ''} held what looks like an API key, "
+        "which is never stored; the field was cleared. Put the key in an environment variable (or "
+        "`.streamlit/secrets.toml`) and type the variable's name in Key variable: the name is kept with the "
+        "reviewer, the key is read at launch.")
+    return True
+
+
 def add_reviewer() -> None:
-    """Form callback: validate and append the reviewer (no network, no key needed; needs the editor role)."""
+    """Form callback: validate the reviewer, append it and keep the list in the study (no network, no key
+    needed; needs the editor role). A field holding a key is refused (:func:`_refuse_typed_key`)."""
     if not _may_configure():
+        return
+    st.session_state["rv_error"] = ""
+    if _refuse_typed_key():
+        return
+    key_env = (st.session_state.get(F_KEY_ENV) or "").strip()
+    if key_env and not ENV_NAME.match(key_env):
+        st.session_state["rv_error"] = ("Cannot add this reviewer: Key variable takes the name of an environment "
+                                        "variable (letters, digits, _), e.g. MY_SERVER_KEY.")
         return
     reviewer = {
         "name": (st.session_state.get(F_NAME) or "").strip(),
@@ -133,9 +220,11 @@ def add_reviewer() -> None:
         "model": (st.session_state.get(F_MODEL) or "").strip(),
         "base_url": (st.session_state.get(F_URL) or "").strip(),
         "temperature": float(st.session_state.get(F_TEMPERATURE) or 0.0),
-        "api_key_env": (st.session_state.get(F_KEY_ENV) or "").strip(),
+        "api_key_env": key_env,
     }
-    _append(reviewer)
+    editing = st.session_state.get(EDITING)
+    _append(reviewer, replace=editing if editing is not None and editing < len(st.session_state[state.REVIEWERS])
+            else None)
 
 
 def add_local_preset() -> None:
@@ -143,29 +232,60 @@ def add_local_preset() -> None:
         _append(dict(LOCAL_PRESET))
 
 
-def _append(reviewer: dict) -> None:
+def _append(reviewer: dict, *, replace: int | None = None) -> None:
+    """Validate ``reviewer`` and keep the list with it appended (or in place of the one at ``replace``)."""
     st.session_state["rv_error"] = ""
     try:
         if not reviewer["model"]:
             raise ValueError("give the model's name")
         _judge(reviewer, with_key=False)
     except Exception as error:  # noqa: BLE001 - shown to the user as is
-        st.session_state["rv_error"] = f"Cannot add this reviewer: {error}"
+        st.session_state["rv_error"] = f"Cannot {'add' if replace is None else 'save'} this reviewer: {error}"
         return
-    names = [label(r) for r in st.session_state[state.REVIEWERS]]
+    reviewers = list(st.session_state[state.REVIEWERS])
+    names = [label(r) for index, r in enumerate(reviewers) if index != replace]
     if label(reviewer) in names:
         st.session_state["rv_error"] = f"A reviewer named {label(reviewer)!r} is already configured; give it another name."
         return
-    st.session_state[state.REVIEWERS] = st.session_state[state.REVIEWERS] + [reviewer]
-    st.session_state[F_MODEL] = st.session_state[F_NAME] = st.session_state[F_URL] = st.session_state[F_KEY_ENV] = ""
+    if replace is None:
+        reviewers.append(reviewer)
+    else:
+        reviewers[replace] = reviewer
+    if _keep(reviewers):
+        stop_editing()
+
+
+def edit_reviewer(index: int) -> None:
+    """Button callback: load the reviewer at ``index`` into the form, whose submission then replaces it
+    (needs the editor role)."""
+    if not _may_configure():
+        return
+    reviewer = st.session_state[state.REVIEWERS][index]
+    st.session_state[F_PROVIDER] = reviewer["provider"]
+    st.session_state[F_MODEL] = reviewer["model"]
+    st.session_state[F_URL] = reviewer.get("base_url") or ""
+    st.session_state[F_TEMPERATURE] = float(reviewer.get("temperature") or 0.0)
+    st.session_state[F_KEY_ENV] = reviewer.get("api_key_env") or ""
+    st.session_state[F_NAME] = reviewer.get("name") or ""
+    st.session_state[EDITING] = index
+    st.session_state["rv_error"] = ""
+
+
+def stop_editing() -> None:
+    """Button callback (and after a save): the form adds a reviewer again, its text fields empty."""
+    st.session_state[EDITING] = None
+    for key in TEXT_FIELDS:
+        st.session_state[key] = ""
 
 
 def remove_reviewer(index: int) -> None:
+    """Button callback: remove the reviewer at ``index`` from the list and from the study (needs the editor role)."""
     if not _may_configure():
         return
     reviewers = list(st.session_state[state.REVIEWERS])
     del reviewers[index]
-    st.session_state[state.REVIEWERS] = reviewers
+    if _keep(reviewers) and st.session_state.get(EDITING) is not None:
+        stop_editing()  # the index it edited may be gone
 
 
 def reviewers_table(reviewers: list[dict]) -> pd.DataFrame:
@@ -393,12 +513,22 @@ def status_text(status: str) -> str:
 CANCELLING_TEXT = "cancelling (waiting for calls in flight)"
 
 
+def cancelling_text(in_flight: int | None) -> str:
+    """What a cancelled run still waits for: :data:`CANCELLING_TEXT` with how many calls are in flight
+    (:attr:`peercore.runner.RunHandle.calls_in_flight`; None: not known)."""
+    if in_flight is None:
+        return CANCELLING_TEXT
+    if in_flight == 0:
+        return f"{CANCELLING_TEXT}: none left, storing the finished items"
+    return f"{CANCELLING_TEXT}: {in_flight:,} call{'' if in_flight == 1 else 's'} left"
+
+
 def uses_local_model(job) -> bool:
     """Whether one of ``job``'s backends is an offline local model (loaded on its first call)."""
     return job is not None and any(getattr(b, "backend", "") == "local" for b in job.backends())
 
 
-def phase_text(phase: str, status: str, *, local: bool) -> str:
+def phase_text(phase: str, status: str, *, local: bool, in_flight: int | None = None) -> str:
     """What a live run is doing, in words (:attr:`peercore.runner.RunHandle.phase`).
 
     Parameters
@@ -406,9 +536,10 @@ def phase_text(phase: str, status: str, *, local: bool) -> str:
     phase : the handle's phase (``starting``, ``first-item``, ``running``, ``cancelling``, ``ended``).
     status : the latest progress event's status (``running`` ...), said when no phase word fits.
     local : whether the job uses a local model, whose loading holds back its first item.
+    in_flight : how many calls are in flight (said while cancelling; None: not known).
     """
     if phase == "cancelling":
-        return CANCELLING_TEXT
+        return cancelling_text(in_flight)
     if phase == "starting":
         return "preparing the run…"
     if phase == "first-item":
@@ -421,7 +552,7 @@ def progress_text(live: LiveRun) -> str:
     """The live run's progress line: items done and what the run is doing (:func:`phase_text`)."""
     handle, progress = live.handle, live.handle.progress
     doing = phase_text(handle.phase, "starting" if progress is None else progress.status,
-                       local=uses_local_model(live.job))
+                       local=uses_local_model(live.job), in_flight=getattr(handle, "calls_in_flight", None))
     return doing if progress is None else f"{progress.done:,} of {progress.total:,} items — {doing}"
 
 
