@@ -77,7 +77,7 @@ pending = adj.without_skipped(queue, skipped)
 n_skipped = len(queue) - len(pending)
 taken = adj.take(study, annotator, scenario=scenario, criterion=criterion)  # the lease on the debate shown
 complete = "" if progress["complete"] is None else f" · {progress['complete']} complete"
-st.progress(progress["share"], text=f"You decided {progress['mine']} of {progress['unresolved']} unresolved debate(s) · "
+st.progress(progress["share"], text=f"You decided {progress['mine']} of {adj.items_text(progress)} · "
                                     f"{progress['needs_me']} still need you{complete} · {adj.overlap_text(overlap)} "
                                     "(set on **Studies**)")
 
@@ -101,37 +101,69 @@ if taken is None:
 else:
     item = {**taken.to_dict(), "id": taken.debate_id}
     debate_id = int(item["id"])
+    label_request = adj.is_label_request(item)
     db, _, rev = data.key(study)
     # Stored text (question, answers, rationales, names, criterion, scenario, rubric) is untrusted: peercore.ui.safe.
     # At 1366 x 768 the question, both submissions (side by side, each body a scroller of fixed
-    # height) and the decision bar beside them are on screen together (issue 21).
-    st.subheader(f"Debate #{debate_id} · question {safe.md(item['question_id'])}")
+    # height) and the decision bar beside them are on screen together (issue 21); the bar's column
+    # is sticky, so it stays on screen while the page scrolls down to the guidelines and the agents.
+    what = "Label request" if label_request else "Debate"
+    st.subheader(f"{what} #{debate_id} · question {safe.md(item['question_id'])}")
     others = f"{int(item['decisions'])} decision(s) by others" if item["decisions"] else "no decision yet"
+    rounds = "" if label_request else f"{int(item['n_rounds'])} round(s) · "
     st.markdown(" ".join(filter(None, [safe.code(item["criterion"]), safe.code(item["scenario"]),
-                                       f"{int(item['n_rounds'])} round(s) · {others} · "
-                                       f"{len(pending)} left in your queue"
+                                       f"{rounds}{others} · {len(pending)} left in your queue"
                                        + (f" ({n_skipped} skipped)" if n_skipped else "")])))
+    if label_request:  # who asked and why: untrusted text, escaped
+        st.markdown(adj.request_line(item.get("metadata")))
     question = data.question_text(db, study, rev, item["question_id"])
     with st.container(border=True, height=adj.question_height(question)):
         safe.text(question, empty="(question text not stored)")
     reveal_models = st.session_state.get("adj_reveal", False)
-    one_col, two_col, decide_col = st.columns([5, 5, 4], gap="small")
-    for column, model, label in zip((one_col, two_col), (item["model_a"], item["model_b"]),
-                                    ("Submission 1", "Submission 2")):
-        answer = data.answer_text(db, study, rev, item["question_id"], model)
-        column.markdown(f"**{label}**" + (f" — {data.name_md(model)}" if reveal_models else ""))
-        with column.container(border=True, height=adj.SUBMISSION_HEIGHT):
-            safe.text(answer, empty="(answer not stored)")
+    adj.keep_bar_in_view()
+    work_col, decide_col = st.columns([10, 4], gap="small")
+    with work_col:
+        one_col, two_col = st.columns(2, gap="small")
+        for number, column, model, label in zip((1, 2), (one_col, two_col), (item["model_a"], item["model_b"]),
+                                                ("Submission 1", "Submission 2")):
+            answer = data.answer_text(db, study, rev, item["question_id"], model)
+            column.markdown(f"**{label}**" + (f" — {data.name_md(model)}" if reveal_models else ""))
+            with column.container(border=True, height=adj.SUBMISSION_HEIGHT, key=f"{adj.SUBMISSION_KEY}{number}"):
+                safe.text(answer, empty="(answer not stored)")
+
+        guide_col, reveal_col = st.columns([3, 1])
+        with guide_col:
+            st.markdown("**Guidelines**")
+            if settings["rubric"].strip():
+                with st.container(border=True, height=adj.rubric_height(settings["rubric"])):
+                    safe.text(settings["rubric"])
+            else:
+                st.caption("This study has no guidelines yet: write them on **Studies** (\"Adjudication guidelines\").")
+        reveal_col.toggle("Show which model wrote each submission", key="adj_reveal")
+
+        # ---------------------------------------------------------------- the agents
+        if not label_request:  # a label request has no debate behind it: the two answers only
+            st.markdown("**What the agents said**")
+            if adj.is_blind(debate_id):
+                hidden_col, show_col = st.columns([3, 2], vertical_alignment="center")
+                hidden_col.caption("Blind mode: the agents' verdicts and reasons stay hidden until you decide, so "
+                                   "your decision is your own. They are shown after your decision.")
+                show_col.button("Show the agents' verdicts now", key="adj_show_agents", icon=":material/visibility:",
+                                on_click=adj.reveal, args=(debate_id,),
+                                help="Unblinds this debate; your decision is then recorded as not blind.")
+            else:
+                adj.show_agents(db, study, rev, debate_id)
 
     with decide_col:
         one, two, tie, both_bad = adj.DECISION_BUTTONS
         note_key = f"adj_note_{st.session_state[state.ADJ_NOTE_VERSION]}"
-        adj.decision_button(st, one, debate_id, annotator, note_key)
-        adj.decision_button(st, two, debate_id, annotator, note_key)
-        tie_col, bad_col = st.columns(2)
+        bar = st.container(key=adj.DECISION_BAR)  # the buttons: sticky (adj.STICKY_BAR_CSS)
+        adj.decision_button(bar, one, debate_id, annotator, note_key)
+        adj.decision_button(bar, two, debate_id, annotator, note_key)
+        tie_col, bad_col = bar.columns(2)
         adj.decision_button(tie_col, tie, debate_id, annotator, note_key)
         adj.decision_button(bad_col, both_bad, debate_id, annotator, note_key)
-        skip_col, undo_col = st.columns(2)
+        skip_col, undo_col = bar.columns(2)
         skip_col.button("Skip", key="adj_skip", shortcut="S", icon=":material/skip_next:", on_click=adj.skip,
                         args=(study, debate_id, annotator), width="stretch",
                         help="Put this debate aside; it stays skipped under your name until you bring it back.")
@@ -144,36 +176,25 @@ else:
         st.caption(adj.lease_text(taken))
         adj.show_flash()
 
-    guide_col, reveal_col = st.columns([3, 1])
-    with guide_col:
-        st.markdown("**Guidelines**")
-        if settings["rubric"].strip():
-            with st.container(border=True, height=adj.rubric_height(settings["rubric"])):
-                safe.text(settings["rubric"])
-        else:
-            st.caption("This study has no guidelines yet: write them on **Studies** (\"Adjudication guidelines\").")
-    reveal_col.toggle("Show which model wrote each submission", key="adj_reveal")
-
-    # ---------------------------------------------------------------- the agents
-    st.markdown("**What the agents said**")
-    if adj.is_blind(debate_id):
-        hidden_col, show_col = st.columns([3, 2], vertical_alignment="center")
-        hidden_col.caption("Blind mode: the agents' verdicts and reasons stay hidden until you decide, so your "
-                           "decision is your own. They are shown after your decision.")
-        show_col.button("Show the agents' verdicts now", key="adj_show_agents", icon=":material/visibility:",
-                        on_click=adj.reveal, args=(debate_id,),
-                        help="Unblinds this debate; your decision is then recorded as not blind.")
-    else:
-        adj.show_agents(db, study, rev, debate_id)
-
 # ------------------------------------------------------ after the last decision
 last = st.session_state[state.ADJ_LAST]
 if last is not None and annotator:
     decided = adj.decision_of(study, last, annotator)
-    if decided is not None:
+    if decided is not None and last not in adj.label_request_ids(study):  # a label request has no agents
         with st.expander(f"Debate #{last}, which you just decided ({adj.DECISION_NAMES[decided]}): "
                          "what its agents said"):
             adj.show_agents(*data.key(study), last)
+
+# ---------------------------------------------------------------- label requests
+effects = adj.request_effects(*data.key(study))
+if effects:
+    still_open, decided_requests = adj.request_counts(effects)
+    with st.expander(f"Label requests: {still_open} open · {decided_requests} decided"):
+        st.caption("Comparisons people were asked to label (e.g. by `peercore calibrate --request`, where the judge is "
+                   "least sure). Each decision is a label of the judge's leaderboard anchored to human labels "
+                   "(Leaderboard); here, how much the decided requests narrowed its interval.")
+        for line in adj.effect_lines(effects):
+            st.markdown(line)
 
 # ---------------------------------------------------------------- agreement
 st.divider()

@@ -68,7 +68,7 @@ from peercore.ranking.core import DEFAULT_L2, laplacian
 __all__ = [
     "MeanEstimate", "ppi_mean", "ppi_win_rates", "ppi_win_rates_vs_baseline", "BradleyTerryEstimate",
     "ppi_bradley_terry", "CorrectedScore", "rogan_gladen", "corrected_win_rates", "uncertainty",
-    "active_probabilities", "draw_labels", "TUNED", "ELO_SCALE", "ELO_BASE", "ELO_ANCHOR",
+    "active_probabilities", "draw_labels", "draw_exactly", "TUNED", "ELO_SCALE", "ELO_BASE", "ELO_ANCHOR",
 ]
 
 TUNED = "tuned"
@@ -1142,3 +1142,31 @@ def draw_labels(pi, *, rng: np.random.Generator) -> np.ndarray:
     if bad.any():
         raise ValueError(f"pi must be probabilities in (0, 1], got {float(p[bad][0])!r} at position {int(np.flatnonzero(bad)[0])}")
     return rng.random(len(p)) < p
+
+
+def draw_exactly(pi, *, rng: np.random.Generator) -> np.ndarray:
+    """Which comparisons to request: exactly ``round(sum(pi))`` of them, comparison i with probability ``pi[i]``.
+
+    Randomised systematic sampling (Madow 1949): the comparisons in a random order, the
+    cumulative sums of their :math:`\\pi` cut at :math:`u, u + 1, \\dots` with
+    :math:`u \\sim U[0, 1)`. Each inclusion probability is exactly :math:`\\pi_i`, so the
+    inverse-probability weights of the active estimator (Zrnic and Candès 2024, eq. (3))
+    stay right, and the number drawn is the budget, not the random count of
+    :func:`draw_labels`' Poisson sampling.
+
+    Returns
+    -------
+    (K,) sorted indices of the requested comparisons.
+    """
+    p = np.asarray(pi, dtype=float).reshape(-1)
+    bad = ~(np.isfinite(p) & (p >= 0) & (p <= 1))
+    if bad.any():
+        raise ValueError(f"pi must be probabilities in [0, 1], got {float(p[bad][0])!r} at position {int(np.flatnonzero(bad)[0])}")
+    k = int(round(float(p.sum())))
+    if k == 0:
+        return np.empty(0, dtype=np.int64)
+    order = rng.permutation(len(p))
+    edges = np.cumsum(p[order])
+    points = rng.random() + np.arange(k)
+    hit = np.minimum(np.searchsorted(edges, points, side="right"), len(p) - 1)
+    return np.sort(order[np.unique(hit)])

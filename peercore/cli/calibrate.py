@@ -1,6 +1,9 @@
 """``peercore calibrate``: a judge's leaderboard anchored to human labels (issue 23).
 
-Calls :func:`peercore.app.calibration.calibrated_leaderboard`. Its own module (not
+Calls :func:`peercore.app.calibration.calibrated_leaderboard`; with ``--request K``,
+:func:`peercore.app.calibration.label_requests` and
+:func:`peercore.app.calibration.queue_label_requests` (active inference, Zrnic & Candès
+2024, eq. (3): which comparisons people should label next). Its own module (not
 :mod:`peercore.cli.guarantees`) so that the process imports only what it runs: the
 command has a whole-process budget of 5 s at a million verdicts
 (``benchmarks/calibrate_cli.py``), and the audit's and evaluator leaderboard's imports
@@ -13,12 +16,12 @@ import json
 import math
 import sys
 
-from peercore.app.calibration import NO_LABELS, calibrated_leaderboard
+from peercore.app.calibration import (REQUESTED_BY, calibrated_leaderboard, label_requests, queue_label_requests,
+                                      reference_codes, reference_names)
 from peercore.app.study import Study
 from peercore.store import Store
-from peercore.domain import verdicts as V
 
-__all__ = ["calibrate_command", "stored_study", "check_judge"]
+__all__ = ["calibrate_command", "request_command", "stored_study", "check_judge"]
 
 
 def stored_study(args) -> Study:
@@ -44,13 +47,11 @@ def check_judge(study: Study, name: str, option: str, *, prefix: bool) -> None:
 def calibrate_command(args) -> int:
     study = stored_study(args)
     check_judge(study, args.judge, "--judge", prefix=False)
-    try:  # the read model's rule for a name or a prefix ending in ':'
-        V.judge_codes(study.verdicts(), [args.reference])
-    except ValueError:
-        raise ValueError(f"{NO_LABELS}: --reference {args.reference!r} names no judge of study {args.study!r}; "
-                         "import human votes (judges named human:...) or adjudicate some comparisons first") from None
+    if args.request is not None:
+        return request_command(args, study)
+    reference_codes(study.verdicts(), args.reference, study=args.study)  # the NO_LABELS message, naming the study
     if args.seed is not None and args.labels is None:
-        raise ValueError("--seed goes with --labels N (the seed of the N labels drawn)")
+        raise ValueError("--seed goes with --labels N or --request K (the seed of the draw)")
     board = calibrated_leaderboard(study, judge=args.judge, reference=args.reference, method=args.method,
                                    baseline=args.baseline, labels=args.labels, seed=args.seed or 0)
     if args.format == "json":
@@ -66,3 +67,41 @@ def calibrate_command(args) -> int:
     for warning in board.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def request_command(args, study: Study) -> int:
+    """``peercore calibrate ... --request K``: queue K label requests (active inference) and print them.
+
+    Zrnic & Candès 2024, eq. (3): each request keeps its inclusion probability ``pi``
+    (``probability``), the weight ``1/pi`` of its label in the active estimate.
+    """
+    for option in ("labels", "baseline"):
+        if getattr(args, option) is not None:
+            raise ValueError(f"--{option} does not go with --request (which queues label requests, no leaderboard)")
+    requests = label_requests(study, judge=args.judge, reference=args.reference, k=args.request,
+                              seed=args.seed or 0)
+    table, already = queue_label_requests(study.store, args.study, requests, requested_by=REQUESTED_BY)
+    added = len(table) - already
+    if args.format == "json":
+        rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                for row in table.to_dict(orient="records")]
+        print(json.dumps({"requests": rows, "queued": added, "already_queued": already, "judge": args.judge,
+                          "reference": args.reference, "seed": requests.seed, "unlabelled": requests.unlabelled,
+                          "labelled": requests.labelled, "uncertainty_informative": requests.informative},
+                         indent=2, ensure_ascii=False))
+        return 0
+    how = ("with probability proportional to the judge's uncertainty mixed with uniform" if requests.informative else
+           "uniformly (each comparison has one hard verdict: no uncertainty to read)")
+    print(f"{len(table)} label requests among the {requests.unlabelled:,} comparisons of {args.judge} that "
+          f"{args.reference} has not labelled, drawn {how} (seed {requests.seed}): {added} queued, {already} already "
+          "queued before")
+    print(table.to_string(index=False, float_format="{:.4f}".format))
+    print(f"Decide them on the Adjudication page, then: peercore calibrate --study {args.study} --judge {args.judge} "
+          f"--reference {_with_adjudicators(args.reference)}")
+    return 0
+
+
+def _with_adjudicators(reference: str) -> str:
+    """The reference that also counts the Adjudication page's decisions (``adjudicator:`` added)."""
+    names = reference_names(reference)
+    return ",".join(names if any(n.startswith("adjudicator:") for n in names) else [*names, "adjudicator:"])

@@ -145,14 +145,25 @@ def add_guarantees(commands) -> None:
     calibrate.add_argument("--study", required=True, metavar="NAME")
     add_db_option(calibrate)
     calibrate.add_argument("--judge", required=True, metavar="NAME", help="the judge whose verdicts are anchored")
-    calibrate.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX",
-                           help="the labels: a judge, or a prefix ending in ':' (e.g. human:); each vote is a label")
+    calibrate.add_argument("--reference", required=True, metavar="NAMES",
+                           help="the labels: a judge, or a prefix ending in ':' (e.g. human:), or several "
+                                "comma-separated: human:,adjudicator: counts imported human votes and the "
+                                "decisions made on the Adjudication page (judges adjudicator:<annotator>); each "
+                                "vote is a label")
     calibrate.add_argument("--method", choices=("winrate", "bt"), default="winrate",
                            help="win rate (PRD eq. 1, default) or Bradley-Terry on the Elo scale, as peercore rank")
     calibrate.add_argument("--baseline", metavar="MODEL", help="with --method winrate: win rates against this model")
     calibrate.add_argument("--labels", type=_positive_int, metavar="N",
                            help="use a random N of the reference's votes as labels (default: all)")
-    calibrate.add_argument("--seed", type=int, metavar="K", help="with --labels: the seed of the draw (default 0)")
+    calibrate.add_argument("--request", type=_positive_int, metavar="K",
+                           help="queue K label requests instead: K of the judge's comparisons the reference has not "
+                                "labelled, drawn with probability proportional to the judge's uncertainty mixed "
+                                "with uniform (active inference, Zrnic & Candes 2024), for people to decide on the "
+                                "Adjudication page; prints them (a comparison already requested is not queued "
+                                "twice). Decide them, then run without --request with --reference "
+                                "human:,adjudicator: (or adjudicator:) to count the decisions")
+    calibrate.add_argument("--seed", type=int, metavar="K",
+                           help="with --labels or --request: the seed of the draw (default 0)")
     calibrate.add_argument("--format", choices=("table", "json"), default="table")
     calibrate.set_defaults(handler="peercore.cli.calibrate:calibrate_command")
 
@@ -182,16 +193,21 @@ def add_guarantees(commands) -> None:
     judges.set_defaults(handler="peercore.cli.guarantees:judges_command")
 
     escalate = commands.add_parser(
-        "escalate", help="calibrate a cascade of judges with a guaranteed agreement with humans (--dry-run: the plan)",
+        "escalate", help="run a cascade of judges with a guaranteed agreement with humans; queue the rest for people "
+                         "(--dry-run: the plan)",
         description="Trust or Escalate (Jung et al., ICLR 2025): each judge of the cascade keeps the verdicts it "
                     "is confident in, thresholds chosen on human-labelled comparisons so that agreement with the "
                     "human majority on kept verdicts is at least --target-agreement with probability at least "
-                    "1 - --risk. Only the plan (--dry-run) is built; running the cascade and queueing the rest "
-                    "for humans is not.")
+                    "1 - --risk. A stage is a judge of the study (its verdicts as stored) or a judge spec as "
+                    "peercore review takes it (e.g. openai:gpt-4o-mini), which is run: a review, through the cache, "
+                    "of the labelled comparisons it has not judged and of what the stages before it did not keep. "
+                    "What no stage keeps becomes label requests in the adjudication queue. A re-run pays for "
+                    "nothing twice and queues nothing twice. --dry-run prints the plan from the stored verdicts.")
     escalate.add_argument("--study", required=True, metavar="NAME")
     add_db_option(escalate)
-    escalate.add_argument("--cascade", action="append", required=True, metavar="JUDGE",
-                          help="a stage's judge, cheapest first (repeatable)")
+    escalate.add_argument("--cascade", action="append", required=True, metavar="JUDGE_OR_SPEC",
+                          help="a stage, cheapest first (repeatable): a judge of the study, or a judge spec to run "
+                               "(backend:model[?option=value], as peercore review --reviewer)")
     escalate.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX", help="the human labels (e.g. human:)")
     escalate.add_argument("--target-agreement", type=_unit_interval, required=True, metavar="A",
                           help="agreement with the human majority to guarantee on kept verdicts (e.g. 0.85)")
@@ -199,7 +215,11 @@ def add_guarantees(commands) -> None:
                           help="tolerated probability that the guarantee fails (e.g. 0.1)")
     escalate.add_argument("--ties", choices=("exclude", "disagree"), default="exclude",
                           help="a human-majority tie: left out of calibration (default) or a disagreement")
-    escalate.add_argument("--dry-run", action="store_true", help="print the calibrated plan; run nothing")
+    escalate.add_argument("--dry-run", action="store_true",
+                          help="print the plan calibrated on the stored verdicts; run nothing, queue nothing")
+    escalate.add_argument("--timeout", type=positive_float, metavar="SECONDS",
+                          help="seconds per request of the judges run (default: each backend's)")
+    escalate.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     escalate.add_argument("--format", choices=("table", "json"), default="table")
     escalate.set_defaults(handler="peercore.cli.guarantees:escalate_command")
 

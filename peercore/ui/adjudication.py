@@ -37,6 +37,7 @@ from peercore import assignment
 from peercore.app import access
 from peercore.assignment import DecisionRefused
 from peercore.errors import AccessDenied
+from peercore.store import QUEUE_KINDS
 from peercore.ui import data, state
 
 ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
@@ -131,9 +132,11 @@ def overlap_text(overlap: int) -> str:
 
 
 def _unresolved(study: str) -> pd.DataFrame:
-    """Every debate waiting for people (unresolved, kind ``debate``) with its number of ``decisions``."""
+    """Every queue item waiting for people (unresolved debates and label requests, :data:`QUEUE_KINDS`) with its
+    number of ``decisions``."""
     db = data.store()
-    debates = db.debates(study, status="unresolved", kind="debate")
+    debates = db.debates(study, status="unresolved")
+    debates = debates[debates["kind"].isin(QUEUE_KINDS)].reset_index(drop=True)
     decided = db.adjudications(study)
     counts = decided.groupby("debate_id").size() if len(decided) else pd.Series(dtype=int)
     return debates.assign(decisions=debates["id"].map(counts).fillna(0).astype(int))
@@ -145,7 +148,8 @@ def progress(study: str, annotator: str, *, overlap: int) -> dict:
     Returns
     -------
     dict
-        ``unresolved`` (debates waiting for people), ``open`` (no decision by anyone),
+        ``unresolved`` (debates and label requests waiting for people), ``label_requests``
+        (how many of them are label requests), ``open`` (no decision by anyone),
         ``mine`` (decided by ``annotator``), ``complete`` (with ``overlap`` decisions or
         more; None without an overlap), ``needs_me`` (what :func:`queue` shows without
         filters and skips), ``share`` (``mine`` / ``unresolved``).
@@ -154,10 +158,19 @@ def progress(study: str, annotator: str, *, overlap: int) -> dict:
     unresolved = _unresolved(study)
     n = len(unresolved)
     mine = n - len(db.adjudication_queue(study, annotator=annotator)) if annotator else 0
-    return {"unresolved": n, "open": int((unresolved["decisions"] == 0).sum()), "mine": mine,
+    return {"unresolved": n, "label_requests": int((unresolved["kind"] == LABEL_REQUEST).sum()),
+            "open": int((unresolved["decisions"] == 0).sum()), "mine": mine,
             "complete": int((unresolved["decisions"] >= overlap).sum()) if overlap else None,
             "needs_me": len(db.adjudication_queue(study, annotator=annotator, overlap=overlap)) if annotator else 0,
             "share": mine / n if n else 0.0}
+
+
+def items_text(progress_: dict) -> str:
+    """How the progress line names what waits: "4 unresolved debate(s)", with the label requests among them."""
+    n, requests = progress_["unresolved"], progress_.get("label_requests", 0)
+    if not requests:
+        return f"{n} unresolved debate(s)"
+    return f"{n} unresolved debate(s) and label request(s) ({requests} label request(s))"
 
 
 def filter_options(study: str) -> tuple[list[str], list[str]]:
@@ -348,6 +361,99 @@ def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
 # Each submission's body: a scroller of this height (px), the two side by side with the decision
 # bar beside them, so that at 1366 x 768 both submissions and the buttons are on screen together.
 SUBMISSION_HEIGHT = 220
+LABEL_REQUEST = "label_request"  # the queue item's kind of a label request (Store.add_label_requests)
+# The key of the decision buttons' container (its CSS class is st-key-<key>), the key prefix of the
+# two submission bodies, and the CSS that keeps the buttons on screen (issue 21, "a bar that
+# stays"): scrolling a long submission scrolls its body only, never the page behind it (overscroll
+# containment on the body and what wraps it), and the buttons are sticky below Streamlit's 3.75rem
+# header within their column, which is as tall as the row of the submissions, the guidelines and
+# the agents, so they stay while the page scrolls through them. On a narrow screen (columns
+# stacked) nothing is sticky.
+DECISION_BAR = "adj_decision_bar"
+SUBMISSION_KEY = "adj_submission_"
+STICKY_BAR_CSS = f"""<style>
+div[class*="st-key-{SUBMISSION_KEY}"], div[class*="st-key-{SUBMISSION_KEY}"] *,
+div:has(> div[class*="st-key-{SUBMISSION_KEY}"]) {{ overscroll-behavior: contain; }}
+@media (min-width: 640px) {{
+  div[data-testid="stColumn"]:has(.st-key-{DECISION_BAR}) {{ align-self: stretch; }}
+  div[data-testid="stColumn"]:has(.st-key-{DECISION_BAR}) > div[data-testid="stVerticalBlock"] {{ height: 100%; }}
+  div[data-testid="stLayoutWrapper"]:has(> .st-key-{DECISION_BAR}) {{
+    position: sticky; top: 3.75rem; z-index: 3; background-color: var(--st-background-color, inherit);
+  }}
+}}
+</style>"""
+
+
+def keep_bar_in_view() -> None:
+    """Keep the decision buttons on screen while a submission or the page scrolls (:data:`STICKY_BAR_CSS`)."""
+    st.html(STICKY_BAR_CSS)
+
+
+def is_label_request(item: dict) -> bool:
+    """Whether the queue item shown is a label request (two answers, no debate behind it)."""
+    return item.get("kind") == LABEL_REQUEST
+
+
+def request_line(metadata: dict | None) -> str:
+    """"Label request: asked by WHO — WHY" for the page (Markdown; who and why are untrusted text, escaped)."""
+    from peercore.ui import safe
+
+    metadata = metadata or {}
+    who = str(metadata.get("requested_by") or "").strip() or "someone (not recorded)"
+    why = str(metadata.get("reason") or "").strip() or "no reason recorded"
+    return f"**Label request:** asked by {safe.md(who)} — {safe.md(why)}"
+
+
+def label_request_ids(study: str) -> set[int]:
+    """The ids of the study's label requests (to tell them from debates in what was just decided)."""
+    return set(data.store().debates(study, kind=LABEL_REQUEST)["id"].astype(int))
+
+
+def request_effects(db: str, study: str, rev: int) -> list:
+    """:func:`peercore.app.calibration.label_request_effect` of the study, memoised per revision."""
+    from peercore.app.calibration import label_request_effect
+
+    handle = data.study(db, study)
+    return handle.cached(("ui.adjudication", "label_request_effect"), lambda: label_request_effect(handle))
+
+
+def request_counts(effects: list) -> tuple[int, int]:
+    """(open, decided) label requests over every judge and reference."""
+    return sum(e.open for e in effects), sum(e.decided for e in effects)
+
+
+def effect_lines(effects: list) -> list[str]:
+    """One Markdown paragraph per (judge, reference) of the label requests: how many are open and decided, and
+    the median width of the anchored 95% interval (win rates, PPI++) with the decided requests and without them.
+
+    Names and the leaderboard's messages are untrusted text (escaped).
+    """
+    from peercore.ui import safe
+
+    lines = []
+    for e in effects:
+        counts = f"{e.requests} requested · {e.open} open · {e.decided} decided"
+        if not (e.judge and e.reference):
+            lines.append(f"Label requests without a judge and reference recorded: {counts}.")
+            continue
+        head = f"**{safe.md(e.judge)}** anchored to **{safe.md(e.reference)}**: {counts}. "
+        if e.message_with:
+            lines.append(head + "No anchored interval yet: " + safe.md(e.message_with))
+            continue
+        with_ = (f"median width of the anchored 95% interval (win rate) **{e.width_with:.3f}** with the "
+                 f"{e.decided} decided request(s) ({e.labels_with} labels)")
+        if e.message_without:
+            lines.append(head + with_ + "; without them there would be no interval at all ("
+                         + safe.md(e.message_without) + ").")
+        elif e.decided == 0:
+            lines.append(head + with_ + ": nothing decided yet, so nothing narrowed.")
+        else:
+            change = (e.width_without - e.width_with) / e.width_without if e.width_without > 0 else math.nan
+            said = (f"narrower by {change:.1%}" if change > 0 else "no narrower" if change == 0 else
+                    f"wider by {-change:.1%} (a decision against the judge can widen it)")
+            lines.append(head + with_ + f", **{e.width_without:.3f}** without them ({e.labels_without} labels): "
+                         f"{said}.")
+    return lines
 
 
 def question_height(text: str | None) -> int | str:

@@ -124,7 +124,7 @@ def test_rubric_and_overlap_are_edited_on_studies_and_shown_on_adjudication(synt
     at.number_input(key="studies_overlap::synthetic").set_value(2)
     at.button(key="FormSubmitter:studies_guidelines-Save guidelines").click().run()
     assert problems(at) == []
-    assert store.study_settings("synthetic") == {"rubric": rubric, "overlap": 2}
+    assert store.study_settings("synthetic") == {"rubric": rubric, "overlap": 2, "reviewers": []}
     assert any("Guidelines saved" in s.value for s in at.success)
     open_page(at, "adjudication")
     sign_in(at, "ann")

@@ -24,6 +24,7 @@ import pytest
 
 from app_studies import BADGE, HOSTILE, HOSTILE_BLOCK, HOSTILE_LINE, HOSTILE_STUDY, app_test, open_page, problems
 from peercore.ui import safe  # what the pages write: escaped, words Markdown plugins would act on as code
+from peercore.ui.adjudication import STICKY_BAR_CSS
 
 # What must never appear in Markdown source unescaped (each would render as something).
 ACTIVE = [
@@ -39,6 +40,8 @@ CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 # PeerBoard's own badges (peercore.ui.data.verdict_badge / status_badge): the only directives allowed.
 OUR_BADGES = re.compile(r":(?:blue|orange|gray|red|green|violet)-badge\[(?:consensus: )?"
                         r"(?:Submission 1|Submission 2|Tie|no verdict|agreed|unresolved|adjudicated)\]")
+# PeerBoard's own style sheets (constants, no data in them): the only HTML a page writes.
+OUR_STYLES = {STICKY_BAR_CSS}
 PLAIN_TYPES = {"text", "code", "json", "dataframe", "arrow_data_frame", "plotly_chart", "selectbox", "multiselect",
                "exception", "empty"}
 
@@ -58,6 +61,8 @@ def markdown_strings(at) -> list[tuple[str, str]]:
             continue
         for field in ("body", "label", "help", "text"):
             value = getattr(proto, field, None)
+            if kind == "html" and value in OUR_STYLES:
+                continue
             if isinstance(value, str) and value:
                 found.append((f"{kind}.{field}", value))
         for option in getattr(proto, "options", []):

@@ -426,3 +426,22 @@ def test_bradley_terry_clips_pairs_whose_rectified_outcome_leaves_0_1():
     assert np.isfinite(tuned.rating).all()
     clean = C.ppi_bradley_terry(*bt_world()[:3], bt_world()[4], bt_world()[3][bt_world()[4]], n_models=4)
     assert clean.clipped_pairs == 0
+
+
+def test_draw_exactly_takes_the_budget_with_each_inclusion_probability():
+    """Active inference (Zrnic and Candès 2024, eq. (3)) weights a label by 1/pi_i: the fixed-size draw
+    (Madow's systematic sampling) must include comparison i with probability pi_i, and draw exactly K."""
+    from peercore.calibration import active_probabilities, draw_exactly
+
+    rng = np.random.default_rng(7)
+    pi = active_probabilities(rng.random(40) ** 2, 9)
+    assert pi.sum() == pytest.approx(9)
+    hits = np.zeros(40)
+    for _ in range(20_000):
+        drawn = draw_exactly(pi, rng=rng)
+        assert len(drawn) == 9 and len(set(drawn.tolist())) == 9
+        hits[drawn] += 1
+    # 20,000 draws: a binomial standard error of at most 0.0036 per comparison; 5 of them.
+    assert np.abs(hits / 20_000 - pi).max() < 0.018
+    with pytest.raises(ValueError, match="probabilities in"):
+        draw_exactly([0.5, 1.5], rng=rng)
