@@ -10,8 +10,8 @@
 * :func:`escalation_plan` -- a cascade of judges calibrated so that agreement with the
   human majority on the verdicts kept is at least ``target_agreement`` with probability
   at least ``1 - risk`` (Jung, Brahman & Choi, "Trust or Escalate", ICLR 2025, arXiv
-  2407.18370); a plan only (a dry run): running the cascade and queueing the rest as
-  label requests is not built yet.
+  2407.18370); the plan (a dry run). Running the cascade and queueing the rest as label
+  requests is :func:`peercore.app.escalation.run_cascade`, on the same thresholds.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ from peercore.domain.plain import json_value
 from peercore.evaluators import per_thousand, prefers_lists, prefers_longer, rank_agreement, stability
 from peercore.position import judge_health, swap_consistency, wilson
 from peercore.reports import run_costs
-from peercore.selective import agrees_with_reference, confidence_from_probability, plan_cascade, \
+from peercore.selective import CascadePlan, agrees_with_reference, confidence_from_probability, plan_cascade, \
     verdict_from_probability
 
 __all__ = ["Audit", "audit_leaderboard", "AUDIT_METHODS", "EvaluatorLeaderboard", "evaluator_leaderboard",
-           "EVALUATOR_COLUMNS", "EscalationPlan", "escalation_plan", "FRAGILE_SHARE", "fragile_pairs", "fragile_marks"]
+           "EVALUATOR_COLUMNS", "EscalationPlan", "escalation_plan", "CascadeEvidence", "cascade_evidence",
+           "check_escalation_options", "FRAGILE_SHARE", "fragile_pairs", "fragile_marks"]
 
 AUDIT_METHODS = ("bt", "winrate")
 _VOTE_KEYS = ("question_id", "turn", "model_a", "model_b", "judge", "vote", "row")
@@ -325,75 +326,51 @@ def _run_columns(study: Study, table: pd.DataFrame, notes: list[str]) -> None:
 
 
 @dataclass(frozen=True)
-class EscalationPlan:
-    """A calibrated cascade of judges, a dry run (:func:`escalation_plan`).
+class CascadeEvidence:
+    """What a cascade is calibrated on, per comparison (:func:`cascade_evidence`).
+
+    A comparison is a question, an unordered pair of models, a turn and a criterion.
 
     Attributes
     ----------
-    stages : one dict per judge, cheapest first, then ``humans``: ``stage, threshold,
-        reach, kept_share`` (of what reached it), ``kept`` (of all), ``agreement`` (on the
-        kept calibration comparisons), ``upper_bound_disagreement``, ``guarantee``,
-        ``level``, ``cost_per_1000``.
-    target_agreement, risk : what was asked (alpha = 1 - target, delta = risk).
-    n_calibration : labelled calibration comparisons (human majority known, every stage).
-    agreement, guarantee, escalated : over the whole cascade.
-    comparisons : comparisons the cascade would be run on (any stage judged them).
-    warnings : choices made (ties, confidence of hard verdicts).
+    keys : one ``(question_id, first model, second model, turn, criterion)`` per
+        comparison of the study (models in name order; turn 1 where none was given;
+        criterion ``""`` for none).
+    label : the human majority's verdict code per comparison, oriented as the key
+        (0 first model, 1 second, 2 tie, -1 no reference vote).
+    stages : per stage, ``(confidence, agrees)`` arrays over the comparisons (NaN
+        confidence where the stage has no readable verdict).
+    judged : per stage, whether it has any verdict (valid or not) on each comparison.
+    votes : per stage, its verdicts on each comparison (both orders, K samples).
     """
 
-    stages: list[dict]
-    target_agreement: float
-    risk: float
-    n_calibration: int
-    agreement: float
-    guarantee: float
-    escalated: float
-    comparisons: int
-    ties: str
-    warnings: list[str] = field(default_factory=list)
+    keys: list[tuple[str, str, str, int, str]]
+    label: np.ndarray
+    stages: list[tuple[np.ndarray, np.ndarray]]
+    judged: list[np.ndarray]
+    votes: list[np.ndarray] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        return {"stages": [{k: json_value(v) for k, v in s.items()} for s in self.stages],
-                "target_agreement": self.target_agreement, "risk": self.risk, "n_calibration": self.n_calibration,
-                "agreement": json_value(self.agreement), "guarantee": json_value(self.guarantee),
-                "escalated": json_value(self.escalated), "comparisons": self.comparisons, "ties": self.ties,
-                "dry_run": True, "warnings": list(self.warnings)}
+    def calibration(self, ties: str = "exclude") -> np.ndarray:
+        """The comparisons calibration uses: a human label, a tie only with ``ties="disagree"``."""
+        return (self.label >= 0) & ((self.label != V.TIE) | (ties == "disagree"))
 
 
-def escalation_plan(study: Study, *, cascade: list[str] | tuple[str, ...], reference: str, target_agreement: float,
-                    risk: float, ties: str = "exclude", min_kept: int = 30) -> EscalationPlan:
-    """Thresholds of a cascade of judges with a guaranteed agreement with the human majority (a dry run).
+def cascade_evidence(study: Study, *, cascade: Sequence[str], reference: str, ties: str = "exclude"
+                     ) -> CascadeEvidence:
+    """Each comparison's human label and each stage judge's confidence and agreement (Trust or Escalate, 2.2).
 
-    Jung, Brahman & Choi (ICLR 2025, arXiv 2407.18370): each stage keeps a verdict when its
-    confidence clears a threshold chosen on the human-labelled comparisons by fixed-sequence
-    testing with exact Clopper-Pearson bounds (section 2.1, eqs. 2-4), stage s on what
-    stages before it did not keep at level ``risk / S`` (section 2.3;
-    :func:`peercore.selective.plan_cascade`). With probability at least ``1 - risk``,
-    agreement with the human majority on the kept verdicts is at least
-    ``target_agreement``.
-
-    Comparisons are a question, unordered pair, turn and criterion. A stage's verdict is
-    the mean of its verdicts there (``p_a`` where given; both orders and K samples
-    averaged) and its confidence :math:`\\max(\\bar p, 1 - \\bar p)`
-    (:func:`peercore.selective.confidence_from_probability`, the paper's section 2.2: a
-    label probability, the agreement of K samples or of both orders). The human label is
-    the majority of the reference's votes; a human-majority tie is left out of
-    calibration (``ties="exclude"``) or counted as a disagreement (``"disagree"``).
+    A stage's verdict on a comparison is the mean of its verdicts there (``p_a`` where
+    given; both orders and K samples averaged) and its confidence :math:`\\max(\\bar p,
+    1 - \\bar p)` (:func:`peercore.selective.confidence_from_probability`). The human
+    label is the majority of the reference's votes. ``cascade`` may be empty (the labels
+    only).
 
     Raises
     ------
     ValueError
-        If a stage names no judge or a judge twice, ``reference`` names no judge, the
-        target or risk lies outside (0, 1), or no comparison has a human label and a
-        verdict of the first stage (a message starting with "no human labels").
+        If a stage names no judge of the study, or ``reference`` names no judge (a message
+        starting with "no human labels").
     """
-    for name, value in (("target_agreement", target_agreement), ("risk", risk)):
-        if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
-            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    if not cascade:
-        raise ValueError("cascade is empty; name at least one judge")
-    if len(set(cascade)) != len(cascade):
-        raise ValueError(f"cascade names a judge twice: {list(cascade)}")
     everything = study.select(Selection(repeated_votes="each")).verdicts
     for judge in cascade:
         if judge.endswith(":") or judge not in set(everything.judges):
@@ -412,23 +389,134 @@ def escalation_plan(study: Study, *, cascade: list[str] | tuple[str, ...], refer
     has_label = np.bincount(unit[refs], minlength=n_units) > 0
     label = np.where(total > 0, V.WINNER_A, np.where(total < 0, V.WINNER_B, V.TIE)).astype(np.int8)
     label[~has_label] = V.UNPARSED
-    judged = np.zeros(n_units, dtype=bool)
-    stages = []
+    keys = _unit_keys(everything, unit, low, high, n_units)
+    # A key names its models in name order; the unit's first model is the lower model code.
+    flipped = np.array([everything.models[lo] != key[1] for key, lo in zip(keys, _first_of(unit, low, n_units))],
+                       dtype=bool)
+    label = np.where(flipped & (label == V.WINNER_A), V.WINNER_B,
+                     np.where(flipped & (label == V.WINNER_B), V.WINNER_A, label)).astype(np.int8)
+    stages, judged, votes = [], [], []
     for judge in cascade:
-        code = everything.judges.index(judge)
-        own = everything.judge == code
+        own = everything.judge == everything.judges.index(judge)
         count = np.bincount(unit[own], minlength=n_units)
         with np.errstate(invalid="ignore", divide="ignore"):
             p = np.where(count > 0, np.bincount(unit[own], score[own], minlength=n_units) / np.maximum(count, 1),
                          np.nan)
-        judged |= count > 0
-        confidence = confidence_from_probability(p)
-        agrees = agrees_with_reference(verdict_from_probability(p), label, ties=ties)
-        stages.append((confidence, agrees))
-    first_labelled = has_label & ~np.isnan(stages[0][0])
+        p = np.where(flipped, 1.0 - p, p)
+        stages.append((confidence_from_probability(p), agrees_with_reference(verdict_from_probability(p), label,
+                                                                             ties=ties)))
+        judged.append(count > 0)
+        votes.append(count)
+    return CascadeEvidence(keys=keys, label=label, stages=stages, judged=judged, votes=votes)
+
+
+def _first_of(unit: np.ndarray, low: np.ndarray, n_units: int) -> np.ndarray:
+    first = np.zeros(n_units, dtype=np.intp)
+    first[unit] = low
+    return first
+
+
+def _unit_keys(everything: V.Verdicts, unit, low, high, n_units: int) -> list[tuple[str, str, str, int, str]]:
+    row = np.zeros(n_units, dtype=np.intp)
+    row[unit] = np.arange(len(unit))
+    keys = []
+    for r in row:
+        first, second = sorted((everything.models[low[r]], everything.models[high[r]]))
+        criterion = everything.criteria[everything.criterion[r]] if len(everything.criteria) else ""
+        keys.append((str(everything.questions[everything.question[r]]), first, second,
+                     max(int(everything.turn[r]), 1), str(criterion or "")))
+    return keys
+
+
+@dataclass(frozen=True)
+class EscalationPlan:
+    """A calibrated cascade of judges, a dry run (:func:`escalation_plan`).
+
+    Attributes
+    ----------
+    stages : one dict per judge, cheapest first, then ``humans``: ``stage, threshold,
+        reach, kept_share`` (of what reached it), ``kept`` (of all), ``agreement`` (on the
+        kept calibration comparisons), ``upper_bound_disagreement``, ``guarantee``,
+        ``level``, ``cost_per_1000``.
+    target_agreement, risk : what was asked (alpha = 1 - target, delta = risk).
+    n_calibration : labelled calibration comparisons (human majority known, every stage).
+    agreement, guarantee, escalated : over the whole cascade.
+    comparisons : comparisons the cascade would be run on (any stage judged them).
+    warnings : choices made (ties, confidence of hard verdicts).
+    cascade_plan : the :class:`peercore.selective.CascadePlan` (thresholds), for
+        :func:`peercore.selective.apply_plan`; evidence : the :class:`CascadeEvidence` it
+        was calibrated on.
+    """
+
+    stages: list[dict]
+    target_agreement: float
+    risk: float
+    n_calibration: int
+    agreement: float
+    guarantee: float
+    escalated: float
+    comparisons: int
+    ties: str
+    warnings: list[str] = field(default_factory=list)
+    cascade_plan: CascadePlan | None = field(default=None, repr=False, compare=False)
+    evidence: CascadeEvidence | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        return {"stages": [{k: json_value(v) for k, v in s.items()} for s in self.stages],
+                "target_agreement": self.target_agreement, "risk": self.risk, "n_calibration": self.n_calibration,
+                "agreement": json_value(self.agreement), "guarantee": json_value(self.guarantee),
+                "escalated": json_value(self.escalated), "comparisons": self.comparisons, "ties": self.ties,
+                "dry_run": True, "warnings": list(self.warnings)}
+
+
+def check_escalation_options(*, cascade: Sequence[str], target_agreement: float, risk: float) -> None:
+    """Refuse a target or risk outside (0, 1), an empty cascade or one naming an entry twice (ValueError)."""
+    for name, value in (("target_agreement", target_agreement), ("risk", risk)):
+        if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+            raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    if not cascade:
+        raise ValueError("cascade is empty; name at least one judge")
+    if len(set(cascade)) != len(cascade):
+        raise ValueError(f"cascade names a judge twice: {list(cascade)}")
+
+
+def escalation_plan(study: Study, *, cascade: list[str] | tuple[str, ...], reference: str, target_agreement: float,
+                    risk: float, ties: str = "exclude", min_kept: int = 30) -> EscalationPlan:
+    """Thresholds of a cascade of judges with a guaranteed agreement with the human majority (a dry run).
+
+    Jung, Brahman & Choi (ICLR 2025, arXiv 2407.18370): each stage keeps a verdict when its
+    confidence clears a threshold chosen on the human-labelled comparisons by fixed-sequence
+    testing with exact Clopper-Pearson bounds (section 2.1, eqs. 2-4), stage s on what
+    stages before it did not keep at level ``risk / S`` (section 2.3;
+    :func:`peercore.selective.plan_cascade`). With probability at least ``1 - risk``,
+    agreement with the human majority on the kept verdicts is at least
+    ``target_agreement``. The run (:func:`peercore.app.escalation.run_cascade`) uses
+    this same function for its thresholds.
+
+    Comparisons are a question, unordered pair, turn and criterion. A stage's verdict is
+    the mean of its verdicts there (``p_a`` where given; both orders and K samples
+    averaged) and its confidence :math:`\\max(\\bar p, 1 - \\bar p)`
+    (:func:`peercore.selective.confidence_from_probability`, the paper's section 2.2: a
+    label probability, the agreement of K samples or of both orders;
+    :func:`cascade_evidence`). The human label is the majority of the reference's votes;
+    a human-majority tie is left out of calibration (``ties="exclude"``) or counted as a
+    disagreement (``"disagree"``).
+
+    Raises
+    ------
+    ValueError
+        If a stage names no judge or a judge twice, ``reference`` names no judge, the
+        target or risk lies outside (0, 1), or no comparison has a human label and a
+        verdict of the first stage (a message starting with "no human labels").
+    """
+    check_escalation_options(cascade=cascade, target_agreement=target_agreement, risk=risk)
+    evidence = cascade_evidence(study, cascade=cascade, reference=reference, ties=ties)
+    stages = evidence.stages
+    first_labelled = (evidence.label >= 0) & ~np.isnan(stages[0][0])
     if not first_labelled.any():
         raise ValueError(f"no human labels: reference {reference!r} has no vote on a comparison {cascade[0]!r} judged "
                          f"in study {study.name!r}; the plan needs human-labelled comparisons to calibrate on")
+    everything = study.select(Selection(repeated_votes="each")).verdicts
     costs = _stage_costs(study, everything, cascade)
     plan = plan_cascade(stages, alpha=1.0 - float(target_agreement), delta=float(risk), costs=costs,
                         min_kept=min_kept)
@@ -438,19 +526,20 @@ def escalation_plan(study: Study, *, cascade: list[str] | tuple[str, ...], refer
     if ties == "exclude":
         warnings.append("comparisons whose human majority is a tie are left out of calibration; the guarantee is "
                         "about comparisons humans prefer an answer on")
-    for judge, (confidence, _) in zip(cascade, stages):
+    for judge, (confidence, _), count in zip(cascade, stages, evidence.votes):
         c = confidence[~np.isnan(confidence)]
-        if len(c) and np.isin(c, (0.5, 1.0)).all():
+        if len(c) and np.isin(c, (0.5, 1.0)).all() and (count[count > 0] == 1).all():
             warnings.append(f"{judge!r} gives one hard verdict per comparison (no probability, samples or both "
                             "orders): its confidence is 1 on every preference, so its stage keeps all of them or none")
     for k, stage in enumerate(plan.stages):
         if not math.isfinite(stage.threshold):
             warnings.append(f"stage {cascade[k]!r} keeps nothing: no threshold kept {min_kept}+ calibration "
                             f"comparisons with a disagreement bound under {1 - target_agreement:.3g}")
+    judged = np.logical_or.reduce(evidence.judged)
     return EscalationPlan(stages=table.to_dict(orient="records"), target_agreement=float(target_agreement),
                           risk=float(risk), n_calibration=plan.n_calibration, agreement=plan.agreement,
                           guarantee=plan.guarantee, escalated=plan.escalated, comparisons=int(judged.sum()), ties=ties,
-                          warnings=warnings)
+                          warnings=warnings, cascade_plan=plan, evidence=evidence)
 
 
 def _stage_costs(study: Study, everything: V.Verdicts, cascade) -> list[float] | None:

@@ -321,6 +321,13 @@ class ReviewJob(PairedJob):
     temperature : sampling temperature for ``samples`` (default 1.0); a judge's own
         temperature wins, and is also sent with a single generated verdict.
     max_tokens : reply budget for generated verdicts (default 512).
+    pairs : only these ordered comparisons, ``[(question_id, model_a, model_b), ...]``
+        (``model_a`` shown first), in this order, instead of a selection: e.g. what a
+        cascade stage must judge (``peercore escalate``). Keyword-only; cannot be combined
+        with ``contestants``, ``questions``, a strategy other than ``"all"``,
+        ``comparisons``, ``budget`` or ``max_questions``. Every pair must name a question of
+        the study and two models that answered it (checked by :meth:`prepare`, before any
+        call).
 
     Raises
     ------
@@ -341,7 +348,7 @@ class ReviewJob(PairedJob):
                  budget: int | None = None, seed: int = 0, max_questions: int | None = None,
                  method: str | None = None, template: str | None = None,
                  criterion: str | None = None, samples: int = 1, temperature: float | None = None,
-                 max_tokens: int = 512) -> None:
+                 max_tokens: int = 512, pairs: Sequence[Sequence[str]] | None = None) -> None:
         if method is not None and method not in judging.METHODS:
             raise ValueError(f"method must be one of {judging.METHODS} or None (each backend's default), got {method!r}")
         if not isinstance(samples, int) or samples < 1:
@@ -356,6 +363,8 @@ class ReviewJob(PairedJob):
             raise ValueError(f"temperature must be a number in [0, 2] or None, got {temperature!r}")
         self._init_pairs(study, contestants=contestants, questions=questions, strategy=strategy,
                          comparisons=comparisons, budget=budget, seed=seed, max_questions=max_questions)
+        self.pairs = _checked_pairs(pairs, contestants=contestants, questions=questions, strategy=strategy,
+                                    comparisons=comparisons, budget=budget, max_questions=max_questions)
         self.reviewers: list[Judge] = as_judges(reviewers, what="reviewers")
         seeded = [r.label for r in self.reviewers if r.seed is not None]
         if seeded:  # samples are seeded by their index; a fixed seed would make all K identical
@@ -409,11 +418,14 @@ class ReviewJob(PairedJob):
                               fields=_judging.criterion_fields(tpl, self.criterion))
 
     def config(self) -> dict:
-        return {
+        config = {
             "reviewers": [r.describe() for r in self.reviewers], **self._pair_config(),
             "method": self.method, "template": self.template, "criterion": self.criterion,
             "samples": self.samples, "temperature": self.temperature, "max_output": self.max_tokens,
         }
+        if self.pairs is not None:  # only when set: reviews without a pair list keep the run ids they had
+            config["pairs"] = [list(pair) for pair in self.pairs]
+        return config
 
     def backends(self) -> list:
         return [r.backend for r in self.reviewers]
@@ -443,10 +455,29 @@ class ReviewJob(PairedJob):
         return [item_key(question, model_a, model_b, r.label) for r in self.reviewers]
 
     def prepare(self, store: "Store") -> list[str]:
-        items = super().prepare(store)
+        items = super().prepare(store) if self.pairs is None else self._prepare_listed(store)
         self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
                                           contestants=self.models, register=False)
         return items
+
+    def _prepare_listed(self, store: "Store") -> list[str]:
+        """The items of the listed pairs (``pairs=``), each checked against the study's questions and answers."""
+        self._texts = load_questions(store, self.study)
+        frame = store.questions(self.study)
+        self._categories = dict(zip(frame["question_id"].astype(str), frame["category"].astype(str)))
+        self._answers = load_answers(store, self.study)
+        for question, model_a, model_b in self.pairs:
+            if question not in self._texts:
+                raise ValueError(f"pair ({question!r}, {model_a!r}, {model_b!r}): question {question!r} is not in "
+                                 f"study {self.study!r}")
+            for model in (model_a, model_b):
+                if (question, model) not in self._answers:
+                    raise ValueError(f"pair ({question!r}, {model_a!r}, {model_b!r}): {model!r} has no answer to "
+                                     f"question {question!r} in study {self.study!r}; run `peercore answer` first")
+        self.models = sorted({m for pair in self.pairs for m in pair[1:]})
+        self.plan_result = None
+        return [item for question, model_a, model_b in self.pairs
+                for item in self.items_for_pair(question, model_a, model_b)]
 
     def on_start(self, store: "Store") -> None:
         self._names = resolve_judge_names(store, self.study, self.reviewers, self.identities(),
@@ -486,6 +517,41 @@ class ReviewJob(PairedJob):
                            criterion=self.criterion)
         return ItemOutcome(status="done" if verdict.valid else "invalid",
                            detail=None if verdict.valid else "no verdict in the output", judgments=(row,))
+
+
+def _checked_pairs(pairs, *, contestants, questions, strategy, comparisons, budget,
+                   max_questions) -> tuple[tuple[str, str, str], ...] | None:
+    """``ReviewJob(pairs=...)`` as a tuple of ``(question_id, model_a, model_b)`` string triples, or None.
+
+    Raises
+    ------
+    ValueError
+        If the list is empty, a pair is not three values or names one model twice, a pair
+        comes twice, or a selection option is given as well (the option is named).
+    """
+    if pairs is None:
+        return None
+    chosen = {"contestants": contestants, "questions": questions, "comparisons": comparisons, "budget": budget,
+              "max_questions": max_questions}
+    given = [name for name, value in chosen.items() if value is not None]
+    if strategy != "all":
+        given.insert(0, "strategy")
+    if given:
+        raise ValueError(f"pairs lists the comparisons to judge; it cannot be combined with {', '.join(given)}")
+    out, seen = [], set()
+    for index, pair in enumerate(pairs):
+        if isinstance(pair, str) or len(pair) != 3:
+            raise ValueError(f"pairs[{index}] must be (question_id, model_a, model_b), got {pair!r}")
+        question, model_a, model_b = (str(part) for part in pair)
+        if model_a == model_b:
+            raise ValueError(f"pairs[{index}] compares {model_a!r} with itself")
+        if (question, model_a, model_b) in seen:
+            raise ValueError(f"pairs[{index}] ({question!r}, {model_a!r}, {model_b!r}) is listed twice")
+        seen.add((question, model_a, model_b))
+        out.append((question, model_a, model_b))
+    if not out:
+        raise ValueError("pairs is empty: list at least one (question_id, model_a, model_b)")
+    return tuple(out)
 
 
 def register_judges(store: "Store", study: str, judges: Sequence[Judge], contestants: Sequence[str], *,

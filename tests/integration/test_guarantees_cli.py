@@ -258,16 +258,6 @@ def test_escalate_threshold_is_a_hand_calibration(db, frame, capsys):
     assert stage["agreement"] == pytest.approx(want.agreement)
 
 
-def test_escalate_without_dry_run_says_it_is_not_built(db, capsys):
-    """Running the cascade and queueing label requests (Trust or Escalate section 2.3's escalation to humans) is not
-    built: one honest line, exit 2, nothing run."""
-    argv = ["escalate", "--study", "s", "--db", db, "--cascade", "gpt", "--reference", "human:",
-            "--target-agreement", "0.85", "--risk", "0.1"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not built yet" in err and "--dry-run" in err
-
-
 @pytest.mark.parametrize("args, option", [
     (["--cascade", "nobody", "--target-agreement", "0.85", "--risk", "0.1"], "--cascade"),
     (["--cascade", "gpt", "--target-agreement", "1.5", "--risk", "0.1"], "--target-agreement"),
