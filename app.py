@@ -6,7 +6,8 @@ the per-user data folder); an empty database gets the
 bundled studies from ``sample_data/`` on first run (the sample, and each subfolder with its
 own ``provenance.json``: PRD Vicuna80, TopicalChat), with no key and no network, and opens on
 the sample (``$PEERBOARD_SAMPLE_DATA`` names another folder; set it empty for none). The menu is
-drawn first, so a first start shows the frame and the import's progress, not a blank page.
+drawn first, so a first start shows the frame and the import's progress, not a blank page. A link's
+``?study=NAME`` opens that study (:func:`peercore.ui.state.open_linked_study`).
 """
 
 from pathlib import Path
@@ -54,7 +55,13 @@ data.ensure_sample_study(database, data.sample_folder(Path(__file__).parent / "s
                              done / total, text=f"First start: preparing the bundled studies ({safe.md(what)}, "
                                                 f"file {min(done + 1, total)} of {total})…"))
 preparing.empty()
-if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(data.studies()["name"]):
+names = data.studies()["name"].tolist()
+if st.session_state.get(state.STUDY) is None and data.SAMPLE_STUDY in set(names):
     st.session_state[state.STUDY] = data.SAMPLE_STUDY  # the sample opens first, whatever sorts before it
+# A shared link (?study=NAME, e.g. a Leaderboard view) opens its study; a name the database lacks is said, not failed.
+if (unknown := state.open_linked_study(st.query_params, names)) is not None:
+    shown = st.session_state.get(state.STUDY) if st.session_state.get(state.STUDY) in names else next(iter(names), None)
+    st.warning(f"The link names study {safe.code(unknown)}, which is not a study you can open here; showing "
+               f"{safe.code(shown) if shown else 'no study'} instead.", icon=":material/link_off:")
 data.sidebar_study_picker()
 page.run()

@@ -10,6 +10,12 @@ view last used for it, or a link's), and it goes into the URL's query parameters
 "Versus a baseline" defaults to the model in every chosen comparison
 (:func:`peercore.app.leaderboard.selection_baseline`, also ``--baseline auto``); fragile
 adjacent pairs are marked from the robustness audit ``peercore audit`` runs.
+
+With one LLM judge among the chosen, "Anchor to human labels" shows its leaderboard
+anchored to people's votes (:func:`peercore.app.calibration.calibrated_leaderboard`, as
+``peercore calibrate`` and Meta-evaluation compute it), with the judge-only and
+humans-only scores beside it. The URL also names the study (``?study=NAME``), which
+``app.py`` opens when a link is followed.
 """
 
 from dataclasses import replace
@@ -21,9 +27,11 @@ from peercore import charts, reports
 from peercore.io.formats import file_name_part
 from peercore.ranking.peer_rank import PER_SHUFFLE
 from peercore.app.guarantees import FRAGILE_SHARE, audit_leaderboard, fragile_marks, fragile_pairs
-from peercore.app.leaderboard import PRELIMINARY_BATTLES, selection_baseline
+from peercore.app.leaderboard import (PRELIMINARY_BATTLES, anchor_judge, anchored_method, label_references,
+                                      selection_baseline)
 from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
+from peercore.ui import guarantees as guarantees_ui
 
 # The checkboxes below that undo what a selection merges or leaves out, as its warnings name them.
 PAGE_OPTIONS = {"each_vote": "“Count every repeated vote”", "all_rounds": "“Also count debate agents' initial verdicts”"}
@@ -133,6 +141,25 @@ with st.expander("Which judgments count", icon=":material/filter_alt:"):
             f"Weak prior (sd {reports.WEAK_PRIOR:.0f} Elo points)", key="lb_prior",
             help="Keeps a handful of verdicts from giving ratings like 1739 / -479; with many battles it moves "
                  "nothing (`--prior 200`).") else None
+# One LLM judge among the chosen: its leaderboard can be anchored to human labels (issue 23, `peercore calibrate`).
+anchor_for = anchor_judge(data.study(db, study), chosen)
+anchored_on, references, reference = False, [], None
+if anchor_for is not None:
+    toggle_col, reference_col = st.columns([1, 2])
+    anchored_on = toggle_col.toggle(
+        "Anchor to human labels", key=state.LB_ANCHOR,
+        help="The leaderboard people would have produced from all of the chosen LLM judge's comparisons: its "
+             "verdicts corrected with the human labels on some of them, with 95% intervals honest about the judge's "
+             "errors and about how few labels there are (prediction-powered inference, PPI++), beside the judge "
+             "alone and the humans alone (`peercore calibrate`).")
+    references = label_references(data.study(db, study))
+    if anchored_on and references:
+        state.keep_valid(state.LB_ANCHOR_REFERENCE, references)
+        reference = reference_col.selectbox("Human labels", references, key=state.LB_ANCHOR_REFERENCE,
+                                            format_func=guarantees_ui.reference_label,
+                                            help="Whose votes are the labels (`--reference`): imported human votes "
+                                                 "(judges `human:<name>`), decisions on Adjudication "
+                                                 "(`adjudicator:<name>`), or both.")
 selection = Selection(judges=tuple(chosen), contestants=tuple(contestants) or None, common_contestants=common,
                       final_only=not all_rounds, repeated_votes="each" if each_vote else "majority",
                       categories=None if category == reports.ALL_CATEGORIES else (category,))
@@ -219,6 +246,46 @@ def fragile_votes(audit) -> None:
         tables.show(votes, key="lb_fragile_votes")
 
 
+def anchored_table(search: str):
+    """The chosen LLM judge's leaderboard anchored to the human labels chosen above (``peercore calibrate``).
+
+    The anchored score with its 95% interval, the judge alone, the humans alone with their
+    interval and the effective labels (:func:`peercore.ui.guarantees.leaderboard_anchored`,
+    the call Meta-evaluation makes), and a sentence on how many labels anchored it; a study
+    without human labels, or a method with no anchored counterpart, gets a sentence.
+    Returns the anchored leaderboard shown, or None.
+    """
+    if not references:
+        st.info("This study has no human labels to anchor to yet: import human votes on **Data** (judges named "
+                "`human:<name>`) or decide comparisons on **Adjudication**. Turn the switch off for the judge's own "
+                "leaderboard.", icon=":material/info:")
+        return None
+    estimand = anchored_method(code, peer)
+    if estimand is None:
+        st.info("Anchored scores are win rates or Bradley-Terry ratings: choose **Win rate**, **Bradley-Terry** or "
+                "**Versus a baseline** as the Method.", icon=":material/info:")
+        return None
+    try:
+        board = guarantees_ui.leaderboard_anchored(db, study, rev, judge=anchor_for, reference=reference,
+                                                   method=estimand, baseline=baseline)
+    except guarantees_ui.SectionUnavailable as exc:  # e.g. no label on this judge's comparisons
+        st.info(safe.md(str(exc)), icon=":material/info:")
+        return None
+    st.markdown(guarantees_ui.anchored_sentence(board))
+    shown = guarantees_ui.anchored_display(board)
+    if search:
+        shown = shown[[search.casefold() in str(model).casefold() for model in shown["model"]]]
+    tables.show(shown, key="lb_anchored", labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
+                decimals=guarantees_ui.anchored_decimals(board))
+    st.caption("Computed on every comparison the judge made in this study (final verdicts; a probability counts "
+               "as such); the category, contestants and options under **Which "
+               "judgments count** do not apply. The same table: `peercore calibrate --study --judge --reference "
+               f"--method {estimand}{' --baseline' if baseline else ''}`.")
+    for warning in board.warnings:
+        st.caption(safe.md(warning))
+    return board
+
+
 tab_names = ["Table", "By category", "Elo curves", "Heatmaps", "Reviewer weights", "What-if"]
 tabs = st.tabs(tab_names, key=state.LB_TAB, on_change="rerun")
 
@@ -258,7 +325,10 @@ with tabs[0]:
                       "are never counted (the Studies page lists them).")
         b.metric("Contestants", len(result.table))
         c.metric("Judges", len(result.judges))
-        if result.baseline is not None:
+        board = None  # the anchored leaderboard, when it stands in for the judge's own
+        if anchored_on:
+            board = anchored_table(search)
+        elif result.baseline is not None:
             shown = reports.baseline_display(table)
             shown.insert(0, "rank", table["rank"].to_numpy())
             percents = ("win rate %", "± se", "LC win rate %", "LC ± se", "discrete win rate %")
@@ -314,8 +384,9 @@ with tabs[0]:
         if result.weights is not None:
             st.caption(f"Peer Rank weights after {result.iterations} iteration(s): "
                        + ", ".join(f"{safe.md(j)} {w:.3f}" for j, w in result.weights.sort_values(ascending=False).items()))
-        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(result.table), file_name=f"{file_name_part(study)}-leaderboard.csv",
-                           mime="text/csv", icon=":material/download:")
+        downloaded, what = (result.table, "leaderboard") if board is None else (board.table, "anchored-leaderboard")
+        st.download_button("Download the leaderboard (CSV)", data.csv_bytes(downloaded),
+                           file_name=f"{file_name_part(study)}-{what}.csv", mime="text/csv", icon=":material/download:")
 
 # --------------------------------------------------------------------- by category
 with tabs[1]:

@@ -23,6 +23,7 @@ from peercore.domain.options import (Control, Grouping, Intervals, Method, PeerW
                                      WeightsFrom, parse)
 from peercore.domain.selection import Selection
 from peercore.domain.plain import json_value
+from peercore.judges import judge_kind
 from peercore.ranking._battles import Battles
 from peercore.ranking.bradley_terry import bradley_terry_intervals, rank_spread, sandwich_left_out
 from peercore.ranking.peer_rank import fixed_point_weights, notebook_weighted_elo, prd_weights
@@ -35,7 +36,8 @@ from peercore.ranking import battle_counts, comparisons_from_judgments, poe_gaus
 
 __all__ = ["RankOptions", "Ranking", "GroupedRanking", "leaderboard", "leaderboards_by", "rank_selected",
            "DEFAULT_BOOTSTRAP", "DEFAULT_ELO_SHUFFLES", "DEFAULT_LC_ROUNDS", "PRELIMINARY_BATTLES", "TINY_STUDY",
-           "mixed_warnings", "default_baseline", "selection_baseline"]
+           "mixed_warnings", "default_baseline", "selection_baseline", "LABEL_KINDS", "anchor_judge",
+           "label_references", "anchored_method"]
 
 DEFAULT_ELO_SHUFFLES = 100   # Elo: mean over this many random battle orders (CLI and pages alike)
 DEFAULT_BOOTSTRAP = 100      # bootstrap rounds of the 95% intervals (CLI and pages alike)
@@ -407,6 +409,74 @@ def selection_baseline(study: Study, selection: Selection | None = None) -> str 
     ``peercore rank --baseline auto``.
     """
     return default_baseline(study.select(selection).verdicts)
+
+
+# ------------------------------------------------------------------- anchored to human labels
+# The Leaderboard's "Anchor to human labels" (issue 23): one LLM judge's leaderboard corrected with
+# people's votes by peercore.app.calibration.calibrated_leaderboard, the table `peercore calibrate` prints.
+# These say which judge, which labels and which estimand a view anchors; the numbers are calibration's.
+
+#: Judge kinds whose votes are labels: people (imported human votes, decisions on Adjudication).
+LABEL_KINDS = ("human", "adjudicator")
+_PREFIXES = {"human": "human:", "adjudicator": "adjudicator:"}
+_ANCHORED = {Method.WINRATE: "winrate", Method.BT: "bt"}
+
+
+def _kinds(study: Study, names) -> dict[str, str]:
+    registered = study.kinds()
+    return {name: judge_kind(name, registered.get(name)) for name in names}
+
+
+def anchor_judge(study: Study, judges: Sequence[str]) -> str | None:
+    """The judge a leaderboard of ``judges`` anchors to human labels: its one LLM judge, or None.
+
+    Prediction-powered inference corrects one judge's verdicts with the labels
+    (:func:`peercore.app.calibration.calibrated_leaderboard`, ``peercore calibrate --judge``);
+    with no LLM judge, or several, among ``judges`` there is none to anchor. People and
+    debate gold in ``judges`` are allowed beside it (they are not what is corrected).
+    """
+    llms = [name for name, kind in _kinds(study, judges).items() if kind == "llm"]
+    return llms[0] if len(llms) == 1 else None
+
+
+def label_references(study: Study) -> list[str]:
+    """The references an anchored leaderboard can use (``peercore calibrate --reference``): the study's people.
+
+    In order, the first being the default: the human judges (``human:``, or their names
+    comma-separated when one is not named so); with decisions on Adjudication too, the
+    human judges and the adjudicators together (``human:,adjudicator:``); each human judge
+    by name when there are several; the adjudicators (``adjudicator:``, which also counts
+    decisions made later), and each by name when there are several. Only kinds of
+    :data:`LABEL_KINDS` with a vote in the study (a readable stored vote, or a decision)
+    appear; an empty list: the study has no human label (the page says so).
+    """
+    names = study.rankable_judges()
+    kinds = _kinds(study, names)
+    people = {kind: sorted(name for name in names if kinds[name] == kind) for kind in LABEL_KINDS}
+    together = {kind: _PREFIXES[kind] if all(name.startswith(_PREFIXES[kind]) for name in found) else ",".join(found)
+                for kind, found in people.items() if found}
+    out: list[str] = []
+    for kind, found in people.items():
+        if not found:
+            continue
+        out.append(together[kind])
+        if len(out) == 1 and len(together) > 1:  # people together, right after the default
+            out.append(",".join(together.values()))
+        if len(found) > 1:
+            out += found
+    return out
+
+
+def anchored_method(method: str | Method, peer_weights: str | PeerWeights = PeerWeights.NONE) -> str | None:
+    """The estimand of an anchored view of a leaderboard ranked by ``method``: ``"winrate"``, ``"bt"`` or None.
+
+    PPI++ anchors win rates (also against a baseline) and Bradley-Terry ratings
+    (:data:`peercore.app.calibration.METHODS`); Elo, Peer Rank's weighted scores and PoE
+    have no anchored counterpart (None).
+    """
+    if parse(PeerWeights, peer_weights, "peer_weights") not in (None, PeerWeights.NONE):
+        return None
+    return _ANCHORED.get(parse(Method, method, "method"))
 
 
 def _frame(study: Study, chosen: V.Verdicts) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Meta-evaluation's three guarantees sections, read from the application layer and cached per revision.
+"""Meta-evaluation's three guarantees sections (and the Leaderboard's anchored table), read from the
+application layer and cached per revision.
 
 * the evaluator leaderboard (:func:`peercore.app.guarantees.evaluator_leaderboard`,
   ``peercore judges``): every LLM judge as an evaluator, issue 24 section 3;
@@ -20,10 +21,11 @@ import pandas as pd
 
 from peercore.app.calibration import CalibratedLeaderboard, calibrated_leaderboard
 from peercore.app.guarantees import EscalationPlan, EvaluatorLeaderboard, escalation_plan, evaluator_leaderboard
-from peercore.ui import data
+from peercore.ui import data, safe
 
 __all__ = ["SectionUnavailable", "evaluators", "evaluator_display", "EVALUATOR_LABELS", "EVALUATOR_HELP",
            "references", "llm_judges", "anchored", "anchored_display", "anchored_decimals", "ANCHORED_LABELS",
+           "leaderboard_anchored", "reference_label", "anchored_sentence",
            "plan", "plan_display",
            "PLAN_LABELS"]
 
@@ -191,6 +193,55 @@ def anchored_decimals(board: CalibratedLeaderboard) -> dict[str, int]:
     """The decimals of :func:`anchored_display`'s number columns (:func:`_decimals` for the scores)."""
     scores = {c: _decimals(board) for c in ("score", "judge_score", "reference_score")}
     return {"effective_labels": 0, **scores}
+
+
+def leaderboard_anchored(db: str, study: str, rev: int, *, judge: str, reference: str, method: str,
+                         baseline: str | None = None) -> CalibratedLeaderboard:
+    """The Leaderboard's "Anchor to human labels" table: :func:`anchored` with every label, or against a baseline.
+
+    ``peercore calibrate --judge J --reference R --method M [--baseline B]``, through the
+    same per-revision memo as Meta-evaluation's section (a decision on Adjudication makes a
+    new revision, so it shows at once).
+
+    Raises
+    ------
+    SectionUnavailable
+        As :func:`anchored` (e.g. no label on the judge's comparisons).
+    """
+    if baseline is None:
+        return anchored(db, study, rev, judge=judge, reference=reference, method=method)
+    key = ("anchored", judge, reference, method, None, 0, baseline)
+    make = _unavailable(lambda handle: calibrated_leaderboard(handle, judge=judge, reference=reference,
+                                                              method=method, baseline=baseline))
+    return _result(_memo(db, study, key, make))
+
+
+_REFERENCE_WORDS = {"human:": "every human judge", "adjudicator:": "every adjudicator (decisions on Adjudication)"}
+
+
+def reference_label(reference: str) -> str:
+    """A reference in words for a picker: ``human:,adjudicator:`` -> "every human judge + every adjudicator (...)".
+
+    Names stay as they are (the picker renders them as text).
+    """
+    return " + ".join(_REFERENCE_WORDS.get(part.strip(), part.strip()) for part in str(reference).split(","))
+
+
+def anchored_sentence(board: CalibratedLeaderboard) -> str:
+    """One sentence saying how many labels anchored ``board``, for the page (names as code spans).
+
+    "Anchored on 1,760 human labels (votes of every human judge, `--reference human:`) on 800
+    of judge `gpt4`'s 800 comparisons: together with the judge they are worth 800 labels
+    (median effective labels over the models)."
+    """
+    worth = ("" if board.effective_labels != board.effective_labels
+             else f": together with the judge they are worth {board.effective_labels:,.0f} labels (median effective "
+                  "labels over the models)")
+    whose = " + ".join(_REFERENCE_WORDS.get(part.strip()) or safe.code(part.strip())
+                       for part in str(board.reference).split(","))
+    return (f"Anchored on {board.labels:,} human label{'s' if board.labels != 1 else ''} (votes of {whose}, "
+            f"{safe.code('--reference ' + str(board.reference))}) on {board.labelled_comparisons:,} of judge "
+            f"{safe.code(board.judge)}'s {board.comparisons:,} comparisons{worth}.")
 
 
 # ------------------------------------------------------------------ escalation plan

@@ -35,6 +35,9 @@ LB_SEARCH = "lb_search"              # text that filters the shown table to matc
 LB_VIEW_STUDY = "lb_view_study"      # the study the Leaderboard's view keys belong to
 LB_VIEWS = "lb_views"                # study -> its last Leaderboard view (query parameters) in this session
 LB_URL = "lb_url"                    # the view last written to (or read from) the URL's query parameters
+LB_ANCHOR = "lb_anchor"              # the table anchored to human labels (PPI++, ``peercore calibrate``) is on
+LB_ANCHOR_REFERENCE = "lb_anchor_reference"  # the human labels it is anchored to (a judge name or ``human:``)
+URL_STUDY = "url_study"              # the study last read from (or written to) the URL's ``?study=``
 
 # --- Bias -------------------------------------------------------------------------
 BIAS_JUDGES = "bias_judges"
@@ -80,6 +83,7 @@ DEFAULTS: dict[str, object] = {
     LB_VIEW_STUDY: None,
     LB_VIEWS: {},
     LB_URL: None,
+    URL_STUDY: None,
     BIAS_JUDGES: None,
     DATA_UPLOAD_VERSION: 0,
     RUN_HANDLE: None,
@@ -142,10 +146,12 @@ def ensure_frame() -> None:
 DEFAULT_METHOD = "Bradley-Terry"
 #: Query parameters that repeat (one value each).
 VIEW_LISTS = ("judge", "contestant", "control")
+#: The query parameter naming the study a link opens (``?study=NAME``; read by app.py, every page).
+STUDY_PARAM = "study"
 # Widget keys of the view besides LB_METHOD (cleared before another view is applied, so widgets take their defaults).
 _VIEW_KEYS = (LB_WEIGHT_MODE, LB_BASE, "lb_per_shuffle", "lb_poe", LB_BASELINE, "lb_controls", "lb_intervals",
               LB_BOOTSTRAP, LB_JUDGES, LB_CATEGORY, "lb_contestants", "lb_common", "lb_all_rounds", "lb_each_vote",
-              "lb_soft", "lb_min_battles", "lb_reweight", "lb_prior")
+              "lb_soft", "lb_min_battles", "lb_reweight", "lb_prior", LB_ANCHOR, LB_ANCHOR_REFERENCE)
 _TRUE = "1"
 
 
@@ -206,6 +212,10 @@ def view_params(values) -> dict[str, str | list[str]]:
         out["bootstrap"] = str(int(values[LB_BOOTSTRAP]))
     if values.get("lb_min_battles") not in (None, PRELIMINARY_BATTLES):
         out["min_battles"] = str(int(values["lb_min_battles"]))
+    if values.get(LB_ANCHOR):  # ``peercore calibrate --reference R``'s table
+        out["anchor"] = _TRUE
+        if values.get(LB_ANCHOR_REFERENCE):
+            out["reference"] = str(values[LB_ANCHOR_REFERENCE])
     return out
 
 
@@ -268,6 +278,9 @@ def view_values(params, method: str) -> dict[str, object]:
     for key, name in ((LB_BOOTSTRAP, "bootstrap"), ("lb_min_battles", "min_battles")):
         if (one(name) or "").isdigit():
             out[key] = int(one(name))
+    out[LB_ANCHOR] = one("anchor") == _TRUE
+    if one("anchor") == _TRUE and one("reference"):
+        out[LB_ANCHOR_REFERENCE] = one("reference")
     return {key: value for key, value in out.items() if value is not None}
 
 
@@ -311,24 +324,63 @@ def open_leaderboard(study: str, method: str, url=None) -> None:
     A shared link's view (``url``, query parameters not written by this session) wins;
     else the view this session last used for the study; else the study's default
     (``method``: :func:`default_method` of its provenance, every other option at its
-    default).
+    default). The link's study (``?study=``) is not part of the view: :func:`open_linked_study`
+    has made it the open study already, and a link naming only a study opens that study's view.
     """
     state = st.session_state
     url = dict(url or {})
+    view = {name: value for name, value in url.items() if name != STUDY_PARAM}
     if url and url != state.get(LB_URL):
-        apply_view(url, method)
         state[LB_URL] = url
-    elif state.get(LB_VIEW_STUDY) != study:
+        if view:
+            apply_view(view, method)
+            state[LB_VIEW_STUDY] = study
+            return
+    if state.get(LB_VIEW_STUDY) != study:
         apply_view(state.get(LB_VIEWS, {}).get(study, {}), method)
     state[LB_VIEW_STUDY] = study
 
 
 def remember_view(study: str) -> dict[str, str | list[str]]:
-    """Keep the Leaderboard's current view for ``study`` and put it in the URL (once it changed)."""
+    """Keep the Leaderboard's current view for ``study`` and put it, with the study, in the URL (once it changed).
+
+    Returns the URL's query parameters: ``study`` (:data:`STUDY_PARAM`) and the view.
+    """
     state = st.session_state
-    params = view_params(state)
-    state.setdefault(LB_VIEWS, {})[study] = params
+    view = view_params(state)
+    state.setdefault(LB_VIEWS, {})[study] = view
+    params = {STUDY_PARAM: study, **view}
     if params != state.get(LB_URL):
         st.query_params.from_dict(params)
         state[LB_URL] = params
+        state[URL_STUDY] = study
     return params
+
+
+def open_linked_study(query, names) -> str | None:
+    """Make the study a link names (``?study=NAME``) the open one; called by ``app.py`` before the study picker.
+
+    A link is followed once: a ``study`` parameter this session wrote or already followed
+    (:data:`URL_STUDY`) changes nothing, so choosing another study in the sidebar is never
+    undone by the URL it left behind.
+
+    Parameters
+    ----------
+    query : the URL's query parameters (``st.query_params``).
+    names : the studies of the database.
+
+    Returns
+    -------
+    str or None
+        The linked name when it is no study of the database (the caller says so; the open
+        study stays as it was), else None.
+    """
+    state = st.session_state
+    linked = query.get(STUDY_PARAM)
+    if not linked or linked == state.get(URL_STUDY):
+        return None
+    state[URL_STUDY] = linked
+    if linked not in set(names):
+        return linked
+    state[STUDY] = linked
+    return None
