@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.app.agreement import meta_evaluation
-from peercore.app.calibration import oriented_scores
+from peercore.app.calibration import oriented_scores, reference_codes
 from peercore.app.leaderboard import leaderboard
 from peercore.app.study import Study
 from peercore.audit import audit_bradley_terry, audit_win_rate
@@ -376,10 +376,7 @@ def cascade_evidence(study: Study, *, cascade: Sequence[str], reference: str, ti
         if judge.endswith(":") or judge not in set(everything.judges):
             raise ValueError(f"cascade judge {judge!r} is not one judge of study {study.name!r}; judges are "
                              f"{list(everything.judges)}")
-    try:
-        is_reference = V.judge_codes(everything, [reference])
-    except ValueError:
-        raise ValueError(f"no human labels: reference {reference!r} names no judge of study {study.name!r}") from None
+    is_reference = reference_codes(everything, reference, study=study.name)  # a name, prefix or list of them
     low, high, score = oriented_scores(everything)
     unit = V.group_ids([everything.question, low, high, everything.turn, everything.criterion])
     n_units = int(unit.max(initial=-1)) + 1

@@ -208,7 +208,9 @@ def add_guarantees(commands) -> None:
     escalate.add_argument("--cascade", action="append", required=True, metavar="JUDGE_OR_SPEC",
                           help="a stage, cheapest first (repeatable): a judge of the study, or a judge spec to run "
                                "(backend:model[?option=value], as peercore review --reviewer)")
-    escalate.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX", help="the human labels (e.g. human:)")
+    escalate.add_argument("--reference", required=True, metavar="NAME_OR_PREFIX",
+                          help="the human labels: a judge, a prefix ending in ':' (human:), or a comma-separated "
+                               "list of them (human:,adjudicator: counts decided label requests too)")
     escalate.add_argument("--target-agreement", type=_unit_interval, required=True, metavar="A",
                           help="agreement with the human majority to guarantee on kept verdicts (e.g. 0.85)")
     escalate.add_argument("--risk", type=_unit_interval, required=True, metavar="DELTA",

@@ -238,6 +238,19 @@ def test_escalate_dry_run_plan(db, capsys):
     assert prob["level"] == pytest.approx(1 - 0.1 / 2)
 
 
+def test_escalate_reference_list_is_the_union_of_its_judges(db, capsys):
+    """The calibration labels (Trust or Escalate section 2.1: the human majority) of ``--reference
+    human:alice,human:bob`` are those of ``human:``; a list naming nobody is 'no human labels'."""
+    by_prefix = _plan(capsys, db, "--cascade", "prob")
+    by_list = _json(capsys, "escalate", "--study", "s", "--db", db, "--reference", "human:alice, human:bob",
+                    "--target-agreement", "0.85", "--risk", "0.1", "--dry-run", "--format", "json", "--cascade", "prob")
+    assert by_list["n_calibration"] == by_prefix["n_calibration"] == 300
+    assert by_list["stages"] == by_prefix["stages"]
+    assert main(["escalate", "--study", "s", "--db", db, "--reference", "nobody,adjudicator:", "--cascade", "prob",
+                 "--target-agreement", "0.85", "--risk", "0.1", "--dry-run"]) == 2
+    assert "no human labels" in capsys.readouterr().err
+
+
 def test_escalate_threshold_is_a_hand_calibration(db, frame, capsys):
     """Trust or Escalate section 2.1 by hand: on the labelled comparisons, the confidence max(p_a, 1 - p_a) and
     agreement with the human vote, walked down the grid with the Clopper-Pearson bound (peercore.selective.calibrate
