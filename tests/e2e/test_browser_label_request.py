@@ -4,7 +4,8 @@ A label request (active inference, Zrnic & Candès 2024, arXiv 2403.03208, eq. (
 comparison was chosen where the judge is least sure) is offered on the Adjudication page with
 its two answers; the annotator scrolls down a long submission, the decision buttons stay on
 screen (measured with getBoundingClientRect), the "1" key decides it and the decision is stored
-as a label of the judge's PPI++ leaderboard (Angelopoulos, Duchi & Zrnic 2023, eq. (2)).
+as a label of the judge's PPI++ leaderboard (Angelopoulos, Duchi & Zrnic 2023, eq. (2)), which the
+Leaderboard's anchored view (opened from a shared link) counts at once.
 """
 
 from __future__ import annotations
@@ -144,5 +145,13 @@ def test_scrolling_a_long_submission_keeps_the_bar_and_the_key_decides(chromium,
         assert page.locator(ERRORS).count() == 0
         after = calibrated_leaderboard(Study(Store(request_server.db), "synthetic"), judge=JUDGE, reference=REFERENCE)
         assert after.labels == before.labels + 1  # one more label of the anchored leaderboard
+
+        # The Leaderboard anchored to those labels (a shared link) counts the new one at once.
+        page.goto(f"{request_server.url}/leaderboard?study=synthetic&method=winrate&judge=local%3Acharlie"
+                  "&anchor=1&reference=human%3A%2Cadjudicator%3A")
+        page.get_by_role("heading", name="Leaderboard", level=1).wait_for(timeout=60_000)
+        page.get_by_text(f"Anchored on {after.labels:,} human labels").first.wait_for(timeout=60_000)
+        assert page.get_by_text(f"Anchored on {before.labels:,} human labels").count() == 0
+        assert page.locator(ERRORS).count() == 0
     finally:
         context.close()
