@@ -5,7 +5,7 @@ import streamlit as st
 from peercore.app.access import Action
 from peercore.app.exports import audit_bytes
 from peercore.io.formats import file_name_part
-from peercore.ui import access, data, imports, safe, state
+from peercore.ui import access, data, imports, safe, state, tables
 from peercore.ui import nlg as nlg_ui
 
 state.ensure_frame()
@@ -33,7 +33,7 @@ uploaded = st.file_uploader("File (CSV, TSV, JSONL, JSON, Parquet) or folder (.z
 parsed = imports.parse_upload(uploaded, fmt) if uploaded is not None else None  # a new file clears the last outcome
 if st.session_state.get("data_report") is not None:
     st.success(f"Imported into **{safe.md(st.session_state['data_report']['study'].iloc[0])}**.", icon=":material/task_alt:")
-    st.dataframe(st.session_state["data_report"].drop(columns="study"), hide_index=True, key="data_report_table")
+    tables.show_cells(st.session_state["data_report"].drop(columns="study"), key="data_report_table")
     for warning in st.session_state.get("data_warnings") or []:  # imported, but worth a look (look-alike names)
         st.warning(safe.md(warning[0].upper() + warning[1:] + "."), icon=":material/warning:")
 if st.session_state.get("data_error"):
@@ -46,7 +46,7 @@ if parsed is not None:
                  icon=":material/error:")
         if parsed.context is not None:
             st.markdown("The offending row:")
-            st.dataframe(parsed.context, hide_index=True, width="stretch", key="data_context")
+            tables.show_cells(parsed.context, key="data_context")  # the file's own field names, as the error names them
         st.caption("Fix the file and upload it again; nothing was written.")
     else:
         st.subheader(f"Preview of {safe.md(parsed.name)}")
@@ -56,9 +56,9 @@ if parsed is not None:
         if parsed.bundle.notes:
             st.caption("Notes: " + "; ".join(f"{safe.md(k.replace('_', ' '))}: {safe.md(v)}"
                                              for k, v in parsed.bundle.notes.items() if k != "files"))
-        tables = imports.preview_tables(parsed.bundle)
-        for tab, (name, frame) in zip(st.tabs([safe.md(name) for name in tables]), tables.items()):
-            tab.dataframe(frame, hide_index=True, width="stretch")
+        previews = imports.preview_tables(parsed.bundle)
+        for tab, (name, frame) in zip(st.tabs([safe.md(name) for name in previews]), previews.items()):
+            tables.show_cells(imports.plain_headers(frame), key=f"data_preview_{name}", container=tab)
         st.button(f"Import into “{safe.md(target.strip()) or '?'}”", type="primary", icon=":material/download_done:",
                   key="data_import", on_click=imports.do_import, args=(target,),
                   disabled=not target.strip() or not _may_import(target.strip()),
@@ -80,7 +80,7 @@ for cell, label, key_ in zip(cells, ["Questions", "Answers", "Judgments", "Debat
     cell.metric(label, f"{counts[key_]:,}")
 history = data.imports_log(db, study, rev)
 if len(history):
-    st.dataframe(imports.imports_display(history), hide_index=True, width="stretch", key="data_history")
+    tables.show_cells(imports.imports_display(history), key="data_history")
 else:
     st.caption("No file was imported into this study (its data came from runs or the sample).")
 
@@ -94,9 +94,9 @@ if counts.get("human_scores") or counts.get("judge_scores"):
     score_cells[0].metric("Human scores", f"{counts.get('human_scores', 0):,}")
     score_cells[1].metric("Judges' absolute scores", f"{counts.get('judge_scores', 0):,}")
     if counts.get("human_scores"):
-        st.dataframe(nlg_ui.human_scores(db, study, rev), hide_index=True, width="stretch", key="data_human_scores")
+        tables.show_cells(imports.plain_headers(nlg_ui.human_scores(db, study, rev)), key="data_human_scores")
     if counts.get("judge_scores"):
-        st.dataframe(nlg_ui.judge_scores(db, study, rev), hide_index=True, width="stretch", key="data_judge_scores")
+        tables.show_cells(imports.plain_headers(nlg_ui.judge_scores(db, study, rev)), key="data_judge_scores")
 
 # -------------------------------------------------------------------------- export
 st.header("Export")

@@ -295,7 +295,10 @@ def bundle_counts(bundle) -> dict[str, int]:
 
 
 def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
-    """The first rows of each non-empty table of a parsed bundle."""
+    """The first rows of each non-empty table of a parsed bundle, as stored (canonical column names).
+
+    The page shows them through :func:`plain_headers` and :func:`peercore.ui.tables.show_cells`.
+    """
     out = {}
     if len(bundle.judgments):
         out["Judgments"] = bundle.judgments.head(rows).drop(columns=[c for c in ("raw",) if c in bundle.judgments])
@@ -308,6 +311,36 @@ def preview_tables(bundle, *, rows: int = 50) -> dict[str, pd.DataFrame]:
                                        for debate, turns in bundle.debates[:rows]])
     if bundle.judges:
         out["Judges"] = pd.DataFrame(bundle.judges).drop(columns=["settings"], errors="ignore")
+    return out
+
+
+#: The preview's headers in plain words (the canonical names stay the CLI's and the files').
+HEADERS: dict[str, str] = {
+    "question_id": "question", "model_a": "model A", "model_b": "model B", "p_a": "P(A wins)",
+    "valid": "parsed", "text": "question text", "debate_id": "debate", "human_scores": "human scores",
+}
+
+
+def header(name: object) -> str:
+    """A column's header on screen: :data:`HEADERS`, else its name with ``_`` and ``-`` read as spaces.
+
+    Examples
+    --------
+    >>> header("p_a"), header("n_pairs"), header("judge")
+    ('P(A wins)', 'n pairs', 'judge')
+    """
+    text = str(name)
+    return HEADERS.get(text) or re.sub(r"[_-]+", " ", text).strip() or text
+
+
+def plain_headers(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its headers in plain words (:func:`header`); a name two columns would share keeps its own."""
+    names = [header(c) for c in frame.columns]
+    names = [h if names.count(h) == 1 else str(c) for h, c in zip(names, frame.columns)]
+    out = frame.copy()
+    out.columns = names
+    if "parsed" in out.columns and "valid" in frame.columns:  # 1 / 0 from the store: a word, not a count
+        out["parsed"] = frame["valid"].map({1: "yes", 0: "no", True: "yes", False: "no"}).astype(object)
     return out
 
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from peercore.reports import number_formats
 
-__all__ = ["show", "with_widths", "column_config", "grouped_columns", "fitted_widths", "telling_width", "FULL_WIDTH"]
+__all__ = ["show", "show_cells", "cell_texts", "MISSING", "with_widths", "column_config", "grouped_columns", "fitted_widths", "telling_width", "FULL_WIDTH"]
 
 
 def column_config(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None,
@@ -172,3 +172,69 @@ def grouped_columns(wide: pd.DataFrame, *, digits: int) -> dict:
             config[column] = st.column_config.NumberColumn("#", format="%d", width=45,
                                                            help=f"Rank, {column[len('rank ('):-1]}")
     return config
+
+
+#: How a missing cell reads on every table (the pages' "—", never "None" or "nan").
+MISSING = "—"
+#: Cells a table may have for :func:`show_cells` to spell each one (pandas' Styler renders every cell).
+CELL_BUDGET = 100_000
+
+
+def cell_texts(frame: pd.DataFrame, *, decimals: Mapping[str, int] | None = None) -> dict:
+    """A function per number column that spells a cell as PeerBoard's rule does.
+
+    Float columns with the format :func:`peercore.reports.number_formats` gives them
+    (shares 3 decimals, percentages 2, ratings 1); integer columns (counts) with thousands
+    separators as the metric cards print them (``f"{n:,}"``), except identifiers (a column
+    named ``id`` or ending in ``id``), which are names, not amounts. Missing cells are left
+    to the caller (:data:`MISSING`).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"judgments added": [1600], "P(first)": [0.5], "id": [1234], "judge": ["j"]})
+    >>> {name: spell(frame[name][0]) for name, spell in cell_texts(frame).items()}
+    {'judgments added': '1,600', 'P(first)': '0.500'}
+    """
+    formats, out = number_formats(frame, decimals=decimals), {}
+    for column in frame.columns:
+        values, name = frame[column], str(column)
+        if name in formats:
+            out[column] = lambda value, fmt=formats[name]: fmt % value
+        elif (pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values)
+              and not name.lower().endswith("id")):
+            out[column] = lambda value: f"{int(value):,}"
+    return out
+
+
+def show_cells(frame: pd.DataFrame, *, key: str, decimals: Mapping[str, int] | None = None,
+               labels: Mapping[str, str] | None = None, helps: Mapping[str, str] | None = None,
+               hide_index: bool = True, container=None, budget: int = FULL_WIDTH, **options) -> None:
+    """:func:`show` for tables whose every cell must read by the rule: counts and missing cells too.
+
+    ``st.dataframe``'s column formats cover decimals only: an integer column has no
+    thousands separator and a missing cell reads "None". Here each cell is spelled by
+    :func:`cell_texts` (the same decimals as :func:`show`) through a pandas Styler, so the
+    data keep their types (a column still sorts as numbers), and a missing cell is drawn as
+    :data:`MISSING` (the grid's placeholder; the Styler's text of a missing cell is the same).
+    Tables beyond :data:`CELL_BUDGET` cells are drawn by :func:`show` (missing cells "—",
+    counts without separators: a Styler spells every cell on every rerun).
+    """
+    if frame.size > CELL_BUDGET:
+        show(frame, key=key, decimals=decimals, labels=labels, helps=helps, hide_index=hide_index,
+             container=container, budget=budget, placeholder=MISSING, **options)
+        return
+    target = container if container is not None else st
+    texts = cell_texts(frame, decimals=decimals)
+    drawn = frame.astype(object).where(frame.notna(), MISSING)  # the widths of the texts drawn
+    for column, spell in texts.items():
+        drawn[column] = [MISSING if pd.isna(v) else spell(v) for v in frame[column]]
+    widths = fitted_widths(drawn, budget, labels=labels, index=not hide_index)
+    config = {}
+    for column in frame.columns:
+        name = str(column)
+        if name in (labels or {}) or name in (helps or {}) or name in widths:
+            config[name] = st.column_config.Column((labels or {}).get(name, name), help=(helps or {}).get(name),
+                                                   width=widths.get(name))
+    styled = frame.style.format(texts, na_rep=MISSING)
+    target.dataframe(styled, hide_index=hide_index, width="stretch", key=key, column_config=config,
+                     placeholder=MISSING, **options)  # the grid draws a missing cell with its placeholder
