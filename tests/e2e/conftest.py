@@ -75,3 +75,19 @@ def hostile_server(tmp_path_factory):
     running = Server(folder / "hostile.sqlite", folder / "streamlit.log")
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_sample_server(tmp_path_factory):
+    """Like ``sample_server`` (an empty database the app seeds with sample_data/ on its first run), but one for
+    the whole session: only for tests that change nothing stored (they open pages, click tabs, sign in, switch
+    study), so that the order they run in never matters. Whichever runs first waits for the seeding."""
+    require_chromium()
+    from e2e_support import REPO
+
+    if not any(p.suffix in (".csv", ".jsonl") for p in (REPO / "sample_data").glob("*")):
+        pytest.skip("sample_data/ is not in the repository yet")
+    folder = tmp_path_factory.mktemp("e2e-shared-sample")
+    running = Server(folder / "empty.sqlite", folder / "streamlit.log")
+    yield running
+    running.stop()

@@ -165,3 +165,63 @@ class Requests:
             route.continue_()
         else:
             route.abort()
+
+
+# ------------------------------------------------------------- windows reused across tests
+
+#: Characters that draw nothing but are copied with the text (a name with one reads alike and compares unequal).
+ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
+
+
+def invisible_characters(page) -> list[str]:
+    """Every zero-width character in the text of the page as it is now (its body and its grids' cells), in context."""
+    shown = page.evaluate("() => document.body.innerText + ' ' + [...document.querySelectorAll("
+                          "'[data-testid=stDataFrame] td, [data-testid=stDataFrame] th')].map(c => c.textContent).join(' ')")
+    return sorted({f"U+{ord(c):04X} in {shown[max(0, k - 30):k + 30]!r}" for k, c in enumerate(shown) if c in ZERO_WIDTH})
+
+
+def tab_icon(page) -> str:
+    """The address the browser tab's icon is loaded from ('' when the page sets none)."""
+    return page.evaluate("() => (document.querySelector(\"link[rel='shortcut icon']\") || {}).href || ''")
+
+
+class Windows:
+    """Browser windows (one context and one tab per window size) kept open across the tests of a module.
+
+    A test asks for the window of its size, opens its page there by URL (a new app session; the browser's
+    cache of the app's scripts is kept, which is what makes it cheap), and calls :meth:`discard` when it
+    failed half-way, so that the next test gets a new window rather than a broken one. The windows of the
+    sizes in ``record`` record (and abort) every request to another host (:class:`Requests`; the browser
+    does not cache for a context whose requests are intercepted, so only where needed).
+    """
+
+    def __init__(self, browser, server, *, record: tuple[tuple[int, int], ...] = ()) -> None:
+        self.browser = browser
+        self.server = server
+        self.record = record
+        self._open: dict[tuple[int, int], tuple[object, object, Requests | None]] = {}
+
+    def page(self, width: int, height: int):
+        """The tab of the window of this size (opened on first use)."""
+        if (width, height) not in self._open:
+            context = self.browser.new_context(viewport={"width": width, "height": height})
+            requests = Requests(context, urlsplit(self.server.url).hostname) if (width, height) in self.record else None
+            self._open[(width, height)] = (context, context.new_page(), requests)
+        context, page, _ = self._open[(width, height)]
+        page.set_viewport_size({"width": width, "height": height})  # a screenshot may have grown it
+        return page
+
+    def requests(self, width: int, height: int) -> Requests | None:
+        """The request recorder of the window of this size (None when the size is not in ``record``)."""
+        self.page(width, height)
+        return self._open[(width, height)][2]
+
+    def discard(self, width: int, height: int) -> None:
+        """Close the window of this size (after a failure); the next :meth:`page` opens a new one."""
+        context = self._open.pop((width, height), (None,))[0]
+        if context is not None:
+            context.close()
+
+    def close(self) -> None:
+        for width, height in list(self._open):
+            self.discard(width, height)

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, full_screenshot,
-                         open_page, settle, sign_in)
+from e2e_support import (CHROMIUM, CHROMIUM_ARGS, ERRORS, IDLE, Server, Windows, full_screenshot,
+                         open_page, settle, sign_in, wait_for_charts)
 from peercore.store import Store
 
 PAGES = [
@@ -64,19 +64,27 @@ def forget_decisions(server) -> None:
 # ------------------------------------------------------------------------------ pages
 
 
+@pytest.fixture(scope="module")
+def window(chromium, server):
+    """One browser window at 1440x1000 for every page's test (each opens its page by URL: a new app session)."""
+    opened = Windows(chromium, server)
+    yield opened
+    opened.close()
+
+
 @pytest.mark.parametrize("path, title", PAGES)
-def test_every_page_renders_without_an_error(chromium, server, screenshots, path, title):
-    context = chromium.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
+def test_every_page_renders_without_an_error(window, server, screenshots, path, title):
+    page = window.page(1440, 1000)
     try:
         open_page(page, server, path, title)
-        page.wait_for_timeout(1500)  # let plotly draw before the screenshot
-        assert page.locator(ERRORS).count() == 0, page.locator(ERRORS).all_inner_texts()
+        wait_for_charts(page)  # plotly draws after the script ends: the screenshot shows the charts
+        assert page.locator(ERRORS).count() == 0, (path, page.locator(ERRORS).all_inner_texts())
         name = (path or "studies") + ".png"
         full_screenshot(page, screenshots / name)
-        assert "sk-should-never-show" not in page.content()  # a key in a run config never shows
-    finally:
-        context.close()
+        assert "sk-should-never-show" not in page.content(), path  # a key in a run config never shows
+    except Exception:
+        window.discard(1440, 1000)  # the next test gets a new window, not this one in whatever state
+        raise
 
 
 def test_leaderboard_interactions_in_the_browser(chromium, server):
@@ -255,11 +263,13 @@ def test_the_same_person_in_two_windows_still_decides_each_debate_once(server):
 # ------------------------------------------------------------------ the bundled sample
 
 
-def test_first_run_opens_on_the_bundled_sample_with_no_key(chromium, sample_server, screenshots):
+def test_first_run_opens_on_the_bundled_sample_with_no_key(chromium, shared_sample_server, screenshots):
     """An empty database, no API key, no network: the app imports sample_data/ and opens on it.
 
-    Its Leaderboard and Adjudication screenshots are the README's (docs/screenshots/).
+    Its Leaderboard and Adjudication screenshots are the README's (docs/screenshots/). The server is the
+    session's read-only one (``shared_sample_server``): signing in decides nothing.
     """
+    sample_server = shared_sample_server
     context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     try:
@@ -269,7 +279,7 @@ def test_first_run_opens_on_the_bundled_sample_with_no_key(chromium, sample_serv
         full_screenshot(page, screenshots / "sample-studies.png")
         page.set_viewport_size({"width": 1440, "height": 1000})
         open_page(page, sample_server, "leaderboard", "Leaderboard")
-        page.wait_for_timeout(1500)
+        wait_for_charts(page)  # plotly draws after the script ends: the screenshot shows the charts
         assert page.locator(ERRORS).count() == 0
         full_screenshot(page, screenshots / "sample-leaderboard.png")
         page.set_viewport_size({"width": 1440, "height": 1000})

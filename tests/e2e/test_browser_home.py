@@ -1,6 +1,7 @@
 """Home in a real browser on a first run: the gallery of bundled studies, and the PRD study's leaderboard one click away.
 
-An empty database, no key, no network (the ``sample_server`` of conftest.py): the app seeds
+An empty database, no key, no network (the ``shared_sample_server`` of conftest.py, which no test
+changes): the app seeds
 every bundled study, opens on Home at 1366x768, and the PRD Vicuna80 card's button opens the
 Leaderboard on that study with Peer Rank weights (PRD Table 2: gpt4 0.488, claude 0.377,
 vicuna-13b 0.082, gpt35 0.053, bard 0.000) and its five models.
@@ -15,7 +16,8 @@ PRD_WEIGHTS = "gpt4 0.488, claude 0.377, vicuna-13b 0.082, gpt35 0.053, bard 0.0
 MODELS = ["gpt4", "claude", "vicuna-13b", "gpt35", "bard"]
 
 
-def test_first_run_home_shows_the_gallery_and_opens_the_prd_leaderboard(chromium, sample_server, screenshots):
+def test_first_run_home_shows_the_gallery_and_opens_the_prd_leaderboard(chromium, shared_sample_server, screenshots):
+    sample_server = shared_sample_server
     context = chromium.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     try:

@@ -7,6 +7,19 @@ grid, its own scroller must not need a horizontal scrollbar (``scrollWidth`` <=
 ``clientWidth``) and its box must lie within the viewport's width; the page itself must
 not scroll sideways; each visible chart must be at least 200 px high, and a chart's
 toolbar (plotly's mode bar) must not cover its legend.
+
+Issue 21 is checked on the same visits, for the sample at 1366x768 (each page is rendered
+once and checked by every check that needs it):
+
+- **Nothing leaves the machine**: every request, websocket and the tab's icon of every page
+  (and tab) must go to the app's own host; a request elsewhere is recorded, aborted, and fails
+  the page's test (the tab icon used to be fetched from Google's font server).
+- **No invisible characters**: the text a user reads and copies on any page holds no
+  zero-width character (names used to carry U+2060 word joiners).
+
+Each study's server and each window size's browser window serve all of the study's pages
+(a page is opened by its URL: a new app session each time, the browser's cache kept); the
+sample's server is the session's read-only ``shared_sample_server``.
 """
 
 from __future__ import annotations
@@ -16,9 +29,12 @@ import shutil
 
 import pytest
 
-from e2e_support import ERRORS, REPO, SCREENSHOTS, Server, require_chromium, settle, wait_for_charts
+from e2e_support import (ERRORS, REPO, SCREENSHOTS, Server, Windows, invisible_characters, require_chromium, settle,
+                         tab_icon, wait_for_charts)
 
 SIZES = [(1366, 768), (1920, 1080)]
+OFFLINE = ("sample", (1366, 768))  # the study and the window size whose visits also check issue 21
+FIRST_START_MS = 240_000  # the first visitor of the sample's server waits for the bundled studies' import
 MIN_CHART_HEIGHT = 200
 
 # Everything measured in the page, in CSS pixels. A grid is "cut off" when its scroller
@@ -95,7 +111,7 @@ def pages_of(page, server) -> list[tuple[str, str]]:
 def open_any(page, server, path: str) -> None:
     """Open a page by its URL and wait until its script has run (its title is drawn)."""
     page.goto(f"{server.url}/{path}")
-    page.locator("[data-testid=stMain] h1").first.wait_for(timeout=60_000)
+    page.locator("[data-testid=stMain] h1").first.wait_for(timeout=FIRST_START_MS)
     settle(page)
 
 
@@ -104,11 +120,21 @@ def finish_background_work(page) -> None:
     its part of the page every second until it is done, and a grid measured mid-redraw is not the layout
     users look at. Under a loaded CI machine the job outlives the page's first run."""
     running = page.locator("[data-testid=stMain] [data-testid=stProgress]", has_text="in the background")
+    if running.count() == 0:  # none (left): the page has settled already
+        return
     running.first.wait_for(state="detached", timeout=180_000)
     settle(page)
 
 
-def check_page(page, server, path: str, where: str) -> list[str]:
+def offline_problems(page, requests, where: str) -> list[str]:
+    """Issue 21 on the page as it is now: its tab icon from another host, zero-width characters in its text."""
+    icon = tab_icon(page)
+    out = [] if requests._local(icon) else [f"{where}: the tab icon comes from {icon[:100]}"]
+    return out + [f"{where}: zero-width character {found}" for found in invisible_characters(page)]
+
+
+def check_page(page, server, path: str, where: str, requests=None) -> list[str]:
+    """The layout problems of a page and of each of its tabs (and, given the window's ``requests``, issue 21's)."""
     try:
         open_any(page, server, path)
     except Exception:
@@ -119,6 +145,8 @@ def check_page(page, server, path: str, where: str) -> list[str]:
     wait_for_charts(page)  # plotly draws after the script ends
     assert page.locator(ERRORS).count() == 0, (where, page.locator(ERRORS).all_inner_texts())
     found = layout_problems(page, where)
+    if requests is not None:
+        found += offline_problems(page, requests, where)
     tabs = page.locator("[data-testid=stMain] [role=tab]")
     for k in range(1, tabs.count()):
         name = tabs.nth(k).inner_text().strip()
@@ -128,6 +156,11 @@ def check_page(page, server, path: str, where: str) -> list[str]:
         wait_for_charts(page)
         assert page.locator(ERRORS).count() == 0, (where, name, page.locator(ERRORS).all_inner_texts())
         found += layout_problems(page, f"{where} [{name}]")
+        if requests is not None:
+            found += offline_problems(page, requests, f"{where} [{name}]")
+    if requests is not None:
+        page.wait_for_load_state("networkidle")
+        found += [f"{where}: a request left 127.0.0.1: {url}" for url in requests.elsewhere]
     return found
 
 
@@ -146,6 +179,9 @@ def _prd_folder():
 def study_server(request, tmp_path_factory):
     """The app on the bundled sample (seeded on first run) or on the PRD Vicuna80 study alone."""
     require_chromium()
+    if request.param == "sample":  # the same app as the session's read-only sample server: share it
+        yield request.param, request.getfixturevalue("shared_sample_server")
+        return
     folder = tmp_path_factory.mktemp(f"layout-{request.param}")
     env = {}
     if request.param == "prd":
@@ -171,29 +207,42 @@ def study_server(request, tmp_path_factory):
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def windows(chromium, study_server):
+    """One browser window per window size on the study's server, for all its pages (closed with the study)."""
+    name, server = study_server
+    opened = Windows(chromium, server, record=(OFFLINE[1],) if name == OFFLINE[0] else ())
+    yield opened
+    opened.close()
+
+
 #: Every page of the app, by URL path ("" is the home page); a test checks the sidebar lists exactly these.
 PAGES = ["", "studies", "leaderboard", "bias", "efficiency", "data", "reviewers", "debates", "adjudication",
          "meta_evaluation", "nlg"]
 
 
-def test_the_layout_tests_cover_every_page(chromium, study_server):
+def test_the_layout_tests_cover_every_page(windows, study_server):
     _, server = study_server
-    context = chromium.new_context(viewport={"width": 1366, "height": 768})
     try:
-        listed = {"" if path == "home" else path for path, _ in pages_of(context.new_page(), server)}
-    finally:
-        context.close()
+        listed = {"" if path == "home" else path for path, _ in pages_of(windows.page(*SIZES[0]), server)}
+    except Exception:
+        windows.discard(*SIZES[0])  # the next test gets a new window, not this one in whatever state
+        raise
     assert listed == set(PAGES), f"pages in the app: {sorted(listed)}; add new ones to PAGES"  # /home is /
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p or "home" for p in PAGES])
 @pytest.mark.parametrize("width, height", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_no_grid_cut_off_and_no_squashed_chart(chromium, study_server, width, height, path):
+def test_no_grid_cut_off_and_no_squashed_chart(windows, study_server, width, height, path):
+    """The layout of the page (and its tabs); for the sample at 1366x768 also issue 21 (see the module's doc)."""
     name, server = study_server
-    context = chromium.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
+    page = windows.page(width, height)
     try:
-        found = check_page(page, server, path, f"{name} {width}x{height} /{path or 'home'}")
-    finally:
-        context.close()
+        found = check_page(page, server, path, f"{name} {width}x{height} /{path or 'home'}",
+                           requests=windows.requests(width, height))
+    except Exception:
+        windows.discard(width, height)  # the next test gets a new window, not this one in whatever state
+        raise
+    if found:
+        windows.discard(width, height)  # a request recorded on this page must not fail the next one too
     assert not found, "\n".join(found)

@@ -1,77 +1,41 @@
 """Issue 21 in a real browser at 1366x768, on the bundled sample study.
 
-- **Nothing leaves the machine**: every page of the navigation is opened (its tabs too)
-  and every request, websocket and the tab's icon must go to the app's own host; a
-  request elsewhere is recorded, aborted, and fails the test (the tab icon used to be
-  fetched from Google's font server).
-- **No invisible characters**: the text a user reads and copies on any page holds no
-  zero-width character (names used to carry U+2060 word joiners).
-- **Names told apart**: in the grids that list judges and models, the part of each name
+- **Nothing leaves the machine** and **no invisible characters**: checked on every page of the
+  navigation (its tabs too) by ``test_browser_layout.py``, on the visits it makes of the sample at
+  1366x768 (``test_no_grid_cut_off_and_no_squashed_chart[1366x768-*-sample]``), so that each page
+  is rendered once for all the checks that need it: every request, websocket and the tab's icon
+  must go to the app's own host (a request elsewhere is recorded, aborted, and fails the page's
+  test; the tab icon used to be fetched from Google's font server), and the text a user reads and
+  copies holds no zero-width character (names used to carry U+2060 word joiners).
+- **Names told apart** (here): in the grids that list judges and models, the part of each name
   the grid draws (its column's width, read from the canvas, against the text's width in
   the grid's font) differs between two different names.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import pytest
 
-from e2e_support import ERRORS, SCREENSHOTS, Requests, settle
+from e2e_support import SCREENSHOTS, Windows, settle
 
 VIEWPORT = {"width": 1366, "height": 768}
-ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
-
-
-def _pages(page, server) -> list[str]:
-    """Every page of the navigation, as URL paths."""
-    page.goto(server.url)
-    page.locator("[data-testid=stSidebarNav] a").first.wait_for(timeout=120_000)
-    hrefs = [a.get_attribute("href") or "" for a in page.locator("[data-testid=stSidebarNav] a").all()]
-    return [urlsplit(h).path.strip("/") for h in hrefs]
 
 
 def _open(page, server, path: str) -> None:
     page.goto(f"{server.url}/{path}")
-    page.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
+    page.locator("[data-testid=stMain] h1").first.wait_for(timeout=240_000)  # a first visitor waits for the import
     settle(page)
     running = page.locator("[data-testid=stMain] [data-testid=stProgress]", has_text="in the background")
     running.first.wait_for(state="detached", timeout=180_000)  # a background job redraws until it is done
     settle(page)
 
 
-def _invisible(page) -> list[str]:
-    shown = page.evaluate("() => document.body.innerText + ' ' + [...document.querySelectorAll("
-                          "'[data-testid=stDataFrame] td, [data-testid=stDataFrame] th')].map(c => c.textContent).join(' ')")
-    return sorted({f"U+{ord(c):04X} in {shown[max(0, k - 30):k + 30]!r}" for k, c in enumerate(shown) if c in ZERO_WIDTH})
-
-
-def test_no_request_leaves_the_machine_and_no_invisible_character_is_shown(chromium, sample_server):
-    context = chromium.new_context(viewport=VIEWPORT)
-    requests = Requests(context, urlsplit(sample_server.url).hostname)
-    page = context.new_page()
-    invisible: dict[str, list[str]] = {}
-    try:
-        paths = _pages(page, sample_server)
-        assert len(paths) >= 10, paths
-        for path in paths:
-            _open(page, sample_server, path)
-            assert page.locator(ERRORS).count() == 0, (path, page.locator(ERRORS).all_inner_texts())
-            icon = page.evaluate("() => (document.querySelector(\"link[rel='shortcut icon']\") || {}).href || ''")
-            assert requests._local(icon), f"{path or 'home'}: the tab icon comes from {icon[:100]}"
-            found = _invisible(page)
-            tabs = page.locator("[data-testid=stMain] [role=tab]")
-            for k in range(1, tabs.count()):
-                tabs.nth(k).click()
-                settle(page)
-                found += _invisible(page)
-            if found:
-                invisible[path or "home"] = found
-        page.wait_for_load_state("networkidle")
-    finally:
-        context.close()
-    assert requests.elsewhere == [], f"requests that left 127.0.0.1: {requests.elsewhere}"
-    assert invisible == {}, f"zero-width characters in the text on screen: {invisible}"
+@pytest.fixture(scope="module")
+def window(chromium, shared_sample_server):
+    """One browser window at 1366x768 on the session's read-only sample server, for every grid of this module."""
+    opened = Windows(chromium, shared_sample_server)
+    yield opened
+    opened.close()
 
 
 # The part of each cell of a grid's column the grid draws: column edges are the vertical lines of the
@@ -116,18 +80,18 @@ GRIDS = [("bias", 0, 0, "judge"), ("leaderboard", 0, 1, "model")]
 
 
 @pytest.mark.parametrize("path, index, column, header", GRIDS, ids=["judge health", "leaderboard"])
-def test_two_different_names_never_read_alike(chromium, sample_server, path, index, column, header):
-    context = chromium.new_context(viewport=VIEWPORT)
-    page = context.new_page()
+def test_two_different_names_never_read_alike(window, shared_sample_server, path, index, column, header):
+    page = window.page(VIEWPORT["width"], VIEWPORT["height"])
     try:
-        _open(page, sample_server, path)
+        _open(page, shared_sample_server, path)
         grid = page.locator("[data-testid=stMain] [data-testid=stDataFrame]").nth(index)
         grid.locator("table").first.wait_for(state="attached", timeout=60_000)
         seen = page.evaluate(DRAWN_NAMES, [index, column])
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         grid.screenshot(path=str(SCREENSHOTS / f"names-{path}-1366.png"))
-    finally:
-        context.close()
+    except Exception:
+        window.discard(VIEWPORT["width"], VIEWPORT["height"])  # the next test gets a new window
+        raise
     assert seen["header"] == header, seen
     names = {name for name, _ in seen["cells"]}
     assert len(names) >= 3 and len(seen["edges"]) >= 2, seen  # the sample's judges / models, and a grid measured
