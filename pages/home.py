@@ -11,15 +11,18 @@ descriptions are untrusted text (:mod:`peercore.ui.safe`).
 
 import streamlit as st
 
+from peercore import reports
+from peercore.app.leaderboard import selection_baseline
 from peercore.ui import data, safe, state
 from peercore.ui.home import counts_line, ready_studies
 
 GALLERY_SIZE = 6
 
 
-def open_study(name: str, method: str) -> None:
+def open_study(name: str, named: str | None) -> None:
     """Button callback: make ``name`` the open study, its Leaderboard on the view the sidebar would open too."""
     st.session_state[state.STUDY] = name
+    method = state.default_method(named, baseline=lambda: selection_baseline(data.study(data.db_path(), name)))
     state.open_leaderboard(name, method)
 
 
@@ -30,10 +33,13 @@ def study_card(card: dict, *, is_open: bool) -> bool:
         st.markdown(f"**{safe.md(card['name'])}**" + "".join(f" · {word}" for word in status))
         st.caption(counts_line(card["counts"]))
         st.caption(safe.md(card["description"]) or "No description recorded.")
-        method = state.default_method(card["method"])  # the one default the Leaderboard page also uses
+        # The one default the Leaderboard page also uses (state.default_method), found when the card is opened.
+        named = card["method"] if card["method"] in reports.LEADERBOARD_METHODS else None
         return st.button("Open leaderboard", key=f"home_open::{card['name']}", on_click=open_study,
-                         args=(card["name"], method), width="stretch", type="primary" if is_open else "secondary",
-                         help=f"Opens this study on the Leaderboard, ranked by {method}.")
+                         args=(card["name"], named), width="stretch", type="primary" if is_open else "secondary",
+                         help=f"Opens this study on the Leaderboard, ranked by {named}." if named else
+                         "Opens this study on the Leaderboard, on its default view (against the baseline when one "
+                         "model is in every comparison, as AlpacaEval shows it; else Bradley-Terry).")
 
 
 state.ensure_frame()

@@ -44,7 +44,8 @@ db, _, rev = data.key(study)
 studies = data.studies()
 provenance = next((source for name, source in zip(studies["name"], studies["source"]) if name == study), None)
 state.open_leaderboard(study, state.default_method(provenance.get("leaderboard_method")
-                                                   if isinstance(provenance, dict) else None),
+                                                   if isinstance(provenance, dict) else None,
+                                                   baseline=lambda: selection_baseline(data.study(db, study))),
                        state.url_view(st.query_params))
 all_judges, groups = data.judges_or_stop(db, study, rev, choice_key=state.LB_JUDGES)
 

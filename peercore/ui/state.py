@@ -155,17 +155,31 @@ _VIEW_KEYS = (LB_WEIGHT_MODE, LB_BASE, "lb_per_shuffle", "lb_poe", LB_BASELINE, 
 _TRUE = "1"
 
 
-def default_method(named: str | None) -> str:
-    """The method a study's Leaderboard opens on: the one its provenance names, else Bradley-Terry.
+BASELINE_METHOD = "Versus a baseline"
+
+
+def default_method(named: str | None, *, baseline=None) -> str:
+    """The method a study's Leaderboard opens on, wherever it is reached (Home's card, the sidebar, a link).
+
+    The one its provenance names; else, when one model takes part in every comparison
+    (AlpacaEval's shape: every annotation is against ``gpt4_1106_preview``), the table
+    against that baseline, as AlpacaEval shows it; else Bradley-Terry.
 
     Parameters
     ----------
     named : the ``leaderboard_method`` of the study's provenance (e.g. "Peer Rank weighted"
         for PRD, whose Table 2 is Peer Rank), or None.
+    baseline : a callable giving the study's baseline (the rule of
+        :func:`peercore.app.leaderboard.selection_baseline`, None when no model is in every
+        comparison); called only when ``named`` is not a method. None: not looked for.
     """
     from peercore import reports
 
-    return named if named in reports.LEADERBOARD_METHODS else DEFAULT_METHOD
+    if named in reports.LEADERBOARD_METHODS:
+        return named
+    if baseline is not None and baseline() is not None:
+        return BASELINE_METHOD
+    return DEFAULT_METHOD
 
 
 def view_params(values) -> dict[str, str | list[str]]:

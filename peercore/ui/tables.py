@@ -8,6 +8,7 @@ are text already: no Markdown or HTML is rendered in them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
@@ -61,8 +62,9 @@ def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str]
 
     sample = frame.head(200)
     widths = {str(c): natural(str(c), sample[c], (formats or {}).get(str(c))) for c in sample.columns}
-    floors = {str(c): min(widths[str(c)], telling_width(frame[c])) if str(c) not in (formats or {}) else _MIN_PX
-              for c in frame.columns}
+    texts = [c for c in frame.columns if str(c) not in (formats or {}) and _is_text(frame[c])]
+    floors = {str(c): _floor(frame[c], widths[str(c)], budget, lead=bool(texts) and c == texts[0])
+              if str(c) not in (formats or {}) else _MIN_PX for c in frame.columns}
     fixed = max(natural("", pd.Series(sample.index.astype(str)), None), telling_width(frame.index)) if index else 0
     if sum(widths.values()) + fixed <= budget:
         return {}
@@ -75,6 +77,34 @@ def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str]
         else:
             high = cap - 1
     return {name: max(min(w, low), floors[name]) for name, w in widths.items()}
+
+
+#: The share of a table's width its leading names (models, judges) may keep whole.
+_LEAD_SHARE = 0.4
+_NUMERIC_TEXT = re.compile(r"^[\s\d.,:%+\-–−—\[\]()/x×]*$")
+
+
+def _is_text(cells: pd.Series) -> bool:
+    """Whether a column holds words (names, notes), not numbers or numbers written as text."""
+    texts = [v for v in cells.head(200) if isinstance(v, str) and v != ""]
+    return bool(texts) and not all(_NUMERIC_TEXT.match(t) for t in texts)
+
+
+def _floor(cells: pd.Series, natural: int, budget: int, *, lead: bool) -> int:
+    """The narrowest a text column may be cut to (before :func:`_within` spends the budget left to right).
+
+    Text made of numbers (an interval "1232.9 – 1282.1", a rank spread "1–2") is never cut:
+    a cut number reads as another number. The table's first column of words (the names) keeps them
+    whole when that takes at most :data:`_LEAD_SHARE` of the budget ("FuseChat-Llama-3.2-3B-Instruct",
+    not "FuseChat-Lla…"); any other text keeps the characters that tell its values apart
+    (:func:`telling_width`).
+    """
+    texts = [v for v in cells.head(200) if isinstance(v, str) and v != ""]
+    if texts and not _is_text(cells):
+        return natural
+    if lead and natural <= _LEAD_SHARE * budget:
+        return natural
+    return min(natural, telling_width(cells))
 
 
 def _within(floors: dict[str, int], budget: int) -> dict[str, int]:

@@ -133,6 +133,18 @@ def test_a_study_opens_on_the_same_method_from_home_and_from_the_sidebar(fixture
     assert direct.selectbox(key="lb_method").value == card.selectbox(key="lb_method").value == "Bradley-Terry"
 
 
+def test_an_alpacaeval_study_opens_against_its_baseline_by_every_path(alpaca, monkeypatch):
+    """AlpacaEval's shape (one model in every comparison, no method named by the study): the Leaderboard opens on
+    the table against that baseline, as AlpacaEval shows it, from the sidebar and from Home's card alike."""
+    direct = _via_sidebar(ALPACA_STUDY)
+    card = _via_home_card(ALPACA_STUDY, monkeypatch)
+    for at in (direct, card):
+        assert problems(at) == []
+        assert at.selectbox(key="lb_method").value == "Versus a baseline"
+        assert at.selectbox(key="lb_baseline").value == BASELINE
+        assert _table(at, "LC win rate %", "rank")["rank"].iloc[0] == 1
+
+
 def test_the_bundled_prd_study_opens_on_peer_rank_by_every_path_and_the_next_study_on_its_own(db_file, monkeypatch):
     if not (REPO / "sample_data" / "prd_vicuna80" / "provenance.json").is_file():
         pytest.fail("sample_data/prd_vicuna80/ is missing from the repository")

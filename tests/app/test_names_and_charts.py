@@ -164,3 +164,29 @@ def test_a_name_column_keeps_what_tells_names_apart_and_the_table_its_budget():
     wide = pd.DataFrame({f"text {k}": [f"a sentence that differs only at its very end, number {i}" for i in range(3)]
                          for k in range(15)})
     assert sum(fitted_widths(wide, 880).values()) <= 880
+
+
+def test_the_leading_names_stay_whole_and_numbers_are_never_cut():
+    """The AlpacaEval leaderboard at 1366 px (issue 21, "Names are never cut so that two rows read alike"): the
+    model names are whole ("FuseChat-Llama-3.2-3B-Instruct" was cut to "FuseChat-Lla") and so is the first
+    interval, left to right as the budget allows; the notes column on the right gives way."""
+    import pandas as pd
+
+    from peercore.ui.tables import _px, fitted_widths
+
+    models = ["FuseChat-Llama-3.2-3B-Instruct", "gpt4_1106_preview", "claude-2.1", "gpt-3.5-turbo-0613",
+              "vicuna-13b-v1.3"]
+    table = pd.DataFrame({
+        "rank": [1, 1, 3, 4, 4], "model": models, "Bradley-Terry": [1256.0, 1236.2, 926.7, 816.5, 764.6],
+        "95% interval": ["1232.9 – 1282.1", "1216.0 – 1250.4", "896.9 – 951.2", "768.0 – 851.0", "724.1 – 804.1"],
+        "votes": [805, 3220, 805, 805, 805], "rank spread": ["1–2", "1–2", "3", "4–5", "4–5"],
+        "robust interval": ["1231.8 – 1280.4", "1220.6 – 1251.9", "896.0 – 957.3", "779.5 – 853.6", "723.4 – 805.7"],
+        "avg length": [1976, 2049, 1097, 797, 1061],
+        "fragile": ["", "", "", "swaps with vicuna-13b-v1.3 (3 votes)", "swaps with gpt-3.5-turbo-0613 (3 votes)"],
+    })
+    formats = {"Bradley-Terry": "%.1f", "votes": "%d", "avg length": "%d"}
+    widths = fitted_widths(table, 880, formats=formats)
+    assert sum(widths.values()) <= 880
+    assert widths["model"] >= _px(len(models[0]))
+    assert widths["95% interval"] >= _px(len("1232.9 – 1282.1"))
+    assert widths["fragile"] < _px(len("swaps with gpt-3.5-turbo-0613 (3 votes)"))
