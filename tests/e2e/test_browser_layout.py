@@ -72,8 +72,25 @@ MEASURE = """
 """
 
 
+# True once no shown grid needs a horizontal scrollbar. A grid Streamlit is still laying out
+# (its canvas drawn at a first, narrow width: "needs 61 px, shows 52 px" on whichever page
+# redrew last) reaches its width within frames; a table that is really cut off stays so.
+GRIDS_SETTLED = "() => (" + MEASURE.strip() + ")().grids.every((g) => g.scroll <= g.client + 1)"
+SETTLE_GRIDS_MS = 5_000
+
+
 def layout_problems(page, where: str) -> list[str]:
-    """What is wrong with the layout of the page as it is now (empty when all is well)."""
+    """What is wrong with the layout of the page as it is now (empty when all is well).
+
+    Grids are measured once they have settled (:data:`GRIDS_SETTLED`, a condition the page
+    evaluates on every frame, at most :data:`SETTLE_GRIDS_MS`); one still cut off then is reported.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(GRIDS_SETTLED, timeout=SETTLE_GRIDS_MS, polling="raf")
+    except PlaywrightTimeout:  # the grid is cut off for good: measured and reported below
+        pass
     seen = page.evaluate(MEASURE)
     out = []
     for grid in seen["grids"]:
