@@ -122,12 +122,21 @@ def main() -> int:
     parser.add_argument("--verdicts", type=int, default=1_000_000)
     parser.add_argument("--labels", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--db", type=Path, default=None,
+                        help="keep the study in this SQLite file: built there if it does not exist, reused (not "
+                             "rebuilt) if it does, so that runs before and after a change time the same study")
+    parser.add_argument("--build-only", action="store_true", help="build the study (--db) and stop")
     args = parser.parse_args()
+    if args.build_only and args.db is None:
+        parser.error("--build-only needs --db")
     rows, payloads = [], {}
-    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
-        db = Path(folder) / "calibrate.sqlite"
-        built = build(db, args.verdicts, args.labels)
+        db = args.db or Path(folder) / "calibrate.sqlite"
+        built = build(db, args.verdicts, args.labels) if not db.exists() else None
+        if args.build_only:
+            print(f"built {db} in {built:.1f} s" if built is not None else f"{db} exists (not rebuilt)")
+            return 0
+        load = os.getloadavg()[0]
         for method in ("bt", "winrate"):
             times = []
             for _ in range(args.repeats):
@@ -141,7 +150,8 @@ def main() -> int:
         "# `peercore calibrate` as a whole process (issue 23)",
         "",
         f"Machine: {machine()}. Study: {args.verdicts:,} soft judge verdicts (100 models, 10 battles per prompt) and "
-        f"{args.labels:,} human votes on the judge's comparisons, in SQLite (built in {built:.1f} s, not timed).",
+        f"{args.labels:,} human votes on the judge's comparisons, in SQLite "
+        + (f"(built in {built:.1f} s, not timed)." if built is not None else f"(reused from {args.db}, not timed)."),
         f"Command: `python -m peercore calibrate --study arena --db DB --judge llm --reference human: --method M "
         f"--format json`, a new process each run, median of {args.repeats}. Load average at start: {load:.1f} "
         "(2 shared cores; other sessions' tests were running).",
@@ -156,13 +166,15 @@ def main() -> int:
         f"{bt['effective_labels']:,.0f}; warnings: {bt['warnings']}.",
         "",
         "Reading: the use case itself (matching the votes to the judge's comparisons, the PPI fit with its intervals)",
-        "is the smallest part. The imports are `peercore.app`'s package `__init__` (every use case, the agreement and",
-        "ranking stacks) and `peercore.ranking`'s (which loads `scipy.optimize` through `ranking.alpacaeval`, about",
-        "0.9 s of `python -X importtime`); the read is `peercore.store.verdict_reader` reading every verdict of the",
-        "study. Lazy package `__init__`s and a read of the two judges' verdicts only are where the 5 s would come from;",
-        "those modules belong to other work and are not changed here.",
+        "is the smallest part. The imports are mostly pandas, pyarrow and the SciPy modules the fit uses",
+        "(`scipy.special`, `scipy.sparse`, `scipy.linalg`); `peercore.app`'s and `peercore.ranking`'s package",
+        "`__init__`s are lazy (PEP 562), so the command no longer imports the other use cases and estimators",
+        "(`scipy.optimize` is imported only by the length-controlled win rate that uses it). The read is",
+        "`peercore.store.verdict_reader` scanning the study's verdicts in SQLite: here the judge's and the",
+        "reference's verdicts are the whole study, so reading only those two judges would read the same rows.",
         "",
-        "Made by `.venv/bin/python benchmarks/calibrate_cli.py`.",
+        "Made by `.venv/bin/python benchmarks/calibrate_cli.py` (`--db FILE` keeps the study for runs before and "
+        "after a change).",
     ]
     return publish(RESULTS, lines)
 
