@@ -4,7 +4,7 @@ import streamlit as st
 
 from peercore.app.access import Action
 from peercore.jobs import preview
-from peercore.ui import access, data, runs, safe, state, tables
+from peercore.ui import access, data, escalation, guarantees, runs, safe, state, tables
 
 state.ensure_frame()
 st.title("Reviewers & runs")
@@ -206,6 +206,84 @@ if live is not None:
             runs.inspect_run(live, db, study)
         st.code("\n".join(live.lines()[-12:]) or "(no progress)", language=None)
         st.button("Close", key="rv_clear", on_click=runs.clear)
+
+# ------------------------------------------------------------------ escalation cascade
+st.subheader("Escalation cascade")
+st.caption("Judges in order, cheapest first: each keeps the verdicts it is confident enough about, the next judges "
+           "the rest, and what no stage keeps is queued for people on the Adjudication page. With probability at "
+           "least 1 - risk, agreement with the human majority on the kept verdicts is at least the target (Trust or "
+           "Escalate, Jung et al. 2025; `peercore escalate`).")
+stage_options = escalation.stage_choices(db, study, rev, reviewers)
+human_references = guarantees.references(db, study, rev)
+if not human_references:
+    st.info("This study has no human votes: a cascade is calibrated on human-labelled comparisons (import them, or "
+            "decide label requests on the Adjudication page).")
+else:
+    stages_col, reference_col, target_col, risk_col = st.columns([3, 2, 1, 1])
+    cascade = stages_col.multiselect("Stages, in order", stage_options, key="rv_cascade_stages",
+                                     help="The study's judges (their stored verdicts) and the reviewers above (run "
+                                          "on what they need, keys from the environment as `peercore escalate`).")
+    reference = reference_col.selectbox("Human reference", human_references, key="rv_cascade_reference",
+                                        index=human_references.index(escalation.default_reference(human_references)),
+                                        format_func=guarantees.reference_label)
+    target = target_col.number_input("Target agreement", min_value=0.5, max_value=0.999,
+                                     value=escalation.DEFAULT_TARGET, step=0.01, key="rv_cascade_target")
+    risk = risk_col.number_input("Risk", min_value=0.001, max_value=0.5, value=escalation.DEFAULT_RISK, step=0.01,
+                                 key="rv_cascade_risk", help="delta: the guarantee holds with probability 1 - risk.")
+    cascade_live = st.session_state.get(escalation.CASCADE)
+    running = cascade_live is not None and not cascade_live.done.is_set() or live is not None and not live.handle.done()
+    plan_col, run_col = st.columns(2)
+    show_plan = plan_col.button("Show plan", key="rv_cascade_plan", icon=":material/table_chart:",
+                                disabled=not cascade)
+    if may_launch:
+        run_col.button("Run cascade", key="rv_cascade_run", type="primary", icon=":material/play_arrow:",
+                       disabled=not cascade or running, on_click=escalation.launch_cascade,
+                       args=(study, cascade, reference, target, risk))
+    if show_plan and cascade:
+        try:
+            plan = guarantees.plan(db, study, rev, cascade=tuple(cascade), reference=reference,
+                                   target_agreement=float(target), risk=float(risk))
+        except guarantees.SectionUnavailable as why:
+            st.info(f"No plan yet: {safe.md_lines(why)} A judge spec is calibrated when the cascade runs it.")
+        else:
+            st.caption(f"The plan (dry run, `peercore escalate --dry-run`): {plan.n_calibration:,} labelled "
+                       f"calibration comparisons; escalated to humans: {plan.escalated:.1%} of the comparisons.")
+            tables.show_cells(guarantees.plan_display(plan), key="rv_cascade_plan_table",
+                              labels=guarantees.PLAN_LABELS)
+            for warning in plan.warnings:
+                st.warning(safe.md_lines(warning))
+
+    @st.fragment(run_every=1.0)
+    def cascade_progress() -> None:
+        """Polls the running cascade every second; when it ends, reruns the page once to show its report."""
+        current = st.session_state.get(escalation.CASCADE)
+        if current is None or current.done.is_set():
+            st.rerun(scope="app")
+        st.progress(0.0 if current.stage < 0 else current.stage / len(current.cascade),
+                    text=safe.md(escalation.stage_text(current)))
+        st.code("\n".join(current.lines()[-12:]) or "(no progress yet)", language=None)
+
+    if cascade_live is not None:
+        if not cascade_live.done.is_set():
+            cascade_progress()
+        elif cascade_live.error:
+            st.error(f"The cascade did not run: {safe.md_lines(cascade_live.error)}")
+            st.button("Close", key="rv_cascade_clear", on_click=escalation.clear_cascade)
+        else:
+            report = cascade_live.result
+            if report.status != "finished":
+                st.warning(safe.md_lines(report.message))
+            else:
+                st.success(safe.md(escalation.report_sentence(report)))
+            tables.show_cells(escalation.report_display(report), key="rv_cascade_report",
+                              labels=escalation.REPORT_LABELS)
+            for warning in report.warnings:
+                st.warning(safe.md_lines(warning))
+            if report.queued or report.already_requested:
+                st.page_link("pages/adjudication.py", label="Decide the label requests on the Adjudication page",
+                             icon=":material/gavel:")
+            st.code("\n".join(cascade_live.lines()[-12:]) or "(no progress)", language=None)
+            st.button("Close", key="rv_cascade_clear", on_click=escalation.clear_cascade)
 
 # ---------------------------------------------------------------------------- runs
 st.subheader("Runs of this study")

@@ -161,7 +161,8 @@ def cascade_sources(store: "Store", study: str, entries: Sequence[str], *, timeo
 
 def run_cascade(store: "Store", study: str, *, cascade: Sequence[str], reference: str, target_agreement: float,
                 risk: float, ties: str = "exclude", min_kept: int = 30, timeout: float | None = None,
-                run: Callable[[ReviewJob], RunResult] | None = None) -> EscalationRun:
+                run: Callable[[ReviewJob], RunResult] | None = None,
+                on_stage: Callable[[int, StageSource], None] | None = None) -> EscalationRun:
     """Run a cascade of judges and queue what none of them keeps for people (Trust or Escalate, section 2.3).
 
     Parameters
@@ -179,6 +180,8 @@ def run_cascade(store: "Store", study: str, *, cascade: Sequence[str], reference
     run : runs a review and returns its :class:`peercore.runner.RunResult` (default
         :func:`peercore.runner.run_job_sync` without options; the CLI passes its limits
         and progress).
+    on_stage : called as ``on_stage(index, source)`` when stage ``index`` (0-based) starts,
+        before its review (if any) runs: the page shows which stage the cascade is on.
 
     Returns
     -------
@@ -232,6 +235,8 @@ def run_cascade(store: "Store", study: str, *, cascade: Sequence[str], reference
             raise ValueError(f"stage {k + 1} ({source.judge!r}) would be calibrated on {reach} human-labelled "
                              f"comparisons, fewer than the {min_kept} a threshold needs (Trust or Escalate, section "
                              f"2.1): label more comparisons or shorten the cascade{before}")
+        if on_stage is not None:
+            on_stage(k, source)
         row = {"stage": source.judge, "entry": source.entry, "ran": source.reviewer is not None, "reviewed": 0,
                "calls": 0, "cached": 0, "cost_usd": 0.0 if source.reviewer else None, "verdicts": 0, "failed": 0,
                "run_id": None}
