@@ -27,7 +27,7 @@ st.caption("Does a judge's verdict carry information? Flagged when one position 
            "held no readable verdict. `peercore review` prints the same check after every run.")
 if len(bias.health):
     data.show_flags(db, study, rev, chosen)
-    tables.show(reports.health_display(bias.health), key="bias_health")
+    tables.show_cells(reports.health_display(bias.health), key="bias_health")
 else:
     st.caption("No chosen judge is an LLM judge.")
 
@@ -37,8 +37,12 @@ st.caption("Share of decisive verdicts that chose the answer shown first, with 9
            "On a set where every pair is shown in both orders an unbiased judge sits on the red 0.5 line "
            "(Liusie et al. 2024; MT-Bench section 3.3).")
 # Chart, then its table at full width: side by side, the tables' right columns were cut off at 1366 px.
-st.plotly_chart(charts.position_bias_chart(bias.position), key="bias_position")
-tables.show(reports.position_display(bias.position), key="bias_position_table", hide_index=False)
+# A judge whose verdicts have no known order has no bar: no empty chart, the reason in one line.
+if (silent := reports.silent_chart_note(bias.position, shown=bias.position["p_first"].notna())) is None:
+    st.plotly_chart(charts.position_bias_chart(bias.position), key="bias_position")
+else:
+    st.caption(safe.md(silent))
+tables.show_cells(reports.position_display(bias.position), key="bias_position_table", hide_index=False)
 
 discussion = data.discussion_bias(db, study, rev)
 if discussion is not None:
@@ -51,8 +55,11 @@ if discussion is not None:
 st.header("Swap consistency")
 st.caption("When a judge saw the same two answers in both orders, did it pick the same winner? "
            "Inconsistent pairs lean to the position that gained (MT-Bench Table 2).")
-st.plotly_chart(charts.swap_consistency_chart(bias.swap), key="bias_swap")
-tables.show(bias.swap.round(3), key="bias_swap_table", hide_index=False)
+if (silent := reports.silent_chart_note(bias.swap, shown=bias.swap["n_pairs"] > 0)) is None:
+    st.plotly_chart(charts.swap_consistency_chart(bias.swap), key="bias_swap")
+else:
+    st.caption(safe.md(silent))
+tables.show_cells(reports.swap_display(bias.swap), key="bias_swap_table", hide_index=False)
 
 # ---------------------------------------------------------------- self-enhancement
 st.header("Self-enhancement")
@@ -64,7 +71,7 @@ if bias.aliases:
         st.info(f"The heatmap draws {note}: the judges' own models first, then the others in name order (a column "
                 "per contestant could not be read). The table below holds each judge's self-enhancement.",
                 icon=":material/info:")
-    tables.show(bias.self_summary.round(3), key="bias_self_table", hide_index=False)
+    tables.show_cells(reports.self_enhancement_display(bias.self_summary), key="bias_self_table", hide_index=False)
 else:
     st.info("None of the chosen judges is a contestant, so self-enhancement cannot be measured. "
             "Mark which contestant a judge is on **Studies**.")
@@ -74,7 +81,7 @@ st.header("Length bias")
 if bias.length is not None:
     st.caption("Share of decisive verdicts between answers of different length that went to the longer one.")
     st.plotly_chart(charts.length_bias_chart(bias.length), key="bias_length")
-    tables.show(bias.length.round(3), key="bias_length_table", hide_index=False)
+    tables.show_cells(reports.length_display(bias.length), key="bias_length_table", hide_index=False)
 else:
     st.info("Length bias needs the answers' texts. Import the answers on **Data** (question_id, model, answer).")
 
@@ -87,7 +94,7 @@ if bias.debiased is not None:
     chart_col.plotly_chart(charts.position_bias_chart(bias.debiased, group="stage",
                                                       title="First-position wins, as judged vs with tau"),
                            key="bias_threshold")
-    tables.show(reports.threshold_display(bias.tau), key="bias_tau", container=table_col, budget=210)
+    tables.show_cells(reports.threshold_display(bias.tau), key="bias_tau", container=table_col, budget=210)
 else:
     st.info("No chosen judge gave probabilities (p_a), so there is no threshold to tune. "
             "Reviewers that read token probabilities record them on **Reviewers & runs**.")
@@ -126,8 +133,8 @@ except ValueError as error:
 else:
     st.plotly_chart(charts.bias_model_chart(modelled.table), key="bias_model_chart")
     st.caption("Self (family) preference per judge:")
-    tables.show(reports.self_preference_summary(modelled.table), key="bias_self_model")
-    tables.show(reports.bias_model_display(modelled.table), key="bias_model_table",
+    tables.show_cells(reports.self_preference_summary(modelled.table), key="bias_self_model")
+    tables.show_cells(reports.bias_model_display(modelled.table), key="bias_model_table",
                 labels=BIAS_MODEL_LABELS, helps=BIAS_MODEL_HELP)
     if "length" not in set(modelled.table.index.get_level_values("bias")):
         st.caption("No length term: the study has no answers' texts.")
@@ -139,6 +146,6 @@ st.caption("Krippendorff's alpha (nominal) over every presentation two or more c
            "judges also on their own. `peercore agree --study ... --alpha --judge human:` prints the same.")
 rows = data.alpha_rows(db, study, rev, tuple(chosen))
 if len(rows):
-    tables.show(rows, key="bias_alpha")
+    tables.show_cells(rows, key="bias_alpha")
 else:
     st.info("Agreement needs two or more chosen judges who decided the same presentations.")

@@ -32,8 +32,8 @@ counts = reports.opinion_counts(stored_debates, turns)
 st.plotly_chart(charts.opinion_chart(reports.opinion_chart_rows(counts), title=None), key="deb_opinion_chart")
 opinion_all = st.toggle("Every column", key="deb_opinion_all",
                         help="Add the changes each reviewer made after both had agreed (counted apart).")
-tables.show(debates_ui.opinion_columns(reports.opinion_display(counts), every_column=opinion_all),
-            key="deb_opinion_table")
+tables.show_cells(debates_ui.opinion_columns(reports.opinion_display(counts), every_column=opinion_all),
+                  key="deb_opinion_table")
 
 # Full width, one under the other: side by side, the tables' right columns were cut off at 1366 px.
 st.subheader("Leader effect")
@@ -43,15 +43,15 @@ leaders = reports.leader_effect(stored_debates, turns)
 if len(leaders):
     leader_all = st.toggle("Every column", key="deb_leader_all",
                            help="Add the changes each reviewer made after both had agreed, as leader and as follower.")
-    tables.show(debates_ui.leader_columns(reports.leader_display(leaders), every_column=leader_all),
-                key="deb_leader_table", hide_index=False)
+    tables.show_cells(debates_ui.leader_columns(reports.leader_display(leaders), every_column=leader_all),
+                      key="deb_leader_table", hide_index=False)
 else:
     st.caption("No reviewer was challenged in a leader or follower role.")
 adoption = reports.leader_adoption(stored_debates, turns)
 if len(adoption):
     st.caption("Also: of the debates that started split and ended agreed, how many ended on the leader's first "
                "verdict (not PRD's measure).")
-    tables.show(reports.adoption_display(adoption), key="deb_adoption_table", hide_index=False)
+    tables.show_cells(reports.adoption_display(adoption), key="deb_adoption_table", hide_index=False)
 
 # ------------------------------------------------------------------- the list
 st.subheader("Transcripts")

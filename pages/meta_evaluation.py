@@ -60,14 +60,14 @@ else:
         if choice == "loao" and audit["loao_accuracy"] is not None:
             gold_accuracy, gold_name = audit["loao_accuracy"], "leave-one-agent-out gold"
         with st.expander("Circular gold, judge by judge"):
-            tables.show(audit["comparison"], key="meta_circular", hide_index=False)
+            tables.show_cells(audit["comparison"], key="meta_circular", hide_index=False)
             st.caption("An agent's verdict here is its final one in the debate. Leave-one-agent-out gold keeps "
                        "the human decisions and, on a debate the agent argued in, the verdict all the other agents "
                        "ended on (no gold when they split).")
     st.plotly_chart(charts.agreement_chart(gold_accuracy, metrics=data.ACCURACY_METRICS,
                                            title=f"Each judge against {gold_name}"), key="meta_gold_chart")
-    tables.show(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False,
-                labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP)
+    tables.show_cells(reports.accuracy_display(gold_accuracy), key="meta_gold_table", hide_index=False,
+                      labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP, decimals=meta_ui.ACCURACY_DECIMALS)
 
     st.subheader("By scenario and criterion (ScaleEval Tables 3–4)")
     criteria = ["All criteria", *meta.criteria]
@@ -90,15 +90,18 @@ else:
     st.plotly_chart(charts.agreement_chart(meta.human_accuracy, metrics=data.ACCURACY_METRICS,
                                            title="Each judge against the human majority" if reference_mode == "majority"
                                            else "Each judge against every human vote"), key="meta_human_chart")
-    tables.show(reports.accuracy_display(meta.human_accuracy), key="meta_human_table", hide_index=False,
-                labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP)
+    tables.show_cells(reports.accuracy_display(meta.human_accuracy), key="meta_human_table", hide_index=False,
+                      labels=meta_ui.ACCURACY_LABELS, helps=meta_ui.ACCURACY_HELP, decimals=meta_ui.ACCURACY_DECIMALS)
 
 # ------------------------------------------------------------------ cost vs agreement
 st.header("Cost versus agreement")
 costs = meta.costs
-st.caption(costs["caption"])
-against = "the gold set" if meta.gold_accuracy is not None else HUMAN_WORDS[reference_mode]
-st.plotly_chart(meta_ui.cost_chart(costs, against=against), key="meta_cost")
+if (silent := meta_ui.cost_chart_note(costs)) is not None:  # no point to draw: no empty chart, the reason
+    st.info(silent, icon=":material/info:")
+else:
+    st.caption(costs["caption"])
+    against = "the gold set" if meta.gold_accuracy is not None else HUMAN_WORDS[reference_mode]
+    st.plotly_chart(meta_ui.cost_chart(costs, against=against), key="meta_cost")
 
 # ------------------------------------------------------------------ criteria variation
 st.header("Robustness to the criteria prompt (ScaleEval Table 5)")
@@ -121,8 +124,8 @@ else:
     every_column = st.toggle("Every column", key="meta_evaluators_all",
                              help="Add the human-judged count, agreement without ties, Fleiss' kappa, Kendall, "
                                   "P(prefers lists) and seconds per 1,000 (as `peercore judges` prints them).")
-    tables.show(guarantees_ui.evaluator_display(evaluators, every_column=every_column), key="meta_evaluators",
-                labels=guarantees_ui.EVALUATOR_LABELS, helps=guarantees_ui.EVALUATOR_HELP)
+    tables.show_cells(guarantees_ui.evaluator_display(evaluators, every_column=every_column), key="meta_evaluators",
+                      labels=guarantees_ui.EVALUATOR_LABELS, helps=guarantees_ui.EVALUATOR_HELP)
     for note in evaluators.notes:
         st.caption(safe.md(note))
 
@@ -191,6 +194,6 @@ else:
             st.markdown(f"On {escalation.n_calibration:,} human-labelled comparisons: the judges keep "
                         f"{1 - escalation.escalated:.2%} of the verdicts, {escalation.escalated:.2%} go to humans; "
                         f"agreement with the human majority on what the judges keep: {kept_agreement}.")
-            tables.show(guarantees_ui.plan_display(escalation), key="meta_plan", labels=guarantees_ui.PLAN_LABELS)
+            tables.show_cells(guarantees_ui.plan_display(escalation), key="meta_plan", labels=guarantees_ui.PLAN_LABELS)
             for warning in escalation.warnings:
                 st.caption(safe.md(warning))

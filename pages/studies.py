@@ -152,8 +152,9 @@ if description:
     safe.text(description)
 
 cells = st.columns(7)
+helps = reports.summary_helps(summary)  # a card holds a short number, its detail in the help
 for cell, (label, value) in zip(cells, reports.summary_metrics(summary)):
-    cell.metric(label, value)
+    cell.metric(label, value, help=helps.get(label))
 
 with st.container():
     st.subheader("Where the data came from")
@@ -172,7 +173,7 @@ with st.container():
         contestants = data.contestants(db, study, rev)
         editor_frame = data.judge_editor_frame(db, study, rev)
         edited = st.data_editor(
-            editor_frame, hide_index=True, width="stretch", key="studies_judges",
+            editor_frame, hide_index=True, width="stretch", key="studies_judges", placeholder=tables.MISSING,
             disabled=["name", "verdicts", "unparsed", "origin", "model", "configuration"],
             column_config=tables.with_widths(editor_frame, {
                 "origin": st.column_config.TextColumn("origin", help="import: from a file; run: produced by a "

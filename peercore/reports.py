@@ -38,7 +38,8 @@ __all__ = [
     "system_summary", "criteria_variation", "run_costs", "scaleeval_pivots", "health_display",
     "settings_text", "opinion_chart_rows", "adoption_display", "BASELINE_COLUMNS",
     "baseline_columns", "baseline_display", "style_table", "grouped_table", "bias_model_display",
-    "self_preference_summary", "alpha_display", "BIAS_LABELS",
+    "self_preference_summary", "alpha_display", "BIAS_LABELS", "swap_display", "self_enhancement_display",
+    "length_display", "silent_chart_note", "summary_helps", "field_words",
 ]
 
 # Leaderboard methods as the page names them -> peercore.domain.options.Method codes.
@@ -380,15 +381,23 @@ def settings_text(settings: Mapping | None) -> str:
 
 
 def health_display(health: pd.DataFrame) -> pd.DataFrame:
-    """The judge health table (:func:`peercore.bias.judge_health`) with readable columns."""
-    interval = ["" if pd.isna(lo) else f"{lo:.2f} – {hi:.2f}" for lo, hi in zip(health["ci_low"], health["ci_high"])]
+    """The judge health table (:func:`peercore.bias.judge_health`) with readable columns.
+
+    The interval has 3 decimals as every probability (:func:`position_display`); a judge
+    without one has a missing cell (drawn "—").
+    """
     return pd.DataFrame({
         "judge": health.index, "replies": health["n"].astype(int),
-        "P(first chosen)": health["p_first"].round(3), "95% interval": interval,
+        "P(first chosen)": health["p_first"].round(3), "95% interval": _missing(_intervals(health["ci_low"], health["ci_high"], 3)),
         "identical verdicts": health["identical_share"].round(3), "unparsed": health["invalid_share"].round(3),
         "carries information": ["no: " + r if f else "yes" for f, r in zip(health["flagged"], health["reasons"])],
-        "what to try": health["fix"],
+        "what to try": health["fix"].fillna("").astype(str),
     })
+
+
+def _missing(texts: Iterable[str]) -> list[str | None]:
+    """Text cells with an empty one as missing (None), which the pages draw "—"."""
+    return [text if text else None for text in texts]
 
 
 def criteria_variation(judgments: pd.DataFrame, gold: pd.DataFrame, *,
@@ -491,11 +500,22 @@ _SUMMARY_LABELS = (("questions", "Questions"), ("contestants", "Contestants"), (
 def summary_metrics(summary: dict) -> list[tuple[str, str]]:
     """(label, formatted count) for the Studies page header, in display order.
 
-    Judgments are counted as everywhere else (import summaries, ``peercore`` output):
-    readable verdicts, plus the unparsed replies kept with their raw text shown apart.
+    Each card holds one short number that a 1366 px screen shows whole: judgments are the
+    readable verdicts; the unparsed replies kept beside them are in :func:`summary_helps`.
     """
-    return [(label, judgment_count(summary) if key == "judgments" else f"{summary[key]:,}")
-            for key, label in _SUMMARY_LABELS]
+    return [(label, f"{summary[key]:,}") for key, label in _SUMMARY_LABELS]
+
+
+def summary_helps(summary: dict) -> dict[str, str]:
+    """The detail each Studies card of :func:`summary_metrics` keeps in its help (a card holds one short number).
+
+    Judgments: how many unparsed replies are kept beside the readable verdicts
+    (:func:`judgment_count` writes both in one line where there is room).
+    """
+    unparsed = int(summary.get("invalid_judgments", 0))
+    return {"Judgments": f"{summary['judgments']:,} readable verdicts"
+                         + (f", plus {unparsed:,} unparsed replies kept with their raw text (shown apart on Data)."
+                            if unparsed else "; no unparsed reply.")}
 
 
 def judgment_count(summary: dict) -> str:
@@ -509,7 +529,28 @@ def source_table(source: dict) -> pd.DataFrame:
     shown = {k: v for k, v in source.items() if k != "imports"}
     if isinstance(source.get("imports"), list):
         shown["imports"] = f"{len(source['imports'])} file(s), listed on Data"
-    return pd.DataFrame({"field": list(shown), "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
+    return pd.DataFrame({"field": [field_words(k) for k in shown],
+                         "value": [v if isinstance(v, str) else json.dumps(v) for v in shown.values()]})
+
+
+#: Provenance fields whose name is a package's, written as the package spells it.
+_FIELD_NAMES = {"llama_cpp_python": "llama-cpp-python"}
+
+
+def field_words(name: str) -> str:
+    """A provenance field's name in plain words: ``made_by`` -> "made by", ``date_utc`` -> "date (UTC)".
+
+    Examples
+    --------
+    >>> [field_words(n) for n in ("made_by", "debate_date_utc", "peercore_version", "kind")]
+    ['made by', 'debate date (UTC)', 'peercore version', 'kind']
+    """
+    name = str(name)
+    if name in _FIELD_NAMES:
+        return _FIELD_NAMES[name]
+    if name.endswith("_utc"):
+        return name[:-len("_utc")].replace("_", " ") + " (UTC)"
+    return name.replace("_", " ")
 
 
 #: Contestants the Elo curves draw by default (the top of the table): 15 lines cannot be told apart.
@@ -669,7 +710,7 @@ def self_preference_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def alpha_display(result) -> pd.DataFrame:
     """Krippendorff's alpha (:class:`peercore.agreement.AlphaResult`) as a one-row table."""
-    return pd.DataFrame([{"raters": len(result.raters), "alpha": round(result.alpha, 4),
+    return pd.DataFrame([{"raters": len(result.raters), "alpha": round(result.alpha, 3),
                           "95% interval": _intervals(pd.Series([result.ci_low]), pd.Series([result.ci_high]), 3)[0],
                           "units": result.units, "values": result.values}])
 
@@ -703,17 +744,63 @@ def what_if_display(comparison: pd.DataFrame) -> pd.DataFrame:
 
 
 def position_display(position: pd.DataFrame) -> pd.DataFrame:
+    """Position bias (:func:`peercore.position.position_bias`) with plain headers, one row per judge (the index)."""
     return pd.DataFrame({
         "verdicts": position["n"], "decisive": position["n_decisive"], "P(first)": position["p_first"].round(3),
-        "95% interval": [f"{lo:.3f} – {hi:.3f}" if pd.notna(lo) else "" for lo, hi in zip(position["ci_low"], position["ci_high"])],
+        "95% interval": _missing(_intervals(position["ci_low"], position["ci_high"], 3)),
         "P(first) over all, ties included (eq. 8)": position["p_first_all"].round(3),
         "ties": position["tie_rate"].round(3),
-        "why no statistic": position["position_note"].fillna("") if "position_note" in position.columns else "",
+        "why no statistic": position["position_note"].fillna("").astype(str) if "position_note" in position.columns else "",
     }, index=position.index)
 
 
+def swap_display(swap: pd.DataFrame) -> pd.DataFrame:
+    """Swap consistency (:func:`peercore.position.swap_consistency`) with plain headers, one row per judge.
+
+    The shares are named as the chart's legend names them; ``why no statistic`` holds the
+    judge's note when it judged no pair in both orders.
+    """
+    return pd.DataFrame({
+        "pairs in both orders": swap["n_pairs"].astype(int), "consistent": swap["consistent"].round(3),
+        "favours first": swap["inconsistent_first"].round(3), "favours second": swap["inconsistent_second"].round(3),
+        "why no statistic": swap["position_note"].fillna("").astype(str) if "position_note" in swap.columns else "",
+    }, index=swap.index)
+
+
+def self_enhancement_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """Self-enhancement (:func:`peercore.bias.self_enhancement`'s summary) with plain headers, one row per judge."""
+    return pd.DataFrame({
+        "its own model": summary["model"].astype(str), "win rate it gives its model": summary["own_win_rate"].round(3),
+        "win rate the others give it": summary["others_win_rate"].round(3),
+        "self-enhancement": summary["self_enhancement"].round(3),
+    }, index=summary.index)
+
+
+def length_display(length: pd.DataFrame) -> pd.DataFrame:
+    """Length bias (:func:`peercore.bias.length_bias`) with plain headers, one row per judge."""
+    return pd.DataFrame({
+        "verdicts": length["n"].astype(int), "longer won": length["n_longer_won"].astype(int),
+        "P(longer chosen)": length["longer_win_rate"].round(3),
+        "95% interval": _missing(_intervals(length["ci_low"], length["ci_high"], 3)),
+    }, index=length.index)
+
+
+def silent_chart_note(frame: pd.DataFrame, *, shown: pd.Series) -> str | None:
+    """Why a bias chart is not drawn, in one line, or None when some judge (``shown`` True) has a bar.
+
+    The reasons are the judges' own notes (``position_note``: the order of the answers is
+    unknown, no pair was judged in both orders), each said once.
+    """
+    if bool(shown.any()):
+        return None
+    notes = frame["position_note"].fillna("").astype(str) if "position_note" in frame.columns else pd.Series(dtype=str)
+    reasons = list(dict.fromkeys(note for note in notes if note))
+    return "No chart: " + ("; ".join(reasons) if reasons else "no chosen judge has a verdict to draw") + "."
+
+
 def threshold_display(tau: pd.Series) -> pd.DataFrame:
-    return pd.DataFrame({"judge": tau.index, "tau (median p_a)": tau.round(4).to_numpy()})
+    """Each judge's debiasing threshold tau (the median probability it gives the first answer), 3 decimals."""
+    return pd.DataFrame({"judge": tau.index, "tau (median P(A wins))": tau.round(3).to_numpy()})
 
 
 def debate_metrics(overview: pd.DataFrame) -> list[tuple[str, str]]:
@@ -814,7 +901,12 @@ def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`peercore.app.agreement.accuracy_table` with readable column names (each kappa named)."""
-    return table.round(3).rename(columns={"n": "matched", "cohen_kappa": "Cohen's kappa",
+    table = table.round(3)
+    if "reference_votes" in table.columns:  # a count (the median per comparison): an integer when it is one
+        votes = table["reference_votes"]
+        table = table.assign(reference_votes=votes.round(0).astype("Int64") if (votes.dropna() % 1 == 0).all()
+                             else votes.round(1))
+    return table.rename(columns={"n": "matched", "cohen_kappa": "Cohen's kappa", "reference_votes": "reference votes",
                                           "fleiss_kappa": "Fleiss' kappa (PRD Table 3)",
                                           "unparsed": "unparsed (counted as misses)",
                                           "n_without_ties": "matched w/o ties",

@@ -17,6 +17,8 @@ for headers. A study that cannot give a section its input gets a sentence saying
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from peercore.app.calibration import CalibratedLeaderboard, calibrated_leaderboard
@@ -101,11 +103,11 @@ def evaluators(db: str, study: str, rev: int) -> EvaluatorLeaderboard:
 def evaluator_display(board: EvaluatorLeaderboard, *, every_column: bool = False) -> pd.DataFrame:
     """The columns that say something for this study (an all-empty column is left out; its note says why).
 
-    The interval is one text column (``[low, high]``, 3 decimals) so the table fits a 1366 px
-    screen; ``every_column`` adds the rest of ``peercore judges``' columns.
+    The interval is one text column (``low – high``, 3 decimals, missing when unknown) so the
+    table fits a 1366 px screen; ``every_column`` adds the rest of ``peercore judges``' columns.
     """
-    table = board.table.assign(human_agreement_interval=interval_text(board.table["human_agreement_low"],
-                                                                      board.table["human_agreement_high"]))
+    interval = interval_text(board.table["human_agreement_low"], board.table["human_agreement_high"])
+    table = board.table.assign(human_agreement_interval=interval.where(interval != "", None))  # missing: drawn "—"
     columns = _EVALUATOR_SHOWN + (_EVALUATOR_MORE if every_column else [])
     table = table[columns]
     keep = [c for c in table.columns if c in ("judge", "verdicts") or table[c].replace("", None).notna().any()]
@@ -113,9 +115,9 @@ def evaluator_display(board: EvaluatorLeaderboard, *, every_column: bool = False
 
 
 def interval_text(low: pd.Series, high: pd.Series, *, decimals: int = 3) -> pd.Series:
-    """``[low, high]`` per row with ``decimals`` decimals; '' where either end is missing."""
+    """``low – high`` per row with ``decimals`` decimals (as every interval on the pages); '' where an end is missing."""
     def one(a, b) -> str:
-        return "" if pd.isna(a) or pd.isna(b) else f"[{a:.{decimals}f}, {b:.{decimals}f}]"
+        return "" if pd.isna(a) or pd.isna(b) else f"{a:.{decimals}f} – {b:.{decimals}f}"
     return pd.Series([one(a, b) for a, b in zip(low, high)], index=low.index, dtype=object)
 
 
@@ -269,7 +271,32 @@ def plan(db: str, study: str, rev: int, *, cascade: tuple[str, ...], reference: 
     return _result(_memo(db, study, key, make))
 
 
+#: How the plan's table writes a stage without a usable threshold (an infinite one: the judge keeps no verdict).
+NO_THRESHOLD = "no threshold (keeps none)"
+
+
 def plan_display(result: EscalationPlan) -> pd.DataFrame:
-    """One row per stage, then humans; the columns of the plan's table."""
+    """One row per stage, then humans; the columns of the plan's table, every cell as the pages' rule reads.
+
+    The threshold is text: 3 decimals, :data:`NO_THRESHOLD` in words where it is infinite,
+    missing (drawn "—") for the humans' row; other missing cells are missing numbers, never "None".
+    """
     frame = pd.DataFrame(result.stages)
-    return frame[[c for c in PLAN_LABELS if c in frame.columns]]
+    frame = frame[[c for c in PLAN_LABELS if c in frame.columns]].copy()
+    for column in frame.columns:
+        if column in ("stage", "threshold"):
+            continue
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        if numbers.notna().sum() == frame[column].notna().sum():  # numbers with None for missing: NaN
+            frame[column] = numbers.astype(float)
+    if "threshold" in frame.columns:
+        frame["threshold"] = [_threshold_text(t) for t in frame["threshold"]]
+    return frame
+
+
+def _threshold_text(value) -> str | None:
+    """A confidence threshold in words: 3 decimals, :data:`NO_THRESHOLD` when infinite, None when absent."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    number = float(value)
+    return f"{number:.3f}" if math.isfinite(number) else NO_THRESHOLD

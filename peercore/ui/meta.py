@@ -22,7 +22,10 @@ GOLD_CHOICES = {"panel": "Panel gold (ScaleEval)", "loao": "Leave-one-agent-out 
 ACCURACY_LABELS = {"Fleiss' kappa (PRD Table 3)": "Fleiss' kappa", "unparsed (counted as misses)": "unparsed",
                    "matched w/o ties": "matched, no ties", "accuracy w/o ties": "accuracy, no ties",
                    "Cohen's kappa w/o ties": "Cohen, no ties"}
+#: A median of reference votes that is not a whole number keeps one decimal (a whole one is a count, "1,200").
+ACCURACY_DECIMALS = {"reference votes": 1}
 ACCURACY_HELP = {
+    "reference votes": "Median number of reference votes per matched comparison.",
     "matched": "Comparisons both the judge and the reference decided.",
     "Cohen's kappa": "Agreement corrected for chance (MT-Bench's measure).",
     "Fleiss' kappa (PRD Table 3)": "Judge and reference as two raters, as PRD's Table 3 reports it.",
@@ -122,3 +125,22 @@ def cost_chart(costs: dict, *, against: str):
     fig.update_traces(name=f"one point per judge (its name {beside})", showlegend=True)
     fig.update_layout(showlegend=True)
     return fig
+
+
+#: What the Cost versus agreement section says when it has no point to draw and no run recorded a cost.
+NO_RUN_ACCOUNTING = ("No run accounting: costs are known for runs made here (**Reviewers & runs**), and no judge of "
+                     "this study has both a count or cost and an accuracy to draw.")
+
+
+def cost_chart_note(costs: dict) -> str | None:
+    """Why the cost-versus-agreement chart is not drawn, or None when some judge has a point on it.
+
+    ``costs`` as for :func:`cost_chart`: a judge is drawn when its cost (or verdicts) and its
+    accuracy are both known; with none, an empty chart would say nothing.
+    """
+    table = costs["table"]
+    if len(table.dropna(subset=["cost", "agreement"])):
+        return None
+    if "USD" in costs["axis"]:
+        return "No judge with a recorded cost has an accuracy to draw: costs are known for runs made here."
+    return NO_RUN_ACCOUNTING

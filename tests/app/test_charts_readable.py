@@ -9,9 +9,11 @@ LMArena's and AlpacaEval's columns (votes, preliminary, average length).
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from app_studies import app_test, open_page, problems
@@ -178,7 +180,11 @@ def test_bias_tables_share_the_number_formats(synthetic):
         formats = {k: v for k, v in _column_formats(element).items() if v}
         assert set(formats.values()) <= {"%.1f", "%.2f", "%.3f", "%d"}, formats
     shares = next(e for e in at.dataframe if "P(first)" in e.value.columns)
-    assert _column_formats(shares)["P(first)"] == "%.3f" and _column_formats(shares)["ties"] == "%.3f"
+    # drawn by the rule's cell texts (peercore.ui.tables.show_cells): 3 decimals each
+    drawn = pa.ipc.open_stream(shares.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    for column in ("P(first)", "ties"):
+        texts = [t for t in drawn.iloc[:, list(shares.value.columns).index(column) - len(shares.value.columns)]]
+        assert texts and all(re.fullmatch(r"\d\.\d{3}", t) for t in texts), (column, texts)
 
 
 def test_a_table_wider_than_its_place_gets_narrower_columns():

@@ -204,7 +204,7 @@ def test_bias_page_shows_every_section_for_llm_judges(synthetic):
     position = table(at, "P(first)")
     # local:charlie leans to the first answer, the others do not
     assert position.loc["local:charlie", "P(first)"] > position.loc["openai:alpha", "P(first)"]
-    tau = table(at, "tau (median p_a)")
+    tau = table(at, "tau (median P(A wins))")
     assert list(tau["judge"]) == ["local:charlie"]  # the only judge with probabilities
     # The bias model: local:charlie's first-position pull is the largest, and every LLM judge (a contestant)
     # has a self-preference row; the three judges' agreement is one alpha row.

@@ -334,13 +334,13 @@ def test_cli_bias_equals_the_bias_page(studies, study, tmp_path, monkeypatch, ca
         assert (row["verdicts"], row["decisive"]) == (want["n"], want["n_decisive"]), judge
         assert _cells([row["P(first)"], row["P(first) over all, ties included (eq. 8)"], row["ties"]]) == \
             [_rounded(want["p_first"]), _rounded(want["p_first_all"]), _rounded(want["tie_rate"])], judge
-        interval = "" if want["ci_low"] is None else f"{want['ci_low']:.3f} – {want['ci_high']:.3f}"
-        assert row["95% interval"] == interval, judge
+        interval = None if want["ci_low"] is None else f"{want['ci_low']:.3f} – {want['ci_high']:.3f}"  # None: "—"
+        assert (row["95% interval"] if pd.notna(row["95% interval"]) else None) == interval, judge
         if not want["flagged"] and row["why no statistic"]:
             assert want["reasons"] == row["why no statistic"], judge
-    swap = _under(at, "Swap consistency", "n_pairs", "consistent")
+    swap = _under(at, "Swap consistency", "pairs in both orders", "consistent")
     for judge, row in swap.iterrows():
-        assert row["n_pairs"] == cli[judge]["n_pairs"], judge
+        assert row["pairs in both orders"] == cli[judge]["n_pairs"], judge
         assert _cells([row["consistent"]]) == [_rounded(cli[judge]["swap_consistency"])], judge
     health = _under(at, "Judge health", "judge", "carries information").set_index("judge")
     for judge, row in health.iterrows():
