@@ -399,9 +399,11 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     .. math:: \\operatorname{logit} P(a \\succ b \\mid j) = \\xi_a - \\xi_b
               + \\beta^{pos}_j + \\beta^{self}_j s_j(a, b) + \\beta^{len}_j \\ell(a, b)
 
-    * position: the constant 1 (the answer shown first), so :math:`\\beta^{pos}_j` is
-      the judge's pull towards the first position at equal quality (Liusie et al.
-      2024's position bias, now net of the models shown);
+    * position: 1 on the judge's verdicts whose order is known (an ``order_known`` column,
+      else pairs the judge saw both ways round, :func:`peercore.domain.verdicts.infer_order`),
+      0 elsewhere, so :math:`\\beta^{pos}_j` is the judge's pull towards the answer shown
+      first at equal quality (Liusie et al. 2024's position bias, now net of the models
+      shown); NaN for a judge whose order is never known (AlpacaEval's annotations);
     * self-preference: :math:`s_j = \\mathbb 1[\\mathrm{fam}(a) = \\mathrm{fam}(j)]
       - \\mathbb 1[\\mathrm{fam}(b) = \\mathrm{fam}(j)]`, the judge's family being the
       family of the contestant it is (``aliases``), families from ``families``
@@ -449,10 +451,16 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     from peercore.ranking._battles import encode
 
     _check_level(level)
+    recorded = judgments["order_known"].to_numpy() if "order_known" in judgments.columns else None
     judgments = _canonical(judgments, "judgments")
     if len(judgments) == 0:
         raise ValueError("judgments is empty; the bias model needs verdicts")
     battles = encode(judgments)
+    # The position term reads only verdicts whose order is known (the source recorded which answer
+    # the judge saw first, or the judge saw the pair both ways round): where a file fixes a pair's
+    # orientation (AlpacaEval's generator_1 is always the baseline) "first" is a model, not a position.
+    known = (np.asarray(recorded, dtype=float) == 1) if recorded is not None else \
+        verdicts.infer_order(battles.a, battles.b, battles.judge, battles.n_models)
     count = np.ones(len(battles), dtype=np.int64)
     models = battles.models
     family = families_of(models, families)
@@ -474,9 +482,9 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
         ratio = ratio / sd if sd > 0 else None
     for k, judge in enumerate(judges):
         mine = battles.judge == k
-        columns.append(mine.astype(float))
+        columns.append((mine & known).astype(float))
         names.append((judge, "position"))
-        informative.append(int(count[mine].sum()))
+        informative.append(int(count[mine & known].sum()))
         own = aliases.get(judge)
         if own is not None:
             fam = family[own]

@@ -400,3 +400,25 @@ def test_the_wilson_interval_equals_statsmodels():
         assert np.allclose(low, theirs[0], atol=1e-12, rtol=0) and np.allclose(high, theirs[1], atol=1e-12, rtol=0)
     low, high = _wilson(np.array([0.0, 3.0]), np.array([0.0, 10.0]), 0.95)
     assert np.isnan(low[0]) and np.isnan(high[0]) and 0 < low[1] < 0.3 < high[1] < 1
+
+
+def test_judge_bias_model_has_no_position_term_where_the_order_is_unknown():
+    """Liusie et al. 2024's position bias needs to know which answer was shown first. AlpacaEval stores the
+    baseline as generator_1 whatever its judge saw: imported with order_known = 0, the model's position term is
+    not fitted (NaN, no informative verdict) instead of reading the baseline's strength as a pull to "first".
+    A judge whose order is known keeps its term."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for q in range(300):
+        for model in ("m1", "m2", "m3"):  # AlpacaEval's shape: the baseline always model_a, order unknown
+            rows.append({"question_id": f"q{q}", "model_a": "base", "model_b": model, "judge": "annotator",
+                         "winner": "model_a" if rng.random() < 0.7 else "model_b", "order_known": 0})
+        a, b = ("m1", "m2") if q % 2 else ("m2", "m1")  # a judge shown both orders, recorded
+        rows.append({"question_id": f"q{q}", "model_a": a, "model_b": b, "judge": "known",
+                     "winner": "model_a" if rng.random() < 0.6 else "model_b", "order_known": 1})
+    frame = pd.DataFrame(rows)
+    table = judge_bias_model(frame).table
+    assert math.isnan(table.loc[("annotator", "position"), "coefficient"])
+    assert table.loc[("annotator", "position"), "n_informative"] == 0
+    assert table.loc[("known", "position"), "n_informative"] == 300
+    assert table.loc[("known", "position"), "probability_shift"] == pytest.approx(0.1, abs=0.08)
