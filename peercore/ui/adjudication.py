@@ -35,6 +35,7 @@ import streamlit as st
 
 from peercore import assignment
 from peercore.app import access
+from peercore.app.calibration import label_request_effect
 from peercore.assignment import DecisionRefused
 from peercore.errors import AccessDenied
 from peercore.store import QUEUE_KINDS
@@ -411,7 +412,6 @@ def label_request_ids(study: str) -> set[int]:
 
 def request_effects(db: str, study: str, rev: int) -> list:
     """:func:`peercore.app.calibration.label_request_effect` of the study, memoised per revision."""
-    from peercore.app.calibration import label_request_effect
 
     handle = data.study(db, study)
     return handle.cached(("ui.adjudication", "label_request_effect"), lambda: label_request_effect(handle))

@@ -30,6 +30,7 @@ from peercore.jobs.base import progress_line
 from peercore.jobs.estimate import estimate as estimate_job
 from peercore.jobs.pricing import load_prices
 from peercore.ui import access, data, runs
+from peercore.ui.guarantees import llm_judges
 
 __all__ = ["CASCADE", "DEFAULT_TARGET", "DEFAULT_RISK", "CascadeRun", "stage_choices", "default_reference",
            "launch_cascade", "clear_cascade", "stage_text", "report_display", "report_sentence", "REPORT_LABELS"]
@@ -44,7 +45,6 @@ def stage_choices(db: str, study: str, rev: int, reviewers: list[dict]) -> list[
     A reviewer is offered as the spec ``peercore escalate --cascade`` takes
     (:func:`peercore.ui.runs.spec`); one whose spec is already a judge name is listed once.
     """
-    from peercore.ui.guarantees import llm_judges
 
     judges = llm_judges(db, study, rev)
     specs = [runs.spec(r) for r in reviewers]
