@@ -30,7 +30,8 @@ def anchored_frame(at) -> pd.DataFrame:
 
 
 def interval(low: float, high: float, decimals: int) -> str:
-    return f"[{low:.{decimals}f}, {high:.{decimals}f}]"
+    """An interval as every table of the dashboard writes it (the one display rule)."""
+    return f"{low:.{decimals}f} – {high:.{decimals}f}"
 
 
 def assert_shows(at, board, *, decimals: int) -> None:
