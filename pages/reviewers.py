@@ -330,8 +330,9 @@ else:
                + (f"; the first {runs.DISPLAY_LIMIT:,} are listed" if len(shown) > runs.DISPLAY_LIMIT else "")
                + ". Open one below to read the question, both answers and the judge's reasoning.")
     listed = shown.head(runs.DISPLAY_LIMIT)
-    st.dataframe(runs.verdicts_display(listed), hide_index=True, width="stretch", key="rv_inspect_table",
-                 column_config=runs.verdicts_columns())
+    table = runs.verdicts_display(listed)
+    st.dataframe(table, hide_index=True, width="stretch", key="rv_inspect_table",
+                 column_config=tables.with_widths(table, runs.verdicts_columns()))
     row = st.selectbox("Open", listed.index.tolist(), key="rv_inspect_row", format_func=runs.verdict_label(listed))
     item = listed.loc[row]
     st.markdown(" ".join([safe.code(item["judge"]), data.verdict_badge(item["verdict"] if item["valid"] else None),

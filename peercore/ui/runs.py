@@ -706,20 +706,21 @@ def verdicts_display(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def verdicts_columns() -> dict:
-    """Column widths that keep the table within a 1366 px screen (the rationale is read below the table)."""
+    """Headers in plain words and their help; widths are fitted to a 1366 px screen by the page
+    (:func:`peercore.ui.tables.with_widths`: names told apart, the rationale read below the table)."""
     return {
-        "question": st.column_config.TextColumn("question", width=80),
-        "judge": st.column_config.TextColumn("judge", width=150),
-        "shown first": st.column_config.TextColumn("shown first", width=105),
-        "shown second": st.column_config.TextColumn("shown second", width=105),
-        "verdict": st.column_config.TextColumn("verdict", width=105),
-        "p_a": st.column_config.NumberColumn("p_a", format="%.3f", width=55,
+        "question": st.column_config.TextColumn("question"),
+        "judge": st.column_config.TextColumn("judge"),
+        "shown first": st.column_config.TextColumn("shown first"),
+        "shown second": st.column_config.TextColumn("shown second"),
+        "verdict": st.column_config.TextColumn("verdict"),
+        "p_a": st.column_config.NumberColumn("P(first better)", format="%.3f",
                                              help="Probability that the answer shown first is better"),
-        "valid": st.column_config.CheckboxColumn("valid", width=50, help="False: the reply held no readable verdict"),
-        "orders agree": st.column_config.TextColumn("orders agree", width=85,
+        "valid": st.column_config.CheckboxColumn("valid", help="False: the reply held no readable verdict"),
+        "orders agree": st.column_config.TextColumn("orders agree",
                                                     help="The same judge on the same pair in the other order: same "
                                                          "winner? — = not judged in both orders"),
-        "rationale": st.column_config.TextColumn("rationale", width=150),
+        "rationale": st.column_config.TextColumn("rationale"),
     }
 
 

@@ -55,8 +55,8 @@ def fitted_widths(frame: pd.DataFrame, budget: int, *, labels: Mapping[str, str]
     def natural(name: str, cells: pd.Series, fmt: str | None) -> int:
         if fmt is not None:
             texts = [fmt % v if pd.notna(v) else "" for v in cells]
-        else:
-            texts = cells.astype(str).tolist()
+        else:  # a missing cell is drawn empty ("—" by show_cells); astype(str) may keep NaN as NaN
+            texts = ["" if not isinstance(v, str) and pd.isna(v) else str(v) for v in cells]
         longest = max([len(str((labels or {}).get(name, name))) + 2, *map(len, texts)])
         return _px(longest)
 

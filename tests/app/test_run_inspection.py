@@ -206,3 +206,20 @@ def test_the_page_caps_a_job_to_its_budget_and_question_limit_and_says_so(synthe
     assert metrics["Items to do"] == "24 of 24"  # 2 of 9 questions x 12 ordered pairs
     assert any("question limit 2: 2 of 9 questions" in i.value for i in at.info)
     assert not at.button(key="rv_launch").disabled
+
+
+def test_the_inspection_table_fits_its_widths_and_says_p_a_in_words():
+    """The Inspect verdicts table had fixed widths that cut judges' and models' names at 1366 px and a `p_a`
+    header (issue 21, seen in the screenshots): now widths come from tables.with_widths (names told apart)."""
+    from peercore.ui import runs, tables
+
+    config = runs.verdicts_columns()
+    assert config["p_a"]["label"] == "P(first better)"
+    assert all(column.get("width") is None for column in config.values())  # no fixed width left to cut a name
+    judges = ["local:qwen2.5-coder-1.5b-instruct@t0.7", "local:qwen2.5-coder-1.5b-instruct@t1.0"]
+    frame = pd.DataFrame({"question": ["q1", "q2"], "judge": judges, "shown first": ["a", "b"],
+                          "shown second": ["b", "a"], "verdict": ["model_a", "tie"], "p_a": [0.9, float("nan")],
+                          "valid": [True, True], "orders agree": ["yes", "—"], "rationale": ["why " * 80] * 2})
+    widths = tables.with_widths(frame, config)
+    assert widths["judge"]["width"] >= tables.telling_width(judges)
+    assert sum(column["width"] for column in widths.values()) <= tables.FULL_WIDTH
