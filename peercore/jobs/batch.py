@@ -835,4 +835,21 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
 
 def run_batch_sync(job: "Job", store: "Store", **options) -> RunResult:
     """:func:`run_batch` in a fresh event loop (scripts, the CLI, tests)."""
-    return asyncio.run(run_batch(job, store, **options))
+    async def quietly() -> RunResult:
+        asyncio.get_running_loop().set_exception_handler(_late_data_is_no_error)
+        return await run_batch(job, store, **options)
+    return asyncio.run(quietly())
+
+
+def _late_data_is_no_error(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The loop's exception handler: a reply arriving on a connection whose read was just cancelled is no error.
+
+    A Ctrl-C cancels the run while a poll's reply may be on its way; when it lands, anyio's
+    stream protocol sets an event whose waiter was cancelled (``InvalidStateError`` in
+    ``protocol.data_received``), and asyncio's default handler printed a traceback under the
+    CLI's one line. The connection is being closed with the cancelled run; nothing is lost.
+    Every other error goes to the default handler.
+    """
+    if isinstance(context.get("exception"), asyncio.InvalidStateError) and "protocol" in context:
+        return
+    loop.default_exception_handler(context)
