@@ -105,6 +105,12 @@ class DecisionRefused(PeercoreError):
                                status=self.status, kind=self.kind, consensus=self.consensus)
 
 
+# What the adjudication queue offers: debates the agents left unresolved, and label
+# requests (comparisons people are asked to label: issue 23's active inference, the rest
+# of an escalation cascade). PRD discussions are never adjudicated.
+QUEUE_KINDS = ("debate", "label_request")
+
+
 @dataclass(frozen=True)
 class Item:
     """A debate handed to an annotator, with the lease on it.
@@ -208,7 +214,7 @@ def refusal_message(debate_id: int, annotator: str, *, overlap: int, deciders: l
     """What an annotator reads when the store refuses their decision (see :class:`DecisionRefused`)."""
     debate = f"debate #{int(debate_id)}"
     not_stored = f"{annotator}'s decision was not stored"
-    if kind not in ("debate", "label_request"):
+    if kind not in QUEUE_KINDS:
         return (f"{debate} is a {kind}, not a debate: only debates whose agents disagreed and label requests are "
                 f"adjudicated; {not_stored}.")
     if status == "agreed":

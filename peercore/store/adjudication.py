@@ -202,7 +202,7 @@ class AdjudicationMixin:
         return _db.read_sql_query(
             "SELECT d.id, d.debate_key, d.kind, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
             f"d.n_rounds, {count} AS decisions, {leased} AS leased "
-            "FROM debates d WHERE d.study_id = ? AND d.kind IN ('debate', 'label_request') "
+            f"FROM debates d WHERE d.study_id = ? AND {_IN_QUEUE} "
             f"AND d.status = 'unresolved' AND {where} "
             "ORDER BY d.id",
             self.connect(), params=params,
@@ -552,6 +552,10 @@ def _of_study(table: str) -> str:
     return f"EXISTS (SELECT 1 FROM debates x WHERE x.id = {table}.debate_id AND x.study_id = ?)"
 
 
+# The queue's kinds as SQL over ``debates d`` (constants, not data).
+_IN_QUEUE = "d.kind IN ({})".format(", ".join(f"'{kind}'" for kind in QUEUE_KINDS))
+
+
 def _overlap(value) -> int:
     """An overlap setting checked: an integer in [0, MAX_OVERLAP] (0 = no limit)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_OVERLAP:
@@ -574,7 +578,7 @@ def _offerable_sql(study_id: int, annotator: str, *, overlap: int, at: str, scen
     debates soonest (SQLite tests them as written): with an overlap, the full ones first
     (half the time of a 20,000-debate walk).
     """
-    where, params = "d.study_id = ? AND d.kind IN ('debate', 'label_request') AND d.status = 'unresolved'", [study_id]
+    where, params = f"d.study_id = ? AND {_IN_QUEUE} AND d.status = 'unresolved'", [study_id]
     if overlap:
         where += (" AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) < ?"
                   " AND (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) + "

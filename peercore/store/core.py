@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from peercore.assignment import QUEUE_KINDS  # what the adjudication queue offers (with the queue's other rules)
 from peercore import db as _db
 from peercore.errors import JudgmentError, PeercoreError, StoreError
 from peercore.locations import database_location, default_db_path, is_postgres_url, redact_url
@@ -34,10 +35,6 @@ MAX_OVERLAP = 1000
 JUDGE_KINDS = ("llm", "human", "debate", "adjudicator", "vote", "other")
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "interrupted")
 DEBATE_STATUSES = ("agreed", "unresolved", "adjudicated")
-# What the adjudication queue offers: debates the agents left unresolved, and label
-# requests (comparisons people are asked to label: issue 23's active inference, the rest
-# of an escalation cascade). PRD discussions are never adjudicated.
-QUEUE_KINDS = ("debate", "label_request")
 # Test hook: seconds to sleep inside a write transaction just before COMMIT, so that a
 # test can kill the process while a large import is written but not committed; "stdin":
 # wait there until a line can be read from standard input (the test decides when).

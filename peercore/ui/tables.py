@@ -84,10 +84,15 @@ _LEAD_SHARE = 0.4
 _NUMERIC_TEXT = re.compile(r"^[\s\d.,:%+\-–−—\[\]()/x×]*$")
 
 
+def _written_numbers(cells: pd.Series) -> bool | None:
+    """Whether a column's text is numbers written as text (intervals, rank spreads); None: it holds no text."""
+    texts = [v for v in cells.head(200) if isinstance(v, str) and v != ""]
+    return all(_NUMERIC_TEXT.match(t) for t in texts) if texts else None
+
+
 def _is_text(cells: pd.Series) -> bool:
     """Whether a column holds words (names, notes), not numbers or numbers written as text."""
-    texts = [v for v in cells.head(200) if isinstance(v, str) and v != ""]
-    return bool(texts) and not all(_NUMERIC_TEXT.match(t) for t in texts)
+    return _written_numbers(cells) is False
 
 
 def _floor(cells: pd.Series, natural: int, budget: int, *, lead: bool) -> int:
@@ -99,8 +104,7 @@ def _floor(cells: pd.Series, natural: int, budget: int, *, lead: bool) -> int:
     not "FuseChat-Lla…"); any other text keeps the characters that tell its values apart
     (:func:`telling_width`).
     """
-    texts = [v for v in cells.head(200) if isinstance(v, str) and v != ""]
-    if texts and not _is_text(cells):
+    if _written_numbers(cells):
         return natural
     if lead and natural <= _LEAD_SHARE * budget:
         return natural

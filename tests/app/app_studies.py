@@ -277,3 +277,15 @@ def open_page(at, page: str):
 def problems(at) -> list[str]:
     """Exceptions and error boxes on screen (what a test asserts is empty)."""
     return [f"exception: {e.value}" for e in at.exception] + [f"error: {e.value}" for e in at.error]
+
+
+def build_llm_only_study(db) -> str:
+    """A study with one LLM judge and no human label (12 questions, 3 models in a chain): its name."""
+    store = Store(db)
+    store.create_study("llm only")
+    rows = [{"question_id": f"q{k}", "model_a": a, "model_b": b, "judge": "openai:gpt-4o",
+             "winner": ("model_a", "model_b", "tie")[k % 3]}
+            for k in range(12) for a, b in (("alpha", "bravo"), ("bravo", "charlie"))]
+    store.add_judgments("llm only", pd.DataFrame(rows))
+    store.close()
+    return "llm only"

@@ -20,7 +20,7 @@ import json
 import pandas as pd
 import pytest
 
-from app_studies import app_test, open_page, problems
+from app_studies import build_llm_only_study, app_test, open_page, problems
 from peercore.cli import main as cli_main
 from peercore.store import Store
 
@@ -101,13 +101,7 @@ def test_escalation_plan_equals_peercore_escalate_dry_run(prd, capsys):
 
 
 def test_a_study_without_human_labels_is_told_so_not_failed(db_file):
-    store = Store(db_file)
-    store.create_study("llm only")
-    rows = [{"question_id": f"q{k}", "model_a": a, "model_b": b, "judge": "openai:gpt-4o",
-             "winner": ("model_a", "model_b", "tie")[k % 3]}
-            for k in range(12) for a, b in (("alpha", "bravo"), ("bravo", "charlie"))]
-    store.add_judgments("llm only", pd.DataFrame(rows))
-    store.close()
+    build_llm_only_study(db_file)
     at = open_page(app_test(), "meta_evaluation")
     assert problems(at) == []
     infos = " ".join(i.value for i in at.info)

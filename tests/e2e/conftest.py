@@ -47,18 +47,23 @@ def screenshots() -> Path:
     return SCREENSHOTS
 
 
-@pytest.fixture(scope="module")
-def sample_server(tmp_path_factory):
-    """The app on an empty database: it must import sample_data/ by itself on first run."""
+def _seeding_server(tmp_path_factory, name: str):
+    """The app on an empty database, which it seeds with sample_data/ on its first run (stopped when done)."""
     require_chromium()
     from e2e_support import REPO
 
     if not any(p.suffix in (".csv", ".jsonl") for p in (REPO / "sample_data").glob("*")):
         pytest.skip("sample_data/ is not in the repository yet")
-    folder = tmp_path_factory.mktemp("e2e-sample")
+    folder = tmp_path_factory.mktemp(name)
     running = Server(folder / "empty.sqlite", folder / "streamlit.log")
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def sample_server(tmp_path_factory):
+    """The app on an empty database: it must import sample_data/ by itself on first run."""
+    yield from _seeding_server(tmp_path_factory, "e2e-sample")
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +87,4 @@ def shared_sample_server(tmp_path_factory):
     """Like ``sample_server`` (an empty database the app seeds with sample_data/ on its first run), but one for
     the whole session: only for tests that change nothing stored (they open pages, click tabs, sign in, switch
     study), so that the order they run in never matters. Whichever runs first waits for the seeding."""
-    require_chromium()
-    from e2e_support import REPO
-
-    if not any(p.suffix in (".csv", ".jsonl") for p in (REPO / "sample_data").glob("*")):
-        pytest.skip("sample_data/ is not in the repository yet")
-    folder = tmp_path_factory.mktemp("e2e-shared-sample")
-    running = Server(folder / "empty.sqlite", folder / "streamlit.log")
-    yield running
-    running.stop()
+    yield from _seeding_server(tmp_path_factory, "e2e-shared-sample")
