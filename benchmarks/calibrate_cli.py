@@ -101,13 +101,19 @@ print(json.dumps([t1 - t0, t2 - t1, t3 - t2, t4 - t3]))
 """
 
 
-def breakdown(db: Path, method: str) -> list[list[object]]:
-    """Where a run's time goes, measured inside one new process (the same work as the command, in stages)."""
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _BREAKDOWN, str(db), method], capture_output=True, text=True,
-                          cwd=ROOT, check=True)
-    total = time.perf_counter() - start
-    imports, read, use_case, dump = json.loads(done.stdout)
+def breakdown(db: Path, method: str, *, repeats: int) -> list[list[object]]:
+    """Where a run's time goes, measured inside new processes (the same work as the command, in stages).
+
+    Each part is the median over ``repeats`` processes; "the rest" is the median whole process
+    less the parts' medians.
+    """
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", _BREAKDOWN, str(db), method], capture_output=True, text=True,
+                              cwd=ROOT, check=True)
+        runs.append([*json.loads(done.stdout), time.perf_counter() - start])
+    imports, read, use_case, dump, total = (statistics.median(part) for part in zip(*runs))
     return [["imports (peercore.cli, peercore.cli.calibrate)", imports],
             ["reading the study (Study.verdicts: SQLite -> read model)", read],
             [f"calibrated_leaderboard(method={method!r}) on the read model", use_case],
@@ -144,7 +150,8 @@ def main() -> int:
                 times.append(seconds)
             rows.append([f"--method {method}", statistics.median(times), min(times), max(times),
                          "yes" if statistics.median(times) < 5.0 else "NO"])
-        parts = breakdown(db, "bt")
+        parts = breakdown(db, "bt", repeats=args.repeats)
+        end_load = os.getloadavg()[0]
     bt = payloads["bt"]
     lines = [
         "# `peercore calibrate` as a whole process (issue 23)",
@@ -153,12 +160,12 @@ def main() -> int:
         f"{args.labels:,} human votes on the judge's comparisons, in SQLite "
         + (f"(built in {built:.1f} s, not timed)." if built is not None else f"(reused from {args.db}, not timed)."),
         f"Command: `python -m peercore calibrate --study arena --db DB --judge llm --reference human: --method M "
-        f"--format json`, a new process each run, median of {args.repeats}. Load average at start: {load:.1f} "
-        "(2 shared cores; other sessions' tests were running).",
+        f"--format json`, a new process each run, median of {args.repeats}. Load average (1 min) at start "
+        f"{load:.1f}, at end {end_load:.1f} (2 shared cores).",
         "",
         markdown_table(["command", "median s", "min s", "max s", "under 5 s"], rows),
         "",
-        "Where the Bradley-Terry run's time goes (one more process, timed in stages):",
+        f"Where the Bradley-Terry run's time goes ({args.repeats} more processes, timed in stages, medians):",
         "",
         markdown_table(["part", "s"], parts),
         "",
@@ -166,12 +173,12 @@ def main() -> int:
         f"{bt['effective_labels']:,.0f}; warnings: {bt['warnings']}.",
         "",
         "Reading: the use case itself (matching the votes to the judge's comparisons, the PPI fit with its intervals)",
-        "is the smallest part. The imports are mostly pandas, pyarrow and the SciPy modules the fit uses",
-        "(`scipy.special`, `scipy.sparse`, `scipy.linalg`); `peercore.app`'s and `peercore.ranking`'s package",
-        "`__init__`s are lazy (PEP 562), so the command no longer imports the other use cases and estimators",
-        "(`scipy.optimize` is imported only by the length-controlled win rate that uses it). The read is",
-        "`peercore.store.verdict_reader` scanning the study's verdicts in SQLite: here the judge's and the",
-        "reference's verdicts are the whole study, so reading only those two judges would read the same rows.",
+        "is the smallest part. The imports are mostly pandas, pyarrow and the SciPy modules the fit uses. The read",
+        "is `peercore.store.verdict_reader`: one scan of the study's rows in SQLite, each column gathered by",
+        "`group_concat` and parsed by numpy; a probability travels as the integer p_a * 2**62 (exact), not as",
+        "text (formatting a million REALs was half the read, and 15 digits lost the last bit of some). Here the",
+        "judge's and the reference's verdicts are the whole study, so reading only those two judges would read",
+        "the same rows.",
         "",
         "Made by `.venv/bin/python benchmarks/calibrate_cli.py` (`--db FILE` keeps the study for runs before and "
         "after a change).",

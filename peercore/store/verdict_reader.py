@@ -5,8 +5,9 @@ One scan of the study's rows, columns only, no Python object per verdict:
 * **SQLite**: the study's rowid range is scanned once in insertion order and SQLite
   concatenates each column into one string (``group_concat``); numpy parses the
   numbers, pyarrow takes the question ids straight from their bytes and lengths
-  (a million verdicts in about half a second). Judge, contestants, validity, winner and
-  order travel packed into one integer per verdict.
+  (a million verdicts in about a second). Judge, contestants, validity, winner and
+  order travel packed into one integer per verdict; a probability travels as the integer
+  ``p_a * 2**62`` wherever that is exact (see :func:`_probability_sql`).
 * **PostgreSQL**: the same columns come from one ``COPY ... TO STDOUT`` ordered by ``id``
   and parsed by pyarrow (:func:`peercore.db.read_arrow`).
 
@@ -47,6 +48,40 @@ def _packed_sql(width: int) -> str:
     """One integer per verdict: judge, model_a, model_b, winner (3: unparsed) and whether the order is known."""
     winner = "(CASE WHEN valid = 1 THEN winner ELSE 3 END)"
     return f"((((judge * {width} + model_a) * {width} + model_b) * 4 + {winner}) * 2 + order_known)"
+
+
+# 2**62: p_a * 2**62 is an integer (exactly, and below 2**63) for every p_a in [0, 1] whose
+# last bit is worth at least 2**-62, i.e. every p_a >= 2**-10.
+_SCALE = "4611686018427387904.0"
+_EXACT = f"(p_a >= 0 AND p_a <= 1 AND p_a * {_SCALE} = CAST(p_a * {_SCALE} AS INTEGER))"
+
+
+def _probability_sql() -> tuple[str, str]:
+    """Two aggregates that carry ``p_a`` exactly: scaled integers, and the few others as text.
+
+    SQLite writes a REAL as text with 15 significant digits (``quote``; 25 of a million
+    probabilities came back one unit in the last place off) and formatting a million of them
+    was half the read. ``p_a * 2**62`` is exact in binary and, where it is an integer, carries
+    every bit as a plain integer: -2 stands for NULL, -1 for a value that is not (a p_a below
+    2**-10, or outside [0, 1]); those few follow, in order, as ``printf('%!.17g')`` texts (17
+    significant digits: every double exactly), which ``group_concat`` gathers skipping NULLs.
+    """
+    scaled = f"(CASE WHEN p_a IS NULL THEN -2 WHEN {_EXACT} THEN CAST(p_a * {_SCALE} AS INTEGER) ELSE -1 END)"
+    others = f"(CASE WHEN p_a IS NOT NULL AND NOT {_EXACT} THEN printf('%!.17g', p_a) END)"
+    return f"group_concat({scaled})", f"group_concat({others})"
+
+
+def _probabilities(scaled: str, others: str | None) -> np.ndarray:
+    """``p_a`` from the two texts of :func:`_probability_sql` (NaN for NULL)."""
+    codes = np.fromstring(scaled, dtype=np.int64, sep=",")
+    p_a = np.ldexp(codes.astype(float), -62)  # exact: each code is a double's value times 2**62
+    p_a[codes == -2] = np.nan
+    rest = codes == -1
+    listed = np.fromstring(others or "", dtype=float, sep=",")
+    if len(listed) != rest.sum():
+        raise RuntimeError("the store's probabilities could not be read")  # a corrupt database
+    p_a[rest] = listed
+    return p_a
 
 
 def read_verdicts(store, study: str, *, kinds=None, aliases=None, categories=None, contestants=()):
@@ -93,7 +128,7 @@ def _read_sqlite(store, sid: int, low: int, high: int, width: int, extra: list[s
     parts = ["COUNT(*)", "group_concat(id)", "group_concat(length(CAST(question_id AS BLOB)))",
              "group_concat(question_id, '')", f"group_concat({_packed_sql(width)})"]
     parts += [f"group_concat({c})" for c in extra]
-    parts += ["group_concat(quote(p_a))"] if with_p else []
+    parts += list(_probability_sql()) if with_p else []
     row = store.connect().execute(f"SELECT {', '.join(parts)} FROM verdicts WHERE id BETWEEN ? AND ? "
                                   "AND +study_id = ?", (low, high, sid)).fetchone()
     count = int(row[0])
@@ -108,8 +143,7 @@ def _read_sqlite(store, sid: int, low: int, high: int, width: int, extra: list[s
         raise RuntimeError("the store's verdicts could not be read in insertion order")  # a corrupt database
     questions = pa.LargeStringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
     values = {c: np.fromstring(row[5 + k], dtype=np.int64, sep=",") for k, c in enumerate(extra)}
-    p_a = np.fromstring(row[5 + len(extra)].replace("NULL", "nan"), dtype=float, sep=",") if with_p \
-        else np.full(count, np.nan)
+    p_a = _probabilities(row[5 + len(extra)], row[6 + len(extra)]) if with_p else np.full(count, np.nan)
     return count, ids, questions, packed, p_a, values
 
 

@@ -180,3 +180,19 @@ def test_problems_limit_equals_slicing_and_progress_changes_nothing(tmp_path):
     assert partials and set(partials[0]["strategy"]) == {"random"}
     pd.testing.assert_frame_equal(partials[0], plain[plain["strategy"] == "random"].reset_index(drop=True))
     store.close()
+
+
+def test_probabilities_come_back_bit_for_bit(db):
+    """A judge's probability is stored and read exactly (the soft win of Liusie et al. 2024,
+    the PoE paper, eq. (6), is an average of them): SQLite's ``quote`` gave 15 significant digits,
+    so 0.9030385791534981 came back as 0.903038579153498; tiny values and NULLs too."""
+    store = Store(db)
+    values = [0.9030385791534981, 0.6425714758734971, 0.0, 1.0, 2.0 ** -10, np.nextafter(2.0 ** -10, 0.0),
+              1e-5, 3e-300, 5e-324, 0.1, 1.0 / 3.0, np.nan, 0.5]
+    store.create_study("p")
+    store.add_judgments("p", pd.DataFrame({"question_id": [f"q{k}" for k in range(len(values))],
+                                           "model_a": "m0", "model_b": "m1", "judge": "gpt",
+                                           "winner": "model_a", "p_a": values}))
+    got = V.to_frame(Study(store, "p").verdicts(), include_invalid=True).sort_values("question_id", key=lambda q: q.str[1:].astype(int))
+    assert [v.hex() for v in got["p_a"].fillna(-1.0)] == [v.hex() for v in pd.Series(values).fillna(-1.0)]
+    store.close()
