@@ -497,6 +497,19 @@ def _whole_numbers(values: pd.Series) -> bool:
 # -------------------------------------------------------------------------- efficiency
 
 
+def _whole_number_ticks(values: pd.Series, *, at_most: int = 15) -> dict:
+    """Axis options that tick a count only at whole numbers.
+
+    Plotly's automatic ticks put half steps on a short range (1, 1.5, 2 comparisons); up to
+    ``at_most`` distinct values get a tick each; a longer axis keeps the automatic ticks (steps of
+    1, 2 or 5 times a power of ten there), written as whole numbers.
+    """
+    distinct = sorted({int(v) for v in values})
+    if len(distinct) <= at_most:
+        return {"tickmode": "array", "tickvals": distinct, "ticktext": [f"{v:,}" for v in distinct]}
+    return {"tickformat": ",d"}
+
+
 def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quality against number of comparisons") -> go.Figure:
     """Median Spearman correlation with a band, per method and strategy (PoE paper Fig. 1).
 
@@ -525,7 +538,7 @@ def efficiency_chart(curves: pd.DataFrame, *, title: str | None = "Ranking quali
                 line=dict(color=color, dash=_DASHES[s % len(_DASHES)]),
                 meta=group, hovertemplate="%{meta}<br>%{x} comparisons: median %{y:.3f}<extra></extra>",
             ))
-    fig.update_xaxes(title="comparisons per question")
+    fig.update_xaxes(title="comparisons per question", **_whole_number_ticks(curves["k"]))
     fig.update_yaxes(title="Spearman to the full-data ranking", range=[-0.05, 1.05])
     return fig
 

@@ -162,6 +162,18 @@ def test_efficiency_chart_band_and_median_per_method_and_strategy():
     assert list(band.y) == [0.4, 0.7, 0.5, 0.2]
 
 
+def test_efficiency_chart_ticks_comparisons_at_whole_numbers_only():
+    """The x axis counts comparisons per question (PoE paper, Fig. 1): AlpacaEval's two sizes were
+    ticked 1, 1.5, 2 by Plotly's automatic ticks; each size gets one tick, a long axis whole numbers."""
+    def curves(ks):
+        return pd.DataFrame({"strategy": "random", "method": "BT", "k": ks, "median": 0.5, "low": 0.4, "high": 0.6})
+
+    axis = charts.efficiency_chart(curves([1, 2])).layout.xaxis
+    assert list(axis.tickvals) == [1, 2] and list(axis.ticktext) == ["1", "2"]
+    axis = charts.efficiency_chart(curves(list(range(2, 2002, 100)))).layout.xaxis
+    assert axis.tickvals is None and axis.tickformat == ",d"
+
+
 def test_opinion_chart_stacks_held_and_altered():
     counts = pd.DataFrame({"altered": [1, 0], "held": [2, 3]}, index=pd.Index(["s1", "s2"], name="speaker"))
     fig = charts.opinion_chart(counts)
