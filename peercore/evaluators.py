@@ -144,14 +144,17 @@ def stability(comparison, judge, winner, *, judges: Iterable[str] | None = None)
     if not (len(comparison) == len(judge) == len(winner)):
         raise ValueError(f"comparison, judge and winner must have one length, got {len(comparison)}, {len(judge)}, "
                          f"{len(winner)}")
-    names = sorted({str(j) for j in judge}) if judges is None else [str(j) for j in judges]
+    judge_code, judge_names = pd.factorize(judge)  # a million names: compared as codes, spelled once each
+    judge_names = np.array([str(j) for j in judge_names], dtype=object)
+    names = sorted(set(judge_names)) if judges is None else [str(j) for j in judges]
     readable = winner != UNPARSED
-    comparison, judge, winner = comparison[readable], judge[readable], winner[readable]
+    comparison, judge_code, winner = comparison[readable], judge_code[readable], winner[readable]
     ids, group = np.unique(comparison, return_inverse=True)
-    owner = np.empty(len(ids), dtype=object)
-    owner[group] = judge.astype(str)
-    if len({*zip(group.tolist(), judge.astype(str).tolist())}) != len(ids):
+    owner_code = np.zeros(len(ids), dtype=np.int64)
+    owner_code[group] = judge_code
+    if (owner_code[group] != judge_code).any():
         raise ValueError("a comparison id holds votes of more than one judge; include the judge in the comparison key")
+    owner = judge_names[owner_code]
     k = np.bincount(group, minlength=len(ids))
     rank = np.empty(len(group), dtype=np.int64)
     order = np.argsort(group, kind="stable")
