@@ -64,7 +64,7 @@ shown = reports.filter_debates(debates, kind=kind, show=verdict_filter or "All")
 list_all = st.toggle("Every column", key="deb_list_all",
                      help="Add the criterion, the scenario, the speakers, their first and last verdicts and the "
                           "human decisions of each debate.")
-tables.show(debates_ui.list_columns(reports.debate_list_display(shown), every_column=list_all), key="deb_list")
+tables.show_cells(debates_ui.list_columns(reports.debate_list_display(shown), every_column=list_all), key="deb_list")
 if len(shown) == 0:
     st.info("No debate matches these filters.")
     st.stop()

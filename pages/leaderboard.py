@@ -276,8 +276,8 @@ def anchored_table(search: str):
     shown = guarantees_ui.anchored_display(board)
     if search:
         shown = shown[[search.casefold() in str(model).casefold() for model in shown["model"]]]
-    tables.show(shown, key="lb_anchored", labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
-                decimals=guarantees_ui.anchored_decimals(board))
+    tables.show_cells(shown, key="lb_anchored", labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
+                      decimals=guarantees_ui.anchored_decimals(board))
     st.caption("Computed on every comparison the judge made in this study (final verdicts; a probability counts "
                "as such); the category, contestants and options under **Which "
                "judgments count** do not apply. The same table: `peercore calibrate --study --judge --reference "

@@ -158,9 +158,9 @@ else:
         cells[1].metric("Judge's comparisons", f"{board.comparisons:,}")
         cells[2].metric("Effective labels (median)", f"{board.effective_labels:,.0f}",
                         help=guarantees_ui.ANCHORED_HELP["effective_labels"])
-        tables.show(guarantees_ui.anchored_display(board), key="meta_anchored",
-                    labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
-                    decimals=guarantees_ui.anchored_decimals(board))
+        tables.show_cells(guarantees_ui.anchored_display(board), key="meta_anchored",
+                          labels=guarantees_ui.ANCHORED_LABELS, helps=guarantees_ui.ANCHORED_HELP,
+                          decimals=guarantees_ui.anchored_decimals(board))
         for warning in board.warnings:
             st.caption(safe.md(warning))
 

@@ -28,7 +28,7 @@ reviewers = runs.load_reviewers(study)
 st.caption("Kept in this study: adding, editing or removing a reviewer saves the list, with the name of its key's "
            "variable, never a key.")
 if reviewers:
-    tables.show(runs.reviewers_table(reviewers), key="rv_table")
+    tables.show_cells(runs.reviewers_table(reviewers), key="rv_table")
     remove_cols = st.columns(min(6, len(reviewers)))
     for index, reviewer in enumerate(reviewers):
         column = remove_cols[index % len(remove_cols)]
@@ -291,7 +291,7 @@ all_runs = data.runs(db, study, rev)
 if len(all_runs) == 0:
     st.caption("No run yet.")
 else:
-    tables.show(runs.runs_display(all_runs), key="rv_runs")
+    tables.show_cells(runs.runs_display(all_runs), key="rv_runs")
     stopped = runs.resumable_runs(db, study, rev)
     if len(stopped):
         pick_col, button_col = st.columns([3, 1])

@@ -118,7 +118,7 @@ if st.session_state.get(REFUSED):
 all_studies = data.studies()
 st.subheader("Studies in this database")
 if len(all_studies):
-    tables.show(data.studies_overview(all_studies), key="studies_overview")
+    tables.show_cells(data.studies_overview(all_studies), key="studies_overview")
 left, right = st.columns([3, 2], gap="large")
 
 with left:
