@@ -77,7 +77,7 @@ def file_columns(judgments, path: str, columns: tuple[str, ...]):
         If a length is not a number >= 0 (file, line and value named).
     """
 
-    frame, line_of = table_records(Path(path), allow_empty=True)
+    frame, line_of = table_records(Path(path), allow_empty=True, columns=columns)  # Parquet: only these are read
     present = [c for c in columns if c in frame.columns]
     out = pd.DataFrame(index=range(len(judgments)))
     if not present:

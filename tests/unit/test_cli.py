@@ -206,6 +206,22 @@ def test_rank_with_style_control_from_answer_texts(answered_file, capsys):
     assert "Style coefficients" in capsys.readouterr().out
 
 
+def test_a_parquet_file_gives_its_extra_columns_as_a_csv_does(answered_file, tmp_path, capsys):
+    """A judgment FILE's extra columns (answers, category) are read only where a command needs them;
+    from Parquet only those columns are read again. The same table as CSV and as Parquet gives the
+    same AlpacaEval baseline table (length-controlled, Dubois et al. 2024, eq. 1) and per-category ranks."""
+    parquet = tmp_path / "answered.parquet"
+    pd.read_csv(answered_file).to_parquet(parquet, index=False)
+    for command in (["--method", "winrate", "--baseline", "base", "--lc-rounds", "20"],
+                    ["--method", "winrate", "--by", "category", "--bootstrap", "0"]):
+        outputs = []
+        for path in (answered_file, parquet):
+            assert main(["rank", str(path), *command, "--format", "json"]) == 0
+            outputs.append(json.loads(capsys.readouterr().out))
+        outputs[1].pop("source", None), outputs[0].pop("source", None)
+        assert outputs[0] == outputs[1]
+
+
 def test_rank_by_category_side_by_side(answered_file, capsys):
     assert main(["rank", str(answered_file), "--method", "winrate", "--by", "category", "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
