@@ -107,6 +107,11 @@ def mirror(judgments: pd.DataFrame) -> pd.DataFrame:
 # -------------------------------------------------------------------------- validation
 
 
+def _missing_whole_numbers(n: int) -> pd.arrays.IntegerArray:
+    """``n`` missing whole numbers (``Int64``), made from a mask, not from a list of ``n`` ``pd.NA``s (0.15 s a million)."""
+    return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+
+
 def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFrame:
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"judgments must be a pandas DataFrame, got {type(frame).__name__}")
@@ -169,7 +174,7 @@ def _validate(frame: pd.DataFrame, *, source: str | None, line_of) -> pd.DataFra
         out[column] = _as_text(frame[column]) if column in frame.columns else pd.Series(np.nan, index=out.index, dtype=_TEXT_DTYPE)
     for column in OPTIONAL_INT_COLUMNS:
         out[column] = (_as_whole_number(frame[column], column, fail) if column in frame.columns
-                       else pd.array([pd.NA] * len(out), dtype="Int64"))
+                       else _missing_whole_numbers(len(out)))
     return _cast(out[list(COLUMNS)])
 
 
@@ -271,7 +276,7 @@ def _cast(frame: pd.DataFrame) -> pd.DataFrame:
     for column in OPTIONAL_INT_COLUMNS:
         if out[column].dtype != "Int64":
             if out[column].isna().all():
-                out[column] = pd.array([pd.NA] * len(out), dtype="Int64")
+                out[column] = _missing_whole_numbers(len(out))
             else:
                 out[column] = pd.to_numeric(out[column], errors="coerce").astype("Int64")
     return out
