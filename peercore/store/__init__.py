@@ -29,7 +29,7 @@ The database location is ``$PEERBOARD_DB`` if set, else
 ``$XDG_DATA_HOME/peerboard/peerboard.sqlite`` (``~/.local/share/...``); the CLI's
 ``--db PATH`` overrides both.
 
-Schema (version 13)
+Schema (version 14)
 -------------------
 =====================  ==========================================================  =============================
 table                  one row per                                                 natural key
@@ -66,6 +66,8 @@ roles                  who may do what: a role for an address or '@domain',     
 audit_log              who changed what, append-only (migration 11)                id
 adjudication_history   one change of an annotator's decision (who, when, before,   id
                        after, reason), append-only (migration 12)
+verdict_snapshots      a large study's read model as of one revision, an Arrow IPC  study
+                       stream (a cache, never copied; migration 14)
 =====================  ==========================================================  =============================
 
 Scores are not verdicts (migration 4): a human rating or an absolute score belongs to

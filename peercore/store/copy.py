@@ -28,7 +28,9 @@ from peercore.store.core import StoreError
 __all__ = ["copy_database", "database_tables"]
 
 CHUNK_ROWS = 50_000  # rows per executemany: bounded memory, COPY-sized batches on PostgreSQL
-_SKIPPED = frozenset({"schema_migrations"})  # each database keeps its own migration history
+# Each database keeps its own migration history; verdict snapshots are a cache the target
+# rebuilds when a study is first read there.
+_SKIPPED = frozenset({"schema_migrations", "verdict_snapshots"})
 
 
 def database_tables(store) -> dict[str, dict]:

@@ -232,6 +232,46 @@ class StoreCore:
             self._local.depth = 0
 
     @contextlib.contextmanager
+    def write_if_free(self) -> Iterator:
+        """A write transaction for a cache, or ``None`` when that would mean waiting.
+
+        Yields this thread's connection in a new write transaction when the write lock is
+        free at once (SQLite: ``BEGIN IMMEDIATE`` with no busy wait; PostgreSQL: a plain
+        ``BEGIN``, since a cache row needs no writer's lock), else ``None``: inside this
+        thread's own transaction or snapshot, or while another writer holds the lock.
+        Commits on success, rolls back on an exception. For data, use :meth:`transaction`.
+        """
+        connection = self.connect()
+        if self._local.depth:
+            yield None
+            return
+        if self.url is None:
+            limit_ms = connection.execute("PRAGMA busy_timeout").fetchone()[0]
+            connection.execute("PRAGMA busy_timeout = 0")
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not _db.is_lock_error(exc):
+                    raise
+                yield None
+                return
+            finally:
+                connection.execute(f"PRAGMA busy_timeout = {limit_ms}")
+        else:
+            connection.raw.execute("BEGIN")
+        self._local.depth = 1
+        try:
+            yield connection
+        except BaseException:
+            with contextlib.suppress(Exception):  # a lost connection has rolled back already
+                (connection.execute if self.url is None else connection.raw.execute)("ROLLBACK")
+            raise
+        else:
+            (connection.execute if self.url is None else connection.raw.execute)("COMMIT")
+        finally:
+            self._local.depth = 0
+
+    @contextlib.contextmanager
     def snapshot(self) -> Iterator:
         """A read transaction: every query inside sees the database at one moment.
 

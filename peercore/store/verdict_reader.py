@@ -17,6 +17,10 @@ Every page, command and export reads verdicts through :func:`read_verdicts`; tex
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+from datetime import datetime, timezone
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -27,6 +31,7 @@ from peercore.domain import verdicts as _verdicts
 __all__ = ["read_verdicts", "read_texts", "filled_columns", "study_span"]
 
 _OPTIONAL = ("turn", "criterion", "round", "vote")
+log = logging.getLogger(__name__)
 
 
 def study_span(store, study_id: int) -> tuple[int, int]:
@@ -89,25 +94,109 @@ def read_verdicts(store, study: str, *, kinds=None, aliases=None, categories=Non
 
     ``kinds``, ``aliases``, ``categories`` and ``contestants`` are the registry the read
     model carries (see :func:`peercore.domain.verdicts.from_columns`).
+
+    A study of at least :data:`SNAPSHOT_FROM` verdicts is read from its snapshot (table
+    ``verdict_snapshots``) when that was made at the study's current revision, else scanned
+    and its snapshot made anew (when the write lock is free at once; a reader never waits
+    for it). The snapshot holds exactly the columns the scan gives, so both ways give one
+    read model.
     """
-    with store.snapshot():  # the labels and the verdicts that use them, as of one moment
-        return _read_verdicts(store, study, kinds=kinds, aliases=aliases, categories=categories,
-                              contestants=contestants)
+    with store.snapshot():  # the labels and the verdicts (or their snapshot) as of one moment
+        sid = store.study_id(study)
+        labels = dict(store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (sid,)).fetchall())
+        revision, columns, questions = _from_snapshot(store, sid)
+        scanned = columns is None
+        if scanned:
+            columns, questions = _scan(store, sid, labels)
+    if scanned and len(columns["id"]) >= SNAPSHOT_FROM:
+        _save_snapshot(store, sid, revision, columns, questions)
+    return _verdicts.from_columns(columns, labels=labels, questions=questions, kinds=kinds, aliases=aliases,
+                                  categories=categories, contestants=contestants)
 
 
-def _read_verdicts(store, study: str, *, kinds, aliases, categories, contestants):
-    sid = store.study_id(study)
-    labels = dict(store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (sid,)).fetchall())
+# ------------------------------------------------------------------------------ snapshots
+
+#: Studies with at least this many verdicts keep a snapshot of their read model per revision
+#: (a million verdicts: read in about 0.1 s instead of a 1 s scan; smaller studies scan fast).
+SNAPSHOT_FROM = 100_000
+_SNAPSHOT_FORMAT = "arrow-ipc-stream-v1"  # the schema of :func:`_snapshot_table`; another one is ignored
+_INTEGER_COLUMNS = ("question", "judge", "model_a", "model_b", "id", *_OPTIONAL)
+
+
+def _from_snapshot(store, sid: int) -> tuple[int, dict | None, np.ndarray | None]:
+    """(the study's revision, the snapshot's columns and question ids), columns None when none is current."""
+    connection = store.connect()
+    revision = int(connection.execute("SELECT revision FROM studies WHERE id = ?", (sid,)).fetchone()[0])
+    row = connection.execute("SELECT data FROM verdict_snapshots WHERE study_id = ? AND revision = ?",
+                             (sid, revision)).fetchone()
+    if row is None:
+        return revision, None, None
+    with pa.ipc.open_stream(pa.py_buffer(bytes(row[0]))) as reader:
+        if reader.schema.metadata.get(b"format") != _SNAPSHOT_FORMAT.encode():
+            return revision, None, None
+        table = reader.read_all()
+    columns = {name: table.column(name).to_numpy().astype(np.int64, copy=False) for name in _INTEGER_COLUMNS
+               if name != "question"}
+    question = table.column("question").combine_chunks()
+    columns["question"] = question.indices.to_numpy().astype(np.int64)
+    columns["winner"] = table.column("winner").to_numpy().astype(np.int8, copy=False)
+    columns["order_known"] = table.column("order_known").to_numpy(zero_copy_only=False).astype(bool)
+    columns["p_a"] = table.column("p_a").to_numpy().astype(float, copy=False)
+    return revision, columns, np.asarray(question.dictionary.to_pylist(), dtype=object)
+
+
+def _snapshot_table(columns: dict, questions: np.ndarray) -> pa.Table:
+    """The read model's columns as one Arrow table (question ids dictionary-encoded)."""
+    arrays = {"question": pa.DictionaryArray.from_arrays(pa.array(columns["question"], pa.int32()),
+                                                         pa.array(list(questions), pa.large_string()))}
+    arrays.update({name: pa.array(columns[name], pa.int64()) for name in _INTEGER_COLUMNS if name != "question"})
+    arrays.update(winner=pa.array(columns["winner"], pa.int8()), order_known=pa.array(columns["order_known"]),
+                  p_a=pa.array(columns["p_a"], pa.float64()))
+    return pa.table(arrays).replace_schema_metadata({"format": _SNAPSHOT_FORMAT})
+
+
+def _save_snapshot(store, sid: int, revision: int, columns: dict, questions: np.ndarray) -> None:
+    """Keep the scanned read model as the study's snapshot at ``revision``, if that is still the study's.
+
+    Never waits for a writer and never fails the read: a database that is busy, read-only
+    or refuses the write simply keeps no snapshot (the next reader scans, as this one did).
+    """
+    sink = pa.BufferOutputStream()
+    table = _snapshot_table(columns, questions)
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    data = sink.getvalue().to_pybytes()
+    made_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    errors = (sqlite3.Error,) if store.url is None else (_db.postgres_error(),)
+    try:
+        with store.write_if_free() as tx:
+            if tx is None:
+                return
+            # Only at the study's revision as of now: a write that landed since the scan made it stale.
+            tx.execute("DELETE FROM verdict_snapshots WHERE study_id = ?", (sid,))
+            tx.execute("INSERT INTO verdict_snapshots (study_id, revision, verdicts, made_at, data) "
+                       "SELECT id, revision, ?, ?, ? FROM studies WHERE id = ? AND revision = ?",
+                       (len(columns["id"]), made_at, data, sid, revision))
+    except errors as exc:
+        if _db.is_connection_lost(exc):
+            raise
+        log.info("verdict snapshot of study %s not kept: %s", sid, exc)
+
+
+# ------------------------------------------------------------------------------ the scan
+
+
+def _scan(store, sid: int, labels: dict) -> tuple[dict, np.ndarray]:
+    """The read model's columns and question ids, from one scan of the study's verdicts."""
     low, high = study_span(store, sid)
     width = max(labels, default=0) + 1
     extra = [c for c in _OPTIONAL if c in filled_columns(store, sid)]
     with_p = "p_a" in filled_columns(store, sid)
     if high < low:
-        columns = {name: np.zeros(0, dtype=np.int64) for name in ("question", "judge", "model_a", "model_b", "criterion",
-                                                                    "winner", "turn", "round", "vote", "id")}
-        columns.update(p_a=np.zeros(0), order_known=np.zeros(0, dtype=bool))
-        return _verdicts.from_columns(columns, labels=labels, questions=[], kinds=kinds, aliases=aliases,
-                                      categories=categories, contestants=contestants)
+        columns = {name: np.zeros(0, dtype=np.int64) for name in ("question", "judge", "model_a", "model_b", "id",
+                                                                    *_OPTIONAL)}
+        columns.update(winner=np.zeros(0, dtype=np.int8), p_a=np.zeros(0), order_known=np.zeros(0, dtype=bool))
+        return columns, np.zeros(0, dtype=object)
     read = _read_postgres if _db.is_postgres(store) else _read_sqlite
     count, ids, question_ids, packed, p_a, values = read(store, sid, low, high, width, extra, with_p)
     question, names = pd.factorize(pd.array(question_ids, dtype=pd.ArrowDtype(pa.large_string())))
@@ -120,8 +209,7 @@ def _read_verdicts(store, study: str, *, kinds, aliases, categories, contestants
                "order_known": order_known, "p_a": p_a, "id": ids}
     for column in _OPTIONAL:
         columns[column] = values[column] if column in values else np.zeros(count, dtype=np.int64)
-    return _verdicts.from_columns(columns, labels=labels, questions=np.asarray(names, dtype=object), kinds=kinds,
-                                  aliases=aliases, categories=categories, contestants=contestants)
+    return columns, np.asarray(names, dtype=object)
 
 
 def _read_sqlite(store, sid: int, low: int, high: int, width: int, extra: list[str], with_p: bool):

@@ -119,7 +119,8 @@ def _rows(store: Store) -> dict[str, list]:
 
 
 def test_a_version_11_database_upgrades_with_identical_data(make_store, monkeypatch):
-    """Migrations 12 (the decision history) and 13 (label requests, kept reviewers) on a version-11 database."""
+    """Migrations 12 (the decision history), 13 (label requests, kept reviewers) and 14 (verdict snapshots, a
+    cache: empty after the upgrade) on a version-11 database."""
     with monkeypatch.context() as patch:  # the code as it was at version 11
         patch.setattr(schema, "MIGRATIONS", [])
         patch.setattr(schema, "SCHEMA_VERSION", 11)
@@ -135,9 +136,10 @@ def test_a_version_11_database_upgrades_with_identical_data(make_store, monkeypa
         old.close()
     assert "adjudication_history" not in held
 
-    new = make_store()  # opening it runs migrations 12 and 13
-    assert new.schema_version() == schema.SCHEMA_VERSION == 13
-    assert new.migrations()["version"].tolist() == list(range(1, 14))
+    new = make_store()  # opening it runs migrations 12, 13 and 14
+    assert new.schema_version() == schema.SCHEMA_VERSION == 14
+    assert new.migrations()["version"].tolist() == list(range(1, 15))
+    assert new.connect().execute("SELECT COUNT(*) FROM verdict_snapshots").fetchone()[0] == 0
     now = _rows(new)
     history = now.pop("adjudication_history")
     assert {row[-1] for row in now["studies"]} == {"[]"}  # migration 13's column: no reviewers configured yet

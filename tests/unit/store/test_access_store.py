@@ -39,6 +39,7 @@ def test_a_version_10_sqlite_file_gains_the_tables_and_keeps_its_rows(tmp_path):
     connection.execute("DROP TABLE roles")
     connection.execute("DROP TABLE audit_log")
     connection.execute("DROP TABLE adjudication_history")  # and what later versions added
+    connection.execute("DROP TABLE verdict_snapshots")
     connection.execute("ALTER TABLE studies DROP COLUMN reviewers")
     connection.execute("DELETE FROM schema_migrations WHERE version >= 11")
     connection.close()
