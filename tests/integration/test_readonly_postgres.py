@@ -80,7 +80,16 @@ def analyst(pg_cluster, new_pg_url, capsys):
         yield as_user(owner_url, role), owner_url, schema
 
 
-def test_a_read_only_role_ranks_agrees_reports_bias_and_exports(analyst, pg_cluster, capsys, tmp_path):
+@pytest.mark.parametrize("snapshots", [False, True], ids=["small-study", "snapshot-due"])
+def test_a_read_only_role_ranks_agrees_reports_bias_and_exports(analyst, pg_cluster, capsys, tmp_path, monkeypatch,
+                                                                snapshots, caplog):
+    """With ``snapshot-due`` the study is as large as one whose read model is kept per revision (schema 14):
+    the role may not keep it, so every command reads by scanning, says nothing of it and writes nothing."""
+    if snapshots:
+        from peercore.store import verdict_reader
+
+        monkeypatch.setattr(verdict_reader, "SNAPSHOT_FROM", 1)
+        caplog.set_level("INFO", logger="peercore.store.verdict_reader")
     readonly, _, schema = analyst
     before = everything(pg_cluster.url, schema)
     with contextlib.closing(Store(readonly, create=False)) as store:  # opening at the current version only reads
@@ -99,6 +108,8 @@ def test_a_read_only_role_ranks_agrees_reports_bias_and_exports(analyst, pg_clus
     assert code == 0, err
     assert len(exported.read_text(encoding="utf-8").splitlines()) > 100
     assert everything(pg_cluster.url, schema) == before
+    if snapshots:  # the snapshot was due, refused by the server (permission denied), and the reads went on
+        assert any("not kept" in r.getMessage() and "permission denied" in r.getMessage() for r in caplog.records)
 
 
 def test_import_and_review_are_refused_in_one_line_and_write_nothing(analyst, pg_cluster, capsys, monkeypatch):
