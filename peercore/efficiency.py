@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from peercore.domain.verdicts import Verdicts, from_frame, take
+from peercore.domain.verdicts import Verdicts, distinct, from_frame, take
 from peercore.ranking.core import batch_laplacian, fit_batch
 from peercore.ranking.poe import DEFAULT_L2, METHODS, comparisons_from_judgments
 from peercore.ranking.selection import GreedySelector
@@ -103,7 +103,7 @@ def usable_questions(verdicts: Verdicts, *, min_candidates: int = 3) -> list[str
         return []
     n = readable.n_models
     question = readable.question.astype(np.int64)
-    pairs = np.unique(np.concatenate([question * n + readable.a, question * n + readable.b]))
+    pairs = distinct(np.concatenate([question * n + readable.a, question * n + readable.b]))
     codes, sizes = np.unique(pairs // n, return_counts=True)
     return sorted(str(q) for q in np.asarray(readable.questions, dtype=object)[codes[sizes >= min_candidates]])
 

@@ -40,7 +40,7 @@ __all__ = [
     "Verdicts", "SelectionNotes", "Selected", "WINNER_A", "WINNER_B", "TIE", "UNPARSED", "WINNER_NAMES",
     "NO_CATEGORY", "from_frame", "from_columns", "to_frame", "take", "concat", "compact", "select", "final_only",
     "majority", "infer_order", "group_ids", "empty", "judge_codes", "contestants_by_judge", "score_a",
-    "candidates_per_question",
+    "candidates_per_question", "distinct",
 ]
 
 WINNER_A, WINNER_B, TIE, UNPARSED = 0, 1, 2, -1  # the store's winner codes; -1: a reply with no readable verdict
@@ -172,6 +172,23 @@ def _name_codes(columns: Sequence[pd.Series]) -> tuple[list[np.ndarray], list[st
         lookup = np.array([index[str(n)] for n in uniques] + [-1], dtype=np.intp)
         codes.append(lookup[raw])
     return codes, names
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array: ``np.unique(values)``, by sorting.
+
+    numpy 2.3+ finds the distinct values of ``np.unique`` with a hash table, which is
+    20-50x slower than sorting on the arrays here (numpy 2.4.6, 2,000,000 int64s: 1.78 s
+    against 0.036 s with a million distinct values, 0.15 s against 0.034 s with 100,000);
+    the Efficiency page spent 2 s of its cold open in one call at a million verdicts.
+    """
+    ordered = np.sort(np.asarray(values).reshape(-1))
+    if len(ordered) == 0:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def group_ids(columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -577,7 +594,7 @@ def judge_codes(verdicts: Verdicts, names: Iterable[str]) -> np.ndarray:
 def contestants_by_judge(verdicts: Verdicts) -> dict[str, set[str]]:
     """judge -> the contestants its verdicts here involve."""
     n = max(verdicts.n_models, 1)
-    pairs = np.unique(np.concatenate([verdicts.judge.astype(np.int64) * n + verdicts.a,
+    pairs = distinct(np.concatenate([verdicts.judge.astype(np.int64) * n + verdicts.a,
                                       verdicts.judge.astype(np.int64) * n + verdicts.b]))
     out: dict[str, set[str]] = {}
     for judge, model in zip(pairs // n, pairs % n):
@@ -731,7 +748,7 @@ def candidates_per_question(verdicts: Verdicts) -> pd.DataFrame:
         return pd.DataFrame({"judge": pd.Series([], dtype=object), "question_id": pd.Series([], dtype=object),
                              "candidates": pd.Series([], dtype=np.int64)})
     owner = group_ids([readable.judge, readable.question])
-    pairs = np.unique(np.concatenate([owner * readable.n_models + readable.a, owner * readable.n_models + readable.b]))
+    pairs = distinct(np.concatenate([owner * readable.n_models + readable.a, owner * readable.n_models + readable.b]))
     groups, sizes = np.unique(pairs // readable.n_models, return_counts=True)
     first = np.zeros(int(owner.max()) + 1, dtype=np.int64)
     first[owner[::-1]] = np.arange(len(owner))[::-1]
