@@ -19,6 +19,22 @@ def median_time(fn: Callable[[], object], *, repeats: int) -> tuple[float, objec
     return statistics.median(times), result
 
 
+def compile_tree(root) -> None:
+    """Byte-compile a tree's Python files, as a deployed server has them.
+
+    A process that imports a module whose cached bytecode is missing or stale compiles it
+    from source (0.4 s for 88 of PeerBoard's modules) and, under ``PYTHONDONTWRITEBYTECODE``
+    (set on this machine), does so in every process: timing cold starts without this
+    measures the compiler. ``py_compile`` writes the caches whatever that variable says.
+    """
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    targets = [str(Path(root) / name) for name in ("peercore", "pages", "app.py") if (Path(root) / name).exists()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *targets], check=True)
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:

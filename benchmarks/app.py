@@ -3,7 +3,8 @@
 What is timed: ``AppTest.run()`` of one page through ``app.py`` with the page's default
 settings, each page in a **new Python process** (a subprocess per page and study):
 
-- **cold**: the page's first run in that process: empty Streamlit caches, the study read
+- **cold**: the page's first run in that process (both trees byte-compiled first, as a
+  deployed server has them: see ``_common.compile_tree``): empty Streamlit caches, the study read
   from SQLite and everything computed (what the first visitor after a restart or a
   write waits for); the process has imported Streamlit and the test harness (a server
   has), not PeerBoard, pandas or plotly (the first run imports them);
@@ -251,7 +252,7 @@ def report(results: dict, *, sizes: list[int], before_ref: str, build: dict, per
         "",
         f"Study: the Chatbot Arena shape: 100 contestants, one judge (`{judge}`), battles between uniformly random "
         f"pairs, 10% ties, {per_prompt:,} battles per prompt. Each page's cold run is the first `AppTest.run()` of the page in a "
-        "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run); warm = the next run "
+        "new Python process (empty caches; PeerBoard, pandas and plotly imported by that run, from bytecode compiled beforehand as a deployed server has it); warm = the next run "
         "in the same process; peak MB = the process's peak resident set (`ru_maxrss`, Streamlit's own ~200 MB "
         f"included); {'one process' if repeats == 1 else f'median of {repeats} processes'} per page and side. "
         "Before = the code at "
@@ -316,6 +317,11 @@ def main() -> None:
                  "after": _checkout(args.after, folder / "after") if args.after else ROOT}
         if args.profile:
             trees = {"after": ROOT}
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _common import compile_tree
+
+        for root in trees.values():  # as deployed: bytecode cached (see _common.compile_tree)
+            compile_tree(root)
         for n in args.sizes:
             for side, root in trees.items():
                 (folder / f"db-{side}").mkdir(exist_ok=True)
