@@ -17,6 +17,7 @@ returns a judge-indexed DataFrame (index named ``judge``, sorted).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -462,6 +463,8 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     known = (np.asarray(recorded, dtype=float) == 1) if recorded is not None else \
         verdicts.infer_order(battles.a, battles.b, battles.judge, battles.n_models)
     count = np.ones(len(battles), dtype=np.int64)
+    if lengths is None:  # the covariates depend on judge, pair and known order only: equal rows become one, counted
+        battles, known, count = _collapsed(battles, known)
     models = battles.models
     family = families_of(models, families)
     aliases = dict(aliases or {})
@@ -530,6 +533,26 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _collapsed(battles, known: np.ndarray):
+    """(battles, known, count): the battles with one row per distinct judge, pair, known order and outcome.
+
+    The likelihood of the judge-bias model is a sum over battles and its sandwich meat a
+    sum of per-battle scores; battles that share every covariate and the outcome share
+    both, so each distinct row stands for ``count`` of them (``core.Design``'s ``w`` and
+    ``count``): the same estimate and intervals from about 60,000 rows instead of a
+    million (100 models, one judge).
+    """
+    outcome = pd.factorize(battles.score_a)[0]
+    ids = verdicts.group_ids([battles.judge, battles.a, battles.b, known.astype(np.int64), outcome])
+    count = np.bincount(ids)
+    first = np.empty(len(count), dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids))[::-1]
+    kept = dataclasses.replace(battles, a=battles.a[first], b=battles.b[first], score_a=battles.score_a[first],
+                               judge=battles.judge[first])
+    return kept, known[first], count.astype(np.int64)
+
 
 
 def _check_level(level: float) -> None:

@@ -422,3 +422,28 @@ def test_judge_bias_model_has_no_position_term_where_the_order_is_unknown():
     assert table.loc[("annotator", "position"), "n_informative"] == 0
     assert table.loc[("known", "position"), "n_informative"] == 300
     assert table.loc[("known", "position"), "probability_shift"] == pytest.approx(0.1, abs=0.08)
+
+
+def test_judge_bias_model_on_collapsed_rows_equals_the_fit_on_every_battle(monkeypatch):
+    """The judge-bias model (contextual Bradley-Terry, logit P(a > b | j) = xi_a - xi_b + beta_pos_j
+    + beta_self_j s_j(a, b); MT-Bench section 3.3's self-enhancement as a parameter, Liusie et al. 2024's
+    position bias) fitted on one row per distinct judge, pair, known order and outcome, each with its count,
+    has the estimate and the sandwich intervals of the fit on every battle."""
+    import peercore.bias as bias_module
+
+    rng = np.random.default_rng(3)
+    n, models = 30_000, [f"m{k}" for k in range(8)]
+    a = rng.integers(0, 8, n)
+    b = (a + rng.integers(1, 8, n)) % 8
+    frame = pd.DataFrame({"question_id": [f"q{k // 4}" for k in range(n)], "model_a": np.array(models)[a],
+                          "model_b": np.array(models)[b], "judge": np.where(rng.random(n) < 0.5, "gpt", "m3"),
+                          "winner": rng.choice(["model_a", "model_b", "tie"], n, p=[0.5, 0.4, 0.1])})
+    frame = frame.drop_duplicates(["question_id", "model_a", "model_b", "judge"])
+    collapsed = judge_bias_model(frame, aliases={"m3": "m3"})
+    monkeypatch.setattr(bias_module, "_collapsed",
+                        lambda battles, known: (battles, known, np.ones(len(battles), dtype=np.int64)))
+    every = judge_bias_model(frame, aliases={"m3": "m3"})
+    columns = ["coefficient", "ci_low", "ci_high", "probability_shift"]
+    np.testing.assert_allclose(collapsed.table[columns].to_numpy(), every.table[columns].to_numpy(), rtol=0, atol=1e-9)
+    assert collapsed.table[["n", "n_informative"]].equals(every.table[["n", "n_informative"]])
+    np.testing.assert_allclose(collapsed.ratings.to_numpy(), every.ratings.to_numpy(), rtol=0, atol=1e-9)
