@@ -36,10 +36,21 @@ def _env(server: FakeLLMServer) -> dict:
             "ANTHROPIC_BASE_URL": server.anthropic_base_url, "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before it runs: Ctrl-C's default disposition, as a terminal gives a command.
+
+    A test run started in the background of a shell without job control (``pytest ... &`` in a
+    script) ignores SIGINT, and a child inherits that: Python then installs no KeyboardInterrupt
+    handler and the batch run, which relies on it, never sees the signal (the three batch cases
+    hung for 120 s each in such a run).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(command: list[str], server: FakeLLMServer, ready) -> tuple[int, list[str], str]:
     """Start ``command``, send SIGINT once ``ready(server)`` holds; its exit status, stderr lines and stdout."""
     child = subprocess.Popen([sys.executable, "-m", "peercore", *command], env=_env(server), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal)
     try:
         assert server.wait_until(ready, timeout=120), "the run never got there"
         child.send_signal(signal.SIGINT)
