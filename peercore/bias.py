@@ -547,12 +547,10 @@ def _collapsed(battles, known: np.ndarray):
     outcome = pd.factorize(battles.score_a)[0]
     ids = verdicts.group_ids([battles.judge, battles.a, battles.b, known.astype(np.int64), outcome])
     count = np.bincount(ids)
-    first = np.empty(len(count), dtype=np.int64)
-    first[ids[::-1]] = np.arange(len(ids))[::-1]
+    first = verdicts.first_rows(ids)
     kept = dataclasses.replace(battles, a=battles.a[first], b=battles.b[first], score_a=battles.score_a[first],
                                judge=battles.judge[first])
     return kept, known[first], count.astype(np.int64)
-
 
 
 def _check_level(level: float) -> None:

@@ -40,7 +40,7 @@ __all__ = [
     "Verdicts", "SelectionNotes", "Selected", "WINNER_A", "WINNER_B", "TIE", "UNPARSED", "WINNER_NAMES",
     "NO_CATEGORY", "from_frame", "from_columns", "to_frame", "take", "concat", "compact", "select", "final_only",
     "majority", "infer_order", "group_ids", "empty", "judge_codes", "contestants_by_judge", "score_a",
-    "candidates_per_question", "distinct",
+    "candidates_per_question", "distinct", "first_rows",
 ]
 
 WINNER_A, WINNER_B, TIE, UNPARSED = 0, 1, 2, -1  # the store's winner codes; -1: a reply with no readable verdict
@@ -209,6 +209,13 @@ def group_ids(columns: Sequence[np.ndarray]) -> np.ndarray:
         packed = packed * size + column
         width *= size
     return pd.factorize(packed)[0].astype(np.int64)
+
+
+def first_rows(ids: np.ndarray) -> np.ndarray:
+    """The index of each group's first row, for the ids of :func:`group_ids` (``0 .. max``)."""
+    first = np.zeros(int(ids.max(initial=-1)) + 1, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids))[::-1]
+    return first
 
 
 def _cumcount(group: np.ndarray) -> np.ndarray:
@@ -750,9 +757,7 @@ def candidates_per_question(verdicts: Verdicts) -> pd.DataFrame:
     owner = group_ids([readable.judge, readable.question])
     pairs = distinct(np.concatenate([owner * readable.n_models + readable.a, owner * readable.n_models + readable.b]))
     groups, sizes = np.unique(pairs // readable.n_models, return_counts=True)
-    first = np.zeros(int(owner.max()) + 1, dtype=np.int64)
-    first[owner[::-1]] = np.arange(len(owner))[::-1]
-    rows = first[groups]
+    rows = first_rows(owner)[groups]
     return pd.DataFrame({"judge": np.asarray(readable.judges, dtype=object)[readable.judge[rows]],
                          "question_id": readable.questions[readable.question[rows]],
                          "candidates": sizes.astype(np.int64)})

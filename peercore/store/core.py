@@ -208,8 +208,7 @@ class StoreCore:
                 self._local.depth -= 1
             return
         self._begin(connection)
-        self._local.depth = 1
-        try:
+        with self._until_commit(connection):
             yield connection
             pause = os.environ.get(_ENV_PAUSE_BEFORE_COMMIT)
             if pause:  # test hook (see _ENV_PAUSE_BEFORE_COMMIT)
@@ -219,6 +218,13 @@ class StoreCore:
                     sys.stdin.readline()
                 else:
                     time.sleep(float(pause))
+
+    @contextlib.contextmanager
+    def _until_commit(self, connection) -> Iterator:
+        """The body of a write transaction this thread has begun: COMMIT after it, ROLLBACK on any exception."""
+        self._local.depth = 1
+        try:
+            yield connection
         except BaseException:
             try:
                 connection.execute("ROLLBACK")
@@ -245,31 +251,13 @@ class StoreCore:
         if self._local.depth:
             yield None
             return
-        if self.url is None:
-            limit_ms = connection.execute("PRAGMA busy_timeout").fetchone()[0]
-            connection.execute("PRAGMA busy_timeout = 0")
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if not _db.is_lock_error(exc):
-                    raise
-                yield None
-                return
-            finally:
-                connection.execute(f"PRAGMA busy_timeout = {limit_ms}")
-        else:
+        if self.url is not None:
             connection.raw.execute("BEGIN")
-        self._local.depth = 1
-        try:
+        elif not self._begin_at_once(connection):
+            yield None
+            return
+        with self._until_commit(connection):
             yield connection
-        except BaseException:
-            with contextlib.suppress(Exception):  # a lost connection has rolled back already
-                (connection.execute if self.url is None else connection.raw.execute)("ROLLBACK")
-            raise
-        else:
-            (connection.execute if self.url is None else connection.raw.execute)("COMMIT")
-        finally:
-            self._local.depth = 0
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator:
@@ -310,17 +298,25 @@ class StoreCore:
         if limit_ms < _db.SAY_WAIT_FROM_MS:  # e.g. the runner's short waits (it retries and says so itself)
             connection.execute("BEGIN IMMEDIATE")
             return
+        if self._begin_at_once(connection):
+            return
+        _db.say_lock_wait(str(self.path), limit_ms)
+        connection.execute("BEGIN IMMEDIATE")
+
+    @staticmethod
+    def _begin_at_once(connection: sqlite3.Connection) -> bool:
+        """SQLite's ``BEGIN IMMEDIATE`` without a busy wait; False (no transaction) while another writer holds it."""
+        limit_ms = connection.execute("PRAGMA busy_timeout").fetchone()[0]
         connection.execute("PRAGMA busy_timeout = 0")
         try:
             connection.execute("BEGIN IMMEDIATE")
-            return
+            return True
         except sqlite3.OperationalError as exc:
             if not _db.is_lock_error(exc):
                 raise
+            return False
         finally:
             connection.execute(f"PRAGMA busy_timeout = {limit_ms}")
-        _db.say_lock_wait(str(self.path), limit_ms)
-        connection.execute("BEGIN IMMEDIATE")
 
     def clock(self) -> float:
         """Seconds since the epoch by the database's clock.
