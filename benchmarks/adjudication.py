@@ -12,7 +12,7 @@ Rows:
 - **leases**: ``next_item`` + ``decide`` per decision, overlap 1 (every debate decided
   once) and overlap 2 (twice, by two distinct annotators);
 - **decide only** (the pre-lease path, for scale): each process is handed its own debates
-  up front and only calls ``Store.adjudicate``; what the claim transaction costs is the
+  up front and only calls ``Store.debates.adjudicate``; what the claim transaction costs is the
   difference;
 - **deep queue**: one annotator's claim and decision latency when the study already holds
   many decided debates (the claim walks the study's unresolved debates in id order).
@@ -89,13 +89,13 @@ def fresh_database(name: str, *, cluster=None) -> Iterator[str]:
 
 def make_study(path: Path | str, *, debates: int, overlap: int) -> None:
     store = Store(path)
-    store.create_study("bench")
-    store.add_debates("bench", [({"debate_key": f"d{k:06d}", "question_id": f"q{k:06d}", "model_a": "a",
-                                  "model_b": "b", "status": "unresolved"},
+    store.studies.create("bench")
+    store.debates.add_many("bench", [({"debate_key": f"d{k:06d}", "question_id": f"q{k:06d}", "model_a": "a",
+                                       "model_b": "b", "status": "unresolved"},
                                  [{"round": 0, "position": 0, "speaker": "x", "verdict": "model_a"},
                                   {"round": 0, "position": 1, "speaker": "y", "verdict": "model_b"}])
                                 for k in range(debates)])
-    store.update_study_settings("bench", overlap=overlap)
+    store.studies.update_settings("bench", overlap=overlap)
     store.close()
 
 
@@ -108,7 +108,7 @@ def worker(db: str, name: str, mode: str, ids: list[int]) -> dict:
     It says ``ready`` once imported and connected, then reads the common start time.
     """
     store = Store(db, create=False)
-    overlap = store.study_settings("bench")["overlap"]
+    overlap = store.studies.settings("bench")["overlap"]
     claims, decides, decided = [], [], 0
     print("ready", flush=True)
     go = float(sys.stdin.readline())
@@ -117,7 +117,7 @@ def worker(db: str, name: str, mode: str, ids: list[int]) -> dict:
     if mode == "decide-only":
         for k, debate_id in enumerate(ids):
             t = time.perf_counter()
-            store.adjudicate(debate_id, name, DECISIONS[k % 4])
+            store.debates.adjudicate(debate_id, name, DECISIONS[k % 4])
             decides.append(time.perf_counter() - t)
             decided += 1
     else:
@@ -126,7 +126,7 @@ def worker(db: str, name: str, mode: str, ids: list[int]) -> dict:
             item = assignment.next_item(store, "bench", name, lease=60)
             claims.append(time.perf_counter() - t)
             if item is None:
-                if store.adjudication_queue("bench", annotator=name, overlap=overlap).empty:
+                if store.debates.queue("bench", annotator=name, overlap=overlap).empty:
                     break
                 time.sleep(0.005)
                 continue

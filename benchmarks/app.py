@@ -92,8 +92,8 @@ def build_study(path: Path, n: int, *, per_prompt: int, root: Path = ROOT, judge
 
     start = time.perf_counter()
     store = Store(path)
-    store.create_study("arena", description=f"{n:,} synthetic Arena battles (benchmarks/app.py)")
-    store.add_judgments("arena", arena_judgments(n, per_prompt=per_prompt, judge=judge))
+    store.studies.create("arena", description=f"{n:,} synthetic Arena battles (benchmarks/app.py)")
+    store.verdicts.add("arena", arena_judgments(n, per_prompt=per_prompt, judge=judge))
     store.close()
     return time.perf_counter() - start
 

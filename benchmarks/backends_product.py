@@ -9,7 +9,7 @@ this times what a user does, on each backend, in one run (so machine load hits b
   voters as judges, random question ids), 1,000,000 rows by default, each into a fresh
   database. Wall time of the subprocess, its CPU time and peak resident set (``os.wait4``;
   the PostgreSQL server's own processes are not in them), the size of the database after, and the
-  rows stored, checked equal to the file's (``Store.summary``);
+  rows stored, checked equal to the file's (``Study.counts``);
 - **Leaderboard page**: a study of 100,000 judgments imported through the same CLI into a
   fresh database on each backend, then the page through ``streamlit.testing.v1.AppTest``
   with ``PEERBOARD_DB`` set to that database, exactly as ``app.py`` times a page
@@ -170,11 +170,12 @@ def server_cpu_seconds(url: str) -> float:
 
 
 def stored_judgments(db: str, *, study: str = STUDY) -> int:
+    from peercore.app.study import Study
     from peercore.store import Store
 
     store = Store(db, create=False)
     try:
-        return store.summary(study)["judgments"]
+        return Study(store, study).counts()["judgments"]
     finally:
         store.close()
 
@@ -286,7 +287,7 @@ def main() -> int:
                 "backends included), its memory is not counted. A child's "
                 f"`ru_maxrss` cannot be below this benchmark process's own peak ({resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
                 "which is why the files are written by a child process). Rows stored = "
-                "`Store.summary(study)['judgments']`, checked equal to the file's rows. Load average before / after: "
+                "`Study(store, study).counts()['judgments']`, checked equal to the file's rows. Load average before / after: "
                 f"{load_before} / {_load()}.\n\n"
                 + markdown_table(["backend", "wall s", "x SQLite", "CPU s of the CLI", "CPU s of the server", "peak RSS MB", "x SQLite",
                                   "rows stored",

@@ -59,12 +59,12 @@ server.stop()
 
 
 def make_study(store: Store, n_questions: int, n_models: int) -> str:
-    store.create_study("bench")
-    store.add_questions("bench", pd.DataFrame({
+    store.studies.create("bench")
+    store.questions.add("bench", pd.DataFrame({
         "question_id": [f"q{i:04d}" for i in range(n_questions)],
         "text": [f"Explain concept number {i} to a newcomer in a short paragraph." for i in range(n_questions)],
     }))
-    store.add_answers("bench", pd.DataFrame([
+    store.questions.add_answers("bench", pd.DataFrame([
         {"question_id": f"q{i:04d}", "model": f"model-{m}",
          "answer": f"Answer of model {m} to question {i}. " + "It explains the idea step by step. " * (2 + m)}
         for i in range(n_questions) for m in range(n_models)
@@ -91,12 +91,12 @@ def measure(provider: str, args, n_questions: int, n: int, url: str, counts) -> 
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             seen = counts()
             assert result.status == "finished" and result.done == n, result
-            accounting = store.run_accounting(result.run_id)
-            stored = store.run_judgments(result.run_id)
+            accounting = store.runs.accounting(result.run_id)
+            stored = store.runs.judgments(result.run_id)
             verdicts[mode] = stored.sort_values(["question_id", "model_a", "model_b"]).reset_index(drop=True)
             rows[mode] = {"wall": wall, "cpu": cpu, "requests": sum(seen.values()), "by_endpoint": seen,
                           "paid": accounting["calls_paid"], "verdicts": len(stored),
-                          "cost": float(store.run(result.run_id)["cost_usd"])}
+                          "cost": float(store.runs.get(result.run_id)["cost_usd"])}
             store.close()
     same = verdicts["live"].equals(verdicts["batch"])
     live, batch = rows["live"], rows["batch"]

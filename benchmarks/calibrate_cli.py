@@ -65,8 +65,8 @@ def build(path: Path, n: int, labels: int, *, soft: bool = True) -> float:
 
     start = time.perf_counter()
     store = Store(path)
-    store.create_study("arena", description=f"{n:,} judge verdicts, {labels:,} human votes (calibrate_cli.py)")
-    store.add_judgments("arena", study_frame(n, labels, soft=soft))
+    store.studies.create("arena", description=f"{n:,} judge verdicts, {labels:,} human votes (calibrate_cli.py)")
+    store.verdicts.add("arena", study_frame(n, labels, soft=soft))
     store.close()
     return time.perf_counter() - start
 

@@ -13,7 +13,7 @@ Side by side, on the same file:
 - peercore import: ``peercore.io.import_path`` into a fresh database (detect the format,
   parse, validate, check, write in one transaction, record provenance), i.e. what
   ``peercore import`` does;
-- peercore read-back: ``Store.judgments(study)``, the canonical DataFrame.
+- peercore read-back: ``Store.verdicts.table(study)``, the canonical DataFrame.
 
 Target (issue 3): import and read-back each at most 3x the bare read.
 
@@ -149,13 +149,13 @@ def main(argv=None) -> int:
 
         imported = _timed(import_once, args.repeats)
         store, report = imported[2]
-        read_back = _timed(lambda: store.judgments("arena"), args.repeats)
+        read_back = _timed(lambda: store.verdicts.table("arena"), args.repeats)
         judgments = read_back[2]
 
         def insert_once():
             other = Store(tmp / f"db{next(counter)}.sqlite")
-            other.create_study("arena")
-            return other.add_judgments("arena", judgments)
+            other.studies.create("arena")
+            return other.verdicts.add("arena", judgments)
 
         inserted = _timed(insert_once, args.repeats)
 
@@ -181,8 +181,8 @@ def main(argv=None) -> int:
         ["bare `pd.read_json(lines=True, engine=\"pyarrow\")`", *bare_arrow[:2], arrow / base, 1.0],
         ["peercore import into a fresh store (detect, parse, check, write)", *imported[:2], imported[0] / base,
          imported[0] / arrow],
-        ["peercore read-back `Store.judgments()`", *read_back[:2], read_back[0] / base, read_back[0] / arrow],
-        ["  of which: `Store.add_judgments()` of the canonical frame", *inserted[:2], inserted[0] / base,
+        ["peercore read-back `Store.verdicts.table()`", *read_back[:2], read_back[0] / base, read_back[0] / arrow],
+        ["  of which: `Store.verdicts.add()` of the canonical frame", *inserted[:2], inserted[0] / base,
          inserted[0] / arrow],
     ]
     if old is not None:

@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     store = Store(args.db)
-    if not store.has_study(STUDY) or not store.summary(STUDY)["human_scores"]:
+    if not store.studies.exists(STUDY) or store.scores.human_scores(STUDY).empty:
         report = import_path(DATA, store=store, study=STUDY, format="usr")
         log("\n".join(report.lines()))
-    contexts = list(store.questions(STUDY)["question_id"])[: args.contexts]
+    contexts = list(store.questions.table(STUDY)["question_id"])[: args.contexts]
     state_path = Path(args.results) / "nlg_topicalchat.json"
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     state.setdefault("runs", {})
@@ -115,7 +115,7 @@ def _run(store, kind: str, attribute: str, chunk: list[str], state: dict) -> Non
 
     job = _job(kind, attribute, chunk)
     run_id = job.run_id()
-    pending = len(store.pending_items(run_id)) if _has_run(store, run_id) else None
+    pending = len(store.runs.pending_items(run_id)) if _has_run(store, run_id) else None
     if pending == 0:
         log(f"{kind} {attribute} {chunk[0]}..{chunk[-1]}: done before")
         state["runs"].setdefault(run_id, {}).update(_names(job, store, kind, attribute, chunk))
@@ -145,7 +145,7 @@ def _has_run(store, run_id: str) -> bool:
     from peercore.store import StoreError
 
     try:
-        store.run(run_id)
+        store.runs.get(run_id)
     except StoreError:
         return False
     return True
@@ -174,16 +174,16 @@ def _timing(store, context: str) -> dict:
             # from the first's stored responses (the run's call cache), timing nothing
             probe = Store(Path(folder) / f"timing-{name}.sqlite")
             study = f"{STUDY}-{name}"
-            probe.create_study(study)
-            probe.add_questions(study, store.questions(STUDY).query("question_id == @context"))
-            probe.add_answers(study, store.answers(STUDY).query("question_id == @context"))
+            probe.studies.create(study)
+            probe.questions.add(study, store.questions.table(STUDY).query("question_id == @context"))
+            probe.questions.add_answers(study, store.questions.answers(STUDY).query("question_id == @context"))
             job = ComparisonJob(study, [LocalBackend(prefix_cache=cached)], attribute="coherence")
             log(f"timing: {name} comparisons of {context}")
             started = time.perf_counter()
             result = run_job_sync(job, probe, concurrency=1)
             out[f"{name}_seconds"] = time.perf_counter() - started
             out[f"{name}_calls"] = result.calls
-            frame = probe.judgments(study)
+            frame = probe.verdicts.table(study)
             out[f"{name}_p"] = {f"{a}|{b}": p for a, b, p in zip(frame["model_a"], frame["model_b"], frame["p_a"])}
             probe.close()
         if not (out["cached_calls"] and out["uncached_calls"]):
@@ -210,13 +210,13 @@ def _bundle(store, state: dict, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(DATA, folder / "topical_chat.json")
     judges = sorted({run["judge"] for run in state["runs"].values()})
-    judgments = store.judgments(STUDY, judges=judges)
+    judgments = store.verdicts.table(STUDY, judges=judges)
     judgments[[c for c in COLUMNS if c in judgments.columns and judgments[c].notna().any()]].to_csv(
         folder / "judgments.csv", index=False)
-    scores = judge_scores_table(store.judge_scores(STUDY, judges=judges, include_invalid=True))
+    scores = judge_scores_table(store.scores.judge_scores(STUDY, judges=judges, include_invalid=True))
     scores.drop(columns=[c for c in ("rationale",) if c in scores.columns]).to_csv(folder / "judge_scores.csv",
                                                                                   index=False)
-    settings = {row["name"]: row["settings"] for row in store.judges(STUDY).to_dict(orient="records")
+    settings = {row["name"]: row["settings"] for row in store.judges.table(STUDY).to_dict(orient="records")
                 if row["name"] in judges}
     facts = {
         "study": STUDY,

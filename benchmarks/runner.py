@@ -57,12 +57,12 @@ server.stop()
 
 
 def make_study(store: Store, n_questions: int, n_models: int) -> str:
-    store.create_study("bench")
-    store.add_questions("bench", pd.DataFrame({
+    store.studies.create("bench")
+    store.questions.add("bench", pd.DataFrame({
         "question_id": [f"q{i:04d}" for i in range(n_questions)],
         "text": [f"Explain concept number {i} to a newcomer in a short paragraph." for i in range(n_questions)],
     }))
-    store.add_answers("bench", pd.DataFrame([
+    store.questions.add_answers("bench", pd.DataFrame([
         {"question_id": f"q{i:04d}", "model": f"model-{m}",
          "answer": f"Answer of model {m} to question {i}. " + "It explains the idea step by step. " * (2 + m)}
         for i in range(n_questions) for m in range(n_models)
@@ -150,7 +150,7 @@ def main() -> int:
 
             samples["again"].append(timed(same_again))
             assert again.run_id == first.run_id and again.calls == 0 and again.done == reviews
-            judgments = len(store.judgments(study))
+            judgments = len(store.verdicts.table(study))
             store.close()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     out, _ = server.communicate("", timeout=30)

@@ -211,7 +211,7 @@ else:
     st.dataframe(reports.decisions_by_item(decisions), hide_index=True, width="stretch", key="adj_items")
 # ------------------------------------------------- the decisions made, any of them changeable
 st.subheader("Decisions made")
-history = data.store().decision_history(study)  # read every run: others change theirs too
+history = data.store().debates.decision_history(study)  # read every run: others change theirs too
 who = st.segmented_control("Show", [adj.MINE, adj.EVERYONE], key=adj.LIST_WHO, default=adj.MINE,
                            help="Your decisions, or everyone's. You can change any of yours, not only the last.")
 made = adj.decisions_made(decisions, history, annotator, who or adj.MINE)

@@ -15,7 +15,7 @@ study = st.session_state.get(state.STUDY)
 
 def _may_import(name: str) -> bool:
     """Whether the current actor may import into ``name`` (creating it when it does not exist)."""
-    exists = data.store().has_study(name)
+    exists = data.store().studies.exists(name)
     return access.can(Action.IMPORT if exists else Action.CREATE_STUDY, name if exists else None)
 
 

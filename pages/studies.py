@@ -54,7 +54,7 @@ def create_study() -> None:
 def save_guidelines(name: str) -> None:
     """Form callback: the rubric and the overlap, each through its checked action (recorded when it changed)."""
     store, actor = data.store(), access.current_actor()
-    stored = store.study_settings(name)
+    stored = store.studies.settings(name)
     rubric, overlap = st.session_state[f"{RUBRIC}::{name}"], int(st.session_state[f"{OVERLAP}::{name}"])
     try:
         if rubric != stored["rubric"]:
@@ -225,7 +225,7 @@ st.subheader("Who may do what")
 if actor.local:
     st.caption("Roles apply once sign-in is configured (docs/TEAM.md); until then whoever reaches this port may "
                "do everything.")
-roles = data.store().roles(study)
+roles = data.store().access.roles(study)
 if len(roles):
     tables.show(pd.DataFrame({"who": roles["who"], "role": roles["role"],
                               "where": ["everywhere" if s is None else s for s in roles["study"]],

@@ -17,7 +17,7 @@ Three families of meta-evaluation live here:
 Unparsed verdicts
 -----------------
 A judge verdict that could not be parsed (``winner`` missing, or ``valid == 0`` - the
-rows :meth:`peercore.store.Store.judgments` returns with ``include_invalid=True``) is
+rows :meth:`peercore.store.Store.verdicts.table` returns with ``include_invalid=True``) is
 still an answer the judge gave about an example. ScaleEval's example-level agreement
 (Chern et al. 2024, section 3.3, eq. 2) averages over all n examples, and its section 8
 measures exactly a judge that fails to answer (Claude-2 refusing), so by default
@@ -211,7 +211,7 @@ def match_reference(
     ----------
     judgments : canonical table of the verdicts to evaluate (any number of judges). It
         may hold unparsed verdicts (``winner`` missing, or a ``valid`` column that is
-        0), as ``Store.judgments(study, include_invalid=True)`` returns them: they are
+        0), as ``Store.verdicts.table(study, include_invalid=True)`` returns them: they are
         matched like the others and come back with a missing ``verdict``.
     reference : canonical table of reference verdicts (e.g. human votes); unparsed rows
         (as above) are left out.
@@ -1026,7 +1026,7 @@ def _with_unparsed(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, np.nda
     """A canonical table of every row, and the mask of the unparsed ones.
 
     A row is unparsed when its ``winner`` is missing or a ``valid`` column holds 0 (the
-    shape of ``Store.judgments(..., include_invalid=True)``). Its key columns are
+    shape of ``Store.verdicts.table(..., include_invalid=True)``). Its key columns are
     validated like any other row's (a placeholder winner stands in while validating);
     its ``winner`` comes back missing.
     """

@@ -18,7 +18,7 @@ lease runs out. Asking again before then renews the lease on the same debate (th
 asks on every render). An annotator holds at most one lease per study: taking a debate
 gives up the one held before.
 
-A decision is one row per (debate, annotator) (:meth:`peercore.store.Store.adjudicate`):
+A decision is one row per (debate, annotator) (:meth:`peercore.store.Store.debates.adjudicate`):
 deciding again replaces it and still counts once. The store accepts a decision only on a
 debate the page could offer the annotator (:func:`offerable`), whoever asks (the page or
 ``peercore adjudicate --decide``): an unresolved debate whose decisions plus the live
@@ -65,7 +65,7 @@ class DecisionRefused(PeercoreError):
     """A decision was not stored: the debate is not one this annotator may decide now.
 
     The store refuses a decision the Adjudication page would never have offered
-    (:meth:`peercore.store.Store.adjudicate`, one rule for the page and ``peercore adjudicate``):
+    (:meth:`peercore.store.Store.debates.adjudicate`, one rule for the page and ``peercore adjudicate``):
 
     - the debate is not waiting for people (``status`` ``agreed``: its agents settled it,
       and that consensus is its gold label; ``adjudicated``: imported with its label; or
@@ -179,7 +179,7 @@ def offerable(*, decisions: int, leased_by_others: int, overlap: int, decided_by
 
     Not when they decided it already; with an overlap N > 0, only while
     ``decisions + leased_by_others < N`` (live leases of *other* annotators); with
-    overlap 0 always. :meth:`peercore.store.Store.claim_debate` applies the same rule in SQL.
+    overlap 0 always. :meth:`peercore.store.Store.debates.claim` applies the same rule in SQL.
     """
     if decided_by_me:
         return False
@@ -254,10 +254,10 @@ def next_item(store, study: str, annotator: str, *, lease: float | None = None, 
     -------
     Item or None
         None means no debate can be offered now: the annotator decided or skipped every one
-        that needs people, or the rest is held by others (see :meth:`Store.leases`).
+        that needs people, or the rest is held by others (see :meth:`Store.debates.leases`).
     """
-    row = store.claim_debate(study, _name(annotator), lease_seconds=lease_seconds(lease), scenario=scenario,
-                             criterion=criterion, now=None if now is None else float(now))
+    row = store.debates.claim(study, _name(annotator), lease_seconds=lease_seconds(lease), scenario=scenario,
+                              criterion=criterion, now=None if now is None else float(now))
     return None if row is None else Item(**row)
 
 
@@ -283,13 +283,13 @@ def decide(store, debate_id: int, annotator: str, decision: str, *, note: str = 
     ValueError
         If ``decision`` is not one of ``model_a``, ``model_b``, ``tie``, ``both_bad``.
     """
-    return store.adjudicate(int(debate_id), _name(annotator), decision, note=note, token=token, blind=blind,
-                            now=None if now is None else float(now))
+    return store.debates.adjudicate(int(debate_id), _name(annotator), decision, note=note, token=token, blind=blind,
+                                    now=None if now is None else float(now))
 
 
 def release(store, study: str, annotator: str) -> int:
     """Give up every lease ``annotator`` holds in ``study`` (e.g. when leaving); returns how many."""
-    return store.release_leases(study, _name(annotator))
+    return store.debates.release_leases(study, _name(annotator))
 
 
 def _name(annotator: str) -> str:

@@ -40,7 +40,7 @@ def final_agent_verdicts(turns: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     turns : debate turns (``debate_id, round, position, speaker, verdict``), as
-        :meth:`peercore.store.Store.debate_turns` returns them.
+        :meth:`peercore.store.Store.debates.turns` returns them.
 
     Returns
     -------

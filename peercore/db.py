@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 # The key of the one advisory lock a write transaction takes (BEGIN IMMEDIATE's equivalent).
 WRITE_LOCK_KEY = 0x5045_4552  # "PEER"
 # How long a writer waits for another's lock (the write lock, a row) before failing: SQLite's
-# busy_timeout, PostgreSQL's lock_timeout (Store.busy_timeout changes it with PRAGMA busy_timeout).
+# busy_timeout, PostgreSQL's lock_timeout (Store.runs.busy_timeout changes it with PRAGMA busy_timeout).
 # Seconds; $PEERBOARD_BUSY_TIMEOUT changes it (busy_timeout_ms).
 ENV_BUSY_TIMEOUT = "PEERBOARD_BUSY_TIMEOUT"
 BUSY_TIMEOUT_S = 120

@@ -69,7 +69,7 @@ class Turn:
     text: str
 
     def as_row(self) -> dict:
-        """The shape :meth:`peercore.store.Store.add_debate` takes for a turn."""
+        """The shape :meth:`peercore.store.Store.debates.add` takes for a turn."""
         return {"round": self.round, "position": self.position, "speaker": self.speaker,
                 "verdict": self.verdict, "rationale": self.text}
 
@@ -344,8 +344,8 @@ def opinion_events(debates: pd.DataFrame, turns: pd.DataFrame, *, initial_review
 
     Parameters
     ----------
-    debates : :meth:`Store.debates` rows (``id`` and, for roles, ``metadata``).
-    turns : :meth:`Store.debate_turns` of those debates (``debate_id, round, position,
+    debates : :meth:`Store.debates.table` rows (``id`` and, for roles, ``metadata``).
+    turns : :meth:`Store.debates.turns` of those debates (``debate_id, round, position,
         speaker, verdict``; other columns are ignored). Turns of debates not in
         ``debates`` are ignored.
     initial_reviews : ``"turn0"`` or ``"excluded"`` (:data:`INITIAL_REVIEWS`, above).
@@ -504,7 +504,7 @@ def verdict_changes(turns: pd.DataFrame) -> pd.DataFrame:
 
     Parameters
     ----------
-    turns : the store's debate turns (:meth:`Store.debate_turns`): ``debate_id, round,
+    turns : the store's debate turns (:meth:`Store.debates.turns`): ``debate_id, round,
         position, speaker, verdict``.
 
     Returns
@@ -537,8 +537,8 @@ def discussion_outcomes(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFr
 
     Parameters
     ----------
-    debates : :meth:`Store.debates` (``id, question_id, model_a, model_b, status, consensus, ...``).
-    turns : :meth:`Store.debate_turns` of those debates.
+    debates : :meth:`Store.debates.table` (``id, question_id, model_a, model_b, status, consensus, ...``).
+    turns : :meth:`Store.debates.turns` of those debates.
 
     Returns
     -------

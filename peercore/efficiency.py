@@ -324,7 +324,7 @@ def efficiency_curve(
         (the ``human`` scores of each question's candidates; PoE paper Fig. 1).
     max_questions : use at most this many questions (the first by id) to bound the cost.
     human : ``question_id, model, value`` (one attribute's human scores, as
-        :meth:`peercore.store.Store.human_scores` gives them); needed for
+        :meth:`peercore.store.Store.scores.human_scores` gives them); needed for
         ``reference="human"``. Questions with a candidate that has no human score are
         left out.
     debias : remove the judge's first-position preference (:func:`position_offsets`,

@@ -3,7 +3,7 @@
 Two runs of one model that differ in backend, model, base URL, method, template (or
 its version), criterion, temperature, samples, max tokens, seed or role are two judges,
 never one name that silently keeps the first run's verdicts. This module holds the pure
-rules; :meth:`peercore.store.Store.resolve_judge` applies them to a study.
+rules; :meth:`peercore.store.Store.judges.resolve` applies them to a study.
 
 Names
 -----

@@ -55,9 +55,9 @@ def run_verdicts(store: "Store", study: str, *, run_id: str | None = None,
         ``answer_a``, ``answer_b`` are the stored texts (first turn), or missing.
     """
     if run_id is None:
-        frame = store.judgments(study, judges=list(judges) if judges is not None else None, include_invalid=True)
+        frame = store.verdicts.table(study, judges=list(judges) if judges is not None else None, include_invalid=True)
     else:
-        frame = store.run_judgments(run_id)
+        frame = store.runs.judgments(run_id)
         if judges is not None:
             frame = frame[frame["judge"].isin(list(judges))]
     frame = frame.reset_index(drop=True)
@@ -79,8 +79,8 @@ def run_verdicts(store: "Store", study: str, *, run_id: str | None = None,
         "criterion": frame["criterion"].astype(object), "round": frame["round"].astype(object),
     })
     out["orders_agree"] = order_agreement(out)
-    questions = store.questions(study)
-    answers = store.answers(study)
+    questions = store.questions.table(study)
+    answers = store.questions.answers(study)
     first = answers.sort_values("turn", kind="stable").drop_duplicates(["question_id", "model"])
     text = dict(zip(questions["question_id"].astype(str), questions["text"]))
     answer = dict(zip(zip(first["question_id"].astype(str), first["model"].astype(str)), first["answer"]))

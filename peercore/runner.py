@@ -403,9 +403,9 @@ class ItemOutcome:
         (the invalid verdict is still stored, with ``valid=0`` and the raw text).
     detail : a short note kept with the item.
     judgments : canonical judgment rows (+ ``valid``, ``raw``, ``vote``), for
-        :meth:`Store.add_judgments`.
-    answers : ``{"question_id", "model", "answer"}`` rows for :meth:`Store.add_answers`.
-    debates : ``(debate, turns)`` pairs for :meth:`Store.add_debate`.
+        :meth:`Store.verdicts.add`.
+    answers : ``{"question_id", "model", "answer"}`` rows for :meth:`Store.questions.add_answers`.
+    debates : ``(debate, turns)`` pairs for :meth:`Store.debates.add`.
     """
 
     write: Callable[["Store", str], None] | None = None
@@ -613,7 +613,7 @@ class Runner:
     async def _complete(self, ctx: ItemContext, backend: Backend, request: ChatRequest) -> Completion:
         state: _RunState = self._state
         key = backend.cache_key(request)
-        hit = self.store.cached_call(key)
+        hit = self.store.runs.cached_call(key)
         if hit is not None:
             state.cached += 1
             if hit.get("run_id") == ctx.run_id and key not in state.charged:
@@ -702,7 +702,7 @@ class Runner:
         completion = backend.redact_completion(completion)  # a reply may echo the key
         self._holding.add(key)  # paid and in hand: a cancel waits for it to be written
         try:
-            await self._keep(lambda: self.store.store_call(
+            await self._keep(lambda: self.store.runs.store_call(
                 key, backend=backend.backend, model=backend.model, request=_shallow(request),
                 response=_shallow(completion), prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens, latency_s=latency, run_id=run_id,
@@ -738,7 +738,7 @@ class Runner:
         async for attempt in tenacity.AsyncRetrying(retry=tenacity.retry_if_exception(_is_locked),
                                                     wait=tenacity.wait_exponential(multiplier=0.05, max=2.0),
                                                     before_sleep=before_sleep, reraise=True):
-            with attempt, self.store.busy_timeout(250):
+            with attempt, self.store.runs.busy_timeout(250):
                 return write()
         raise AssertionError("tenacity ended the attempts without a result or an error")  # pragma: no cover
 
@@ -753,7 +753,7 @@ def _refuse_other_job(store: "Store", run_id: str, kind: str, config: dict) -> N
     """
 
     try:
-        existing = store.run(run_id)
+        existing = store.runs.get(run_id)
     except StoreError:
         return
     stored = existing["config"].get("job")
@@ -862,22 +862,22 @@ class _RunState:
             run_id = self.requested_run_id or job.run_id()
             config = {"job": json.loads(json.dumps(job.config(), default=str))}
             _refuse_other_job(store, run_id, job.kind, scrub_secrets(config["job"]))  # the stored run stays as it was
-            flying = sum(b["status"] != "fetched" for b in store.batches(run_id)) if runner.offline is None else 0
+            flying = sum(b["status"] != "fetched" for b in store.runs.batches(run_id)) if runner.offline is None else 0
             if flying:  # a live attempt would pay again for the calls those batches are answering
                 raise RunnerError(f"run {run_id!r} has {flying} batch(es) submitted and not yet read; resume them "
                                   "with --batch (the same command, or peercore.jobs.batch.run_batch); nothing was spent")
 
             def start() -> None:  # one transaction: the run, its items, its status and the judges' registration
                 with store.transaction():
-                    store.create_run(job.study, job.kind, config, items=items, run_id=run_id)
-                    store.set_run_status(run_id, "running")
+                    store.runs.create(job.study, job.kind, config, items=items, run_id=run_id)
+                    store.runs.set_status(run_id, "running")
                     job.on_start(store)
 
             await runner._keep(start, what="the run's start")
             self.run_id = run_id
-            existing = store.run(self.run_id)
+            existing = store.runs.get(self.run_id)
             wanted = set(items)
-            pending = [key for key in store.pending_items(self.run_id) if key in wanted]
+            pending = [key for key in store.runs.pending_items(self.run_id) if key in wanted]
             self.total = int(existing["n_items"])
             if any(runner.prices.price(b.backend, b.model) is None for b in job.backends()):
                 self.cost_usd = None  # say "unknown" from the start, not $0
@@ -892,7 +892,7 @@ class _RunState:
                 else:
                     self.status, self.message = "failed", f"{type(exc).__name__}: {exc}"
                 try:
-                    store.set_run_status(self.run_id, self.status, error=self.message)
+                    store.runs.set_status(self.run_id, self.status, error=self.message)
                 except Exception:  # pragma: no cover
                     log.warning("could not record the run's status", exc_info=True)
             if isinstance(exc, (MissingCredentials, RunnerError)) and self.run_id:
@@ -901,21 +901,21 @@ class _RunState:
             raise
         finally:
             runner._state = None
-        self.accounting = store.run_accounting(self.run_id)
+        self.accounting = store.runs.accounting(self.run_id)
         if self.accounting["unaccounted"] and not self.cancel.is_set():
             self.failed_items.append(("(run)", f"{self.accounting['unaccounted']} item(s) paid for calls whose results "
                                                "were not stored; run the same job again to store them from the cache"))
             self.failed += self.accounting["unaccounted"]
         if self.cancel.is_set() and self.done < self.total:
             self.status, self.message = "cancelled", f"cancelled with {self.total - self.done} items left"
-            store.set_run_status(self.run_id, "cancelled", error=None)
+            store.runs.set_status(self.run_id, "cancelled", error=None)
         elif self.failed:
             self.status = "failed"
             self.message = f"{self.failed} item(s) failed; run the same job again to retry them"
-            store.set_run_status(self.run_id, "failed", error=self.message)
+            store.runs.set_status(self.run_id, "failed", error=self.message)
         else:
             self.status, self.message = "finished", f"{self.done} of {self.total} items done"
-            store.set_run_status(self.run_id, "finished")
+            store.runs.set_status(self.run_id, "finished")
         self.emit()
         return self.event(RunResult, error=None if self.status != "failed" else self.message,
                           failed_items=tuple(self.failed_items), accounting=dict(self.accounting))
@@ -1041,19 +1041,19 @@ class _RunState:
         with store.transaction():
             rows = [row for c in batch if c.outcome for row in c.outcome.judgments]
             for columns, group in _by_columns(rows).items():
-                store.add_judgments(study, pd.DataFrame(group, columns=list(columns)), run_id=run_id, order="known")
+                store.verdicts.add(study, pd.DataFrame(group, columns=list(columns)), run_id=run_id, order="known")
             answers = [row for c in batch if c.outcome for row in c.outcome.answers]
             if answers:
-                store.add_answers(study, pd.DataFrame(answers), run_id=run_id)
+                store.questions.add_answers(study, pd.DataFrame(answers), run_id=run_id)
             for c in batch:
                 if c.outcome is not None:
                     for debate, turns in c.outcome.debates:
-                        store.add_debate(study, debate, turns, run_id=run_id)
+                        store.debates.add(study, debate, turns, run_id=run_id)
                     if c.outcome.write is not None:
                         c.outcome.write(store, run_id)
-                store.finish_item(run_id, c.item, status=c.status, detail=c.detail,
-                                  prompt_tokens=c.ctx.prompt_tokens, completion_tokens=c.ctx.completion_tokens,
-                                  cost_usd=c.ctx.cost_usd or 0.0)
+                store.runs.finish_item(run_id, c.item, status=c.status, detail=c.detail,
+                                       prompt_tokens=c.ctx.prompt_tokens, completion_tokens=c.ctx.completion_tokens,
+                                       cost_usd=c.ctx.cost_usd or 0.0)
 
     def _count(self, batch: list[_Commit]) -> None:
         for c in batch:

@@ -118,7 +118,7 @@ def run(stage: str, job, store: Store, timings: dict) -> dict:
     result = run_job_sync(job, store, on_progress=progress(stage), concurrency=1)
     if result.status != "finished":
         raise SystemExit(f"{stage} did not finish: {result.status} {result.error} {result.failed_items[:3]}")
-    row = store.run(result.run_id)
+    row = store.runs.get(result.run_id)
     calls = store.connect().execute("SELECT COUNT(*), COALESCE(SUM(latency_s), 0) FROM llm_calls WHERE run_id = ?",
                                     (result.run_id,)).fetchone()
     out = {"run_id": result.run_id, "items": result.total, "paid_calls": calls[0],
@@ -147,8 +147,8 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store = Store(args.db)
-    store.create_study(STUDY, description="PeerBoard sample study (offline local models)", exist_ok=True)
-    store.add_questions(STUDY, pd.DataFrame(QUESTIONS, columns=["question_id", "category", "text"]))
+    store.studies.create(STUDY, description="PeerBoard sample study (offline local models)", exist_ok=True)
+    store.questions.add(STUDY, pd.DataFrame(QUESTIONS, columns=["question_id", "category", "text"]))
     started = datetime.now(timezone.utc)
     timings: dict[str, float] = {}
 
@@ -174,7 +174,7 @@ def main() -> int:
                                              name=PANEL, seed=SEED, max_tokens=DEBATE_TOKENS,
                                              initial_template=DEBATE_TEMPLATES[0],
                                              discussion_template=DEBATE_TEMPLATES[1]), store, timings)
-    started = min(datetime.fromisoformat(store.run(r["run_id"])["created_at"]) for r in runs.values())
+    started = min(datetime.fromisoformat(store.runs.get(r["run_id"])["created_at"]) for r in runs.values())
     # only this script's current runs are exported: a build database kept from an earlier
     # version of the script may hold other runs (e.g. an earlier debate panel)
     counts = export(store, out, run_ids=[r["run_id"] for r in runs.values()], debate_run=runs["debate"]["run_id"])
@@ -188,16 +188,16 @@ def main() -> int:
 
 def export(store: Store, out: Path, *, run_ids: list[str], debate_run: str) -> dict:
     """Write the data files from the given runs (and the study's questions and answers); return their counts."""
-    questions = store.questions(STUDY)
+    questions = store.questions.table(STUDY)
     questions[["question_id", "text", "category"]].to_json(out / "questions.jsonl", orient="records", lines=True,
                                                             force_ascii=False)
-    answers = store.answers(STUDY)
+    answers = store.questions.answers(STUDY)
     answers[["question_id", "model", "answer"]].to_json(out / "answers.jsonl", orient="records", lines=True,
                                                         force_ascii=False)
     rows = store.connect().execute(
         "SELECT question_id, model_a, model_b, judge, winner, p_a, criterion, turn, round, rationale, vote, valid, raw "
         f"FROM judgments WHERE study_id = ? AND judge NOT LIKE 'debate:%' AND run_id IN ({','.join('?' * len(run_ids))}) "
-        "ORDER BY id", (store.study_id(STUDY), *run_ids),
+        "ORDER BY id", (store.studies.study_id(STUDY), *run_ids),
     ).fetchall()
     judgments = pd.DataFrame([dict(r) for r in rows])
     for column in ("criterion", "rationale", "raw", "winner"):
@@ -205,9 +205,9 @@ def export(store: Store, out: Path, *, run_ids: list[str], debate_run: str) -> d
     for column in ("turn", "round"):
         judgments[column] = judgments[column].astype("Int64").where(judgments[column] != 0)
     judgments.to_csv(out / "judgments.csv", index=False)
-    debates = store.debates(STUDY, kind="debate")
+    debates = store.debates.table(STUDY, kind="debate")
     debates = debates[debates["metadata"].map(lambda m: m.get("run_id")) == debate_run].reset_index(drop=True)
-    turns = store.debate_turns(debates["id"])
+    turns = store.debates.turns(debates["id"])
     table = turns.merge(debates[["id", "question_id", "model_a", "model_b", "criterion", "scenario"]],
                         left_on="debate_id", right_on="id")
     table["debate_id"] = table["question_id"] + "|" + table["model_a"] + "|" + table["model_b"] + "|" + table["criterion"]
@@ -242,7 +242,7 @@ def _counts(questions, answers, judgments, debates, turns) -> dict:
 
 def write_provenance(store: Store, out: Path, *, runs: dict, timings: dict, started: datetime, counts: dict,
                      smol: LocalBackend, qwen: LocalBackend) -> None:
-    debate_date = datetime.fromisoformat(store.run(runs["debate"]["run_id"])["created_at"])
+    debate_date = datetime.fromisoformat(store.runs.get(runs["debate"]["run_id"])["created_at"])
     debate_seconds = timings["debate"]
     debate_calls = runs["debate"]["paid_calls"]
     models = {

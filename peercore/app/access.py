@@ -11,7 +11,7 @@ owner      + delete the study, grant roles
 =========  ==================================================================================
 
 A role is global or held in one study; a study role overrides a global one, and an
-address beats its domain (:meth:`peercore.store.Store.role_of`). Roles live in the store,
+address beats its domain (:meth:`peercore.store.Store.access.role_of`). Roles live in the store,
 seeded from the deployment's ``[peerboard.roles]`` configuration (:func:`seed_roles`):
 the first owner comes from that configuration, never from whoever signs in first.
 
@@ -21,7 +21,7 @@ who can reach this port") the dashboard runs as it always has: :meth:`Actor.loca
 everything.
 
 Every action function here is the check (:func:`require`), the same store write the pages
-make today, and one record in the audit log (:meth:`peercore.store.Store.record_action`),
+make today, and one record in the audit log (:meth:`peercore.store.Store.access.record_action`),
 the write and its record in one transaction. A refused action raises :class:`AccessDenied`
 before anything is written: the store is left byte-identical and nothing is recorded.
 """
@@ -182,7 +182,7 @@ def role_for(store: "Store", actor: Actor, study: str | None) -> Role | None:
         return Role.OWNER
     if not actor.signed_in or not actor.who:
         return None
-    name = store.role_of(actor.who, study)
+    name = store.access.role_of(actor.who, study)
     return None if name is None else Role.parse(name)
 
 
@@ -271,12 +271,12 @@ def seed_roles(store: "Store", config: Mapping) -> int:
                          "(the first owner comes from the configuration, never from whoever signs in first)")
     changed = 0
     with store.transaction():
-        held = {row.who: row.role for row in store.roles().itertuples() if row.study is None}
+        held = {row.who: row.role for row in store.access.roles().itertuples() if row.study is None}
         for who, role in sorted(wanted.items()):
             if held.get(who) == role.label:
                 continue
-            store.grant_role(who, role.label, granted_by="configuration")
-            store.record_action("configuration", Action.GRANT_ROLE.value, details={
+            store.access.grant_role(who, role.label, granted_by="configuration")
+            store.access.record_action("configuration", Action.GRANT_ROLE.value, details={
                 "who": who, "role": role.label, "before": held.get(who), "scope": "global"})
             changed += 1
     return changed
@@ -290,8 +290,9 @@ def create_study(store: "Store", actor: Actor, name: str, *, description: str = 
     """Create a study (needs the editor role globally); returns its id. The store's :meth:`create_study`."""
     require(store, actor, Action.CREATE_STUDY, None)
     with store.transaction():
-        study_id = store.create_study(name, description=description, source=source)
-        store.record_action(actor.name, Action.CREATE_STUDY.value, study=name, details={"description": description})
+        study_id = store.studies.create(name, description=description, source=source)
+        store.access.record_action(actor.name, Action.CREATE_STUDY.value, study=name,
+                                   details={"description": description})
     return study_id
 
 
@@ -309,7 +310,7 @@ def import_file(store: "Store", actor: Actor, path: str | Path, *, study: str, f
     """
     def write(exists: bool):
         if not exists:
-            store.create_study(study, description=description, source=source)
+            store.studies.create(study, description=description, source=source)
         return import_path(path, store=store, study=study, format=format, order=order)
 
     return _checked_import(store, actor, study=study, file_name=path, format=format, write=write)
@@ -334,11 +335,11 @@ def import_bundle(store: "Store", actor: Actor, bundle, *, study: str, file_name
 def _checked_import(store: "Store", actor: Actor, *, study: str, file_name, format: str, write):
     """The import rule: editor in the study (a new study: editor globally); ``write(exists)``
     and its audit record (file name, format, counts) in one transaction."""
-    exists = store.has_study(study)
+    exists = store.studies.exists(study)
     require(store, actor, Action.IMPORT if exists else Action.CREATE_STUDY, study if exists else None)
     with store.transaction():
         report = write(exists)
-        store.record_action(actor.name, Action.IMPORT.value, study=study, details={
+        store.access.record_action(actor.name, Action.IMPORT.value, study=study, details={
             "file": Path(str(file_name)).name, "format": format, "created_study": not exists,
             "report": _jsonable(report)})
     return report
@@ -356,15 +357,15 @@ def configure_judges(store: "Store", actor: Actor, study: str, judges: Sequence[
     changed = 0
     with store.transaction():
         stored = {row.name: (row.kind, row.model_alias if isinstance(row.model_alias, str) else None)
-                  for row in store.judges(study).itertuples()}
+                  for row in store.judges.table(study).itertuples()}
         for judge in judges:
             name = judge["name"]
             after = (judge.get("kind") or "other", judge.get("model_alias") or None)
             if stored.get(name) == after:
                 continue
-            store.set_judge(study, name, kind=after[0], model_alias=after[1])
+            store.judges.set(study, name, kind=after[0], model_alias=after[1])
             before = stored.get(name)
-            store.record_action(actor.name, "configure_judge", study=study, details={
+            store.access.record_action(actor.name, "configure_judge", study=study, details={
                 "judge": name, "before": None if before is None else {"kind": before[0], "model_alias": before[1]},
                 "after": {"kind": after[0], "model_alias": after[1]}})
             changed += 1
@@ -375,7 +376,7 @@ def configure_reviewers(store: "Store", actor: Actor, study: str, reviewers: Seq
     """Keep ``reviewers`` as the study's configured reviewers (needs editor); returns them as stored.
 
     The Reviewers & runs page's list, whole (adding, editing and removing one are each a new
-    list): :meth:`peercore.store.Store.update_study_settings`, which scrubs values under
+    list): :meth:`peercore.store.Store.studies.update_settings`, which scrubs values under
     secret-looking keys and refuses a value shaped like an API key, and one audit record
     (``configure_reviewers``: the list before and after, as stored), in one transaction. An
     unchanged list writes nothing.
@@ -390,13 +391,13 @@ def configure_reviewers(store: "Store", actor: Actor, study: str, reviewers: Seq
     require(store, actor, Action.CONFIGURE_REVIEWERS, study)
     wanted = [dict(reviewer) for reviewer in reviewers]
     with store.transaction():
-        before = store.study_settings(study)["reviewers"]
+        before = store.studies.settings(study)["reviewers"]
         if wanted == before:
             return before
-        store.update_study_settings(study, reviewers=wanted)
-        after = store.study_settings(study)["reviewers"]
-        store.record_action(actor.name, Action.CONFIGURE_REVIEWERS.value, study=study,
-                            details={"before": before, "after": after})
+        store.studies.update_settings(study, reviewers=wanted)
+        after = store.studies.settings(study)["reviewers"]
+        store.access.record_action(actor.name, Action.CONFIGURE_REVIEWERS.value, study=study,
+                                   details={"before": before, "after": after})
     return after
 
 
@@ -404,29 +405,29 @@ def delete_study(store: "Store", actor: Actor, study: str) -> None:
     """Delete ``study`` with everything in it (needs owner); the record of what it held outlives it."""
     require(store, actor, Action.DELETE_STUDY, study)
     with store.transaction():
-        counts = store.record_counts(study)
-        store.delete_study(study)
-        store.record_action(actor.name, Action.DELETE_STUDY.value, study=study, details={"held": counts})
+        counts = store.studies.record_counts(study)
+        store.studies.delete(study)
+        store.access.record_action(actor.name, Action.DELETE_STUDY.value, study=study, details={"held": counts})
 
 
 def edit_guidelines(store: "Store", actor: Actor, study: str, rubric: str) -> None:
     """Replace the study's adjudication guidelines (needs editor); the record keeps the text before and after."""
     require(store, actor, Action.EDIT_GUIDELINES, study)
     with store.transaction():
-        before = store.study_settings(study)["rubric"]
-        store.update_study_settings(study, rubric=rubric)
-        store.record_action(actor.name, Action.EDIT_GUIDELINES.value, study=study,
-                            details={"before": before, "after": rubric})
+        before = store.studies.settings(study)["rubric"]
+        store.studies.update_settings(study, rubric=rubric)
+        store.access.record_action(actor.name, Action.EDIT_GUIDELINES.value, study=study,
+                                   details={"before": before, "after": rubric})
 
 
 def set_overlap(store: "Store", actor: Actor, study: str, overlap: int) -> None:
     """Set how many annotators each debate needs (needs editor); recorded with the value before."""
     require(store, actor, Action.SET_OVERLAP, study)
     with store.transaction():
-        before = store.study_settings(study)["overlap"]
-        store.update_study_settings(study, overlap=overlap)
-        store.record_action(actor.name, Action.SET_OVERLAP.value, study=study,
-                            details={"before": before, "after": store.study_settings(study)["overlap"]})
+        before = store.studies.settings(study)["overlap"]
+        store.studies.update_settings(study, overlap=overlap)
+        store.access.record_action(actor.name, Action.SET_OVERLAP.value, study=study,
+                                   details={"before": before, "after": store.studies.settings(study)["overlap"]})
 
 
 def grant(store: "Store", actor: Actor, who: str, role: Role | str, *, study: str | None = None) -> None:
@@ -438,9 +439,10 @@ def grant(store: "Store", actor: Actor, who: str, role: Role | str, *, study: st
     require(store, actor, Action.GRANT_ROLE, study)
     who = normalise_who(who)
     with store.transaction():
-        before = next((r.role for r in store.roles(study).itertuples() if r.who == who and r.study == study), None)
-        store.grant_role(who, role.label, study=study, granted_by=actor.name)
-        store.record_action(actor.name, Action.GRANT_ROLE.value, study=study, details={
+        before = next((r.role for r in store.access.roles(study).itertuples() if r.who == who and r.study == study),
+                      None)
+        store.access.grant_role(who, role.label, study=study, granted_by=actor.name)
+        store.access.record_action(actor.name, Action.GRANT_ROLE.value, study=study, details={
             "who": who, "role": role.label, "before": before, "scope": "study" if study is not None else "global"})
 
 
@@ -448,23 +450,23 @@ def adjudicate(store: "Store", actor: Actor, debate_id: int, verdict: str, *, no
                token: str | None = None, blind: bool | None = None) -> bool:
     """Record the actor's decision on a debate under their own name (needs annotator in its study).
 
-    :meth:`peercore.store.Store.adjudicate`, as the Adjudication page calls it, with the
+    :meth:`peercore.store.Store.debates.adjudicate`, as the Adjudication page calls it, with the
     annotator being the signed-in address (nobody decides under another's name). A new
     decision is recorded as ``adjudicate``, a changed one as ``edit_decision``. A
     :class:`peercore.assignment.DecisionRefused` (overlap filled) is raised as before and
     recorded nowhere (the store ends the annotator's lease, as it always did).
     """
-    study = store.debate_study(debate_id)
+    study = store.access.debate_study(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     refused = None
     with store.transaction():
         try:
-            new = store.adjudicate(int(debate_id), actor.name, verdict, note=note, token=token, blind=blind)
+            new = store.debates.adjudicate(int(debate_id), actor.name, verdict, note=note, token=token, blind=blind)
         except DecisionRefused as exc:
             refused = exc
         else:
-            store.record_action(actor.name, "adjudicate" if new else "edit_decision", study=study,
-                                details={"debate_id": int(debate_id), "verdict": verdict, "note": note})
+            store.access.record_action(actor.name, "adjudicate" if new else "edit_decision", study=study,
+                                       details={"debate_id": int(debate_id), "verdict": verdict, "note": note})
     if refused is not None:
         raise refused
     return new
@@ -472,12 +474,12 @@ def adjudicate(store: "Store", actor: Actor, debate_id: int, verdict: str, *, no
 
 def undo_decision(store: "Store", actor: Actor, debate_id: int, *, token: str | None = None) -> bool:
     """Remove the actor's own decision on a debate (needs annotator); True if there was one to remove."""
-    study = store.debate_study(debate_id)
+    study = store.access.debate_study(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     with store.transaction():
-        removed = store.undo_adjudication(int(debate_id), actor.name, token=token)
+        removed = store.debates.undo_adjudication(int(debate_id), actor.name, token=token)
         if removed:
-            store.record_action(actor.name, "undo_decision", study=study, details={"debate_id": int(debate_id)})
+            store.access.record_action(actor.name, "undo_decision", study=study, details={"debate_id": int(debate_id)})
     return removed
 
 
@@ -485,7 +487,7 @@ def edit_decision(store: "Store", actor: Actor, debate_id: int, decision: str, *
                   note: str | None = None) -> bool:
     """Change one of the actor's own decisions, any of them, with a reason (needs annotator in its study).
 
-    :meth:`peercore.store.Store.edit_adjudication`: the decision row is updated in place (the
+    :meth:`peercore.store.Store.debates.edit_adjudication`: the decision row is updated in place (the
     gold set, alpha and agreement use it at once) and the change is appended to the
     decision history (before, after, reason); the audit log records ``edit_decision`` with
     the same facts, in the same transaction. An unchanged decision writes nothing and
@@ -500,15 +502,15 @@ def edit_decision(store: "Store", actor: Actor, debate_id: int, decision: str, *
     peercore.store.StoreError
         If the actor has no decision on the debate.
     """
-    study = store.debate_study(debate_id)
+    study = store.access.debate_study(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     with store.transaction():
-        before = store.adjudications(study)
+        before = store.debates.adjudications(study)
         mine = before[(before["debate_id"] == int(debate_id)) & (before["annotator"] == actor.name)]
-        changed = store.edit_adjudication(int(debate_id), actor.name, decision, reason=reason,
-                                          changed_by=actor.name, note=note)
+        changed = store.debates.edit_adjudication(int(debate_id), actor.name, decision, reason=reason,
+                                                  changed_by=actor.name, note=note)
         if changed:
-            store.record_action(actor.name, "edit_decision", study=study, details={
+            store.access.record_action(actor.name, "edit_decision", study=study, details={
                 "debate_id": int(debate_id), "before": mine["decision"].iloc[0], "verdict": decision,
                 "reason": reason.strip()})
     return changed
@@ -527,7 +529,7 @@ def launch_run(store: "Store", actor: Actor, job, *, estimated_cost_usd: float |
     study = job.study
     require(store, actor, action, study)
     handle = (start or start_run)(job, store, run_id=run_id, **start_options)
-    store.record_action(actor.name, action.value, study=study, details={
+    store.access.record_action(actor.name, action.value, study=study, details={
         "run_id": handle.run_id, "kind": type(job).__name__,
         "estimated_cost_usd": None if estimated_cost_usd is None else float(estimated_cost_usd)})
     return handle
@@ -537,7 +539,7 @@ def cancel_run(store: "Store", actor: Actor, handle: RunHandle, *, study: str) -
     """Ask a live run to stop (needs editor in ``study``); recorded as ``cancel_run``."""
     require(store, actor, Action.CANCEL_RUN, study)
     handle.cancel()
-    store.record_action(actor.name, Action.CANCEL_RUN.value, study=study, details={"run_id": handle.run_id})
+    store.access.record_action(actor.name, Action.CANCEL_RUN.value, study=study, details={"run_id": handle.run_id})
 
 
 def finish_run(store: "Store", actor: Actor, result: RunResult, *, study: str) -> int:
@@ -546,7 +548,7 @@ def finish_run(store: "Store", actor: Actor, result: RunResult, *, study: str) -
     Not a permission check (the launch was checked): the page calls it once when the run
     ends. ``cost_usd`` is None when a model's price is unknown.
     """
-    return store.record_action(actor.name, "finish_run", study=study, details={
+    return store.access.record_action(actor.name, "finish_run", study=study, details={
         "run_id": result.run_id, "status": result.status, "done": result.done, "total": result.total,
         "failed": result.failed, "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
         "final_cost_usd": None if result.cost_usd is None else float(result.cost_usd)})

@@ -297,7 +297,8 @@ def cost_table(study: Study, gold_accuracy, human_accuracy, verdicts: pd.Series,
     accuracy, against = (gold_accuracy, "the gold set") if gold_accuracy is not None else \
         (human_accuracy, human)
     runs = study.runs()
-    configs = {run_id: study.store.run(run_id)["config"] for run_id in runs["id"]} if study.store is not None else {}
+    configs = ({run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
+               if study.store is not None else {})
     cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"])))
     judges = sorted(set(verdicts.index) if accuracy is None else set(accuracy.index))
     agreement_ = accuracy["accuracy"] if accuracy is not None else pd.Series(dtype=float)

@@ -120,7 +120,7 @@ def discussion_bias(study: Study) -> pd.DataFrame | None:
     debates = study.debates()
     if len(debates) == 0:
         return None
-    table = turn_judgments(debates, study.store.debate_turns(debates["id"].tolist()))
+    table = turn_judgments(debates, study.store.debates.turns(debates["id"].tolist()))
     if len(table) == 0:
         return None
     before, after = initial_and_final(table)

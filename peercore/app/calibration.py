@@ -556,7 +556,7 @@ def _comparison(question, a, b, turn, criterion) -> tuple:
 
 def queue_label_requests(store, study: str, requests: LabelRequests, *, requested_by: str = REQUESTED_BY,
                          reason: str | None = None) -> tuple[pd.DataFrame, int]:
-    """Put the requests in the adjudication queue (:meth:`peercore.store.Store.add_label_requests`).
+    """Put the requests in the adjudication queue (:meth:`peercore.store.Store.debates.add_label_requests`).
 
     Returns
     -------
@@ -566,7 +566,7 @@ def queue_label_requests(store, study: str, requests: LabelRequests, *, requeste
         number of those.
     """
     table = requests.table
-    before = store.debates(study, kind="label_request")
+    before = store.debates.table(study, kind="label_request")
     known = {_comparison(r.question_id, r.model_a, r.model_b, (r.metadata or {}).get("turn"), r.criterion)
              for r in before.itertuples(index=False)}
     queued = np.array([_comparison(*row) not in known for row in
@@ -578,7 +578,7 @@ def queue_label_requests(store, study: str, requests: LabelRequests, *, requeste
              "criterion": r.criterion, "metadata": meta}
             for r, meta in zip(table.itertuples(index=False), requests.metadata())]
     if rows:
-        store.add_label_requests(study, rows, requested_by=requested_by, reason=reason)
+        store.debates.add_label_requests(study, rows, requested_by=requested_by, reason=reason)
     return table.assign(queued=queued), int((~queued).sum())
 
 
@@ -630,10 +630,10 @@ def label_request_effect(study: Study, *, method: str = "winrate") -> list[Label
     metadata, others are counted under an empty judge and get no widths.
     """
     store = study.store
-    requests = store.debates(study.name, kind="label_request")
+    requests = store.debates.table(study.name, kind="label_request")
     if not len(requests):
         return []
-    decisions = store.adjudications(study.name)
+    decisions = store.debates.adjudications(study.name)
     decisions = decisions[decisions["kind"] == "label_request"]
     decided_ids = set(decisions["debate_id"].astype(int))
     meta = requests["metadata"].map(lambda m: m or {})

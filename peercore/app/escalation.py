@@ -14,7 +14,7 @@ thresholds) is :func:`peercore.app.guarantees.escalation_plan`; this module runs
 * after each stage its threshold is calibrated by the plan's own function, on what the
   stages before it did not keep, at level ``risk / S`` (section 2.3);
 * what no stage keeps, and people have not labelled yet, is queued as label requests
-  (:meth:`peercore.store.Store.add_label_requests`) in the adjudication queue.
+  (:meth:`peercore.store.Store.debates.add_label_requests`) in the adjudication queue.
 
 A re-run pays for nothing twice (a stage reviews only what it has not judged; a call
 already paid comes from the runner's cache) and queues nothing twice (a comparison
@@ -56,7 +56,7 @@ class StageSource:
     ----------
     entry : as the user wrote it.
     judge : the judge name of the stage's verdicts (a spec's: the name its whole
-        configuration resolves to in the study, :meth:`peercore.store.Store.resolve_judge`).
+        configuration resolves to in the study, :meth:`peercore.store.Store.judges.resolve`).
     reviewer : the parsed spec to run, or None for a judge of the study.
     """
 
@@ -212,7 +212,7 @@ def run_cascade(store: "Store", study: str, *, cascade: Sequence[str], reference
                 raise ValueError(str(exc)) from None
     names = [s.judge for s in sources]
     S = len(sources)
-    answers = store.answers(study)
+    answers = store.questions.answers(study)
     answered = set(zip(answers["question_id"].astype(str), answers["model"].astype(str)))
     reviewable = _reviewable(answers) if any(s.reviewer for s in sources) else set()
     for k, source in enumerate(sources):
@@ -291,7 +291,8 @@ def run_cascade(store: "Store", study: str, *, cascade: Sequence[str], reference
                 "target_agreement": float(target_agreement), "risk": float(risk)}
     requests = [{"question_id": q, "model_a": a, "model_b": b, "turn": turn, "criterion": criterion,
                  "metadata": metadata} for q, a, b, turn, criterion in queueable]
-    counts = store.add_label_requests(study, requests, requested_by=REQUESTED_BY, reason=REASON) if requests else None
+    counts = (store.debates.add_label_requests(study, requests, requested_by=REQUESTED_BY, reason=REASON)
+              if requests else None)
     warnings = list(plan.warnings)
     if len(to_label) > len(queueable):
         warnings.append(f"{len(to_label) - len(queueable)} escalated comparison(s) have no answer text for both "
@@ -314,7 +315,7 @@ def _reviewable(answers) -> set:
 
 def _unjudged_orders(store: "Store", study: str, judge: str, need: set) -> list[tuple[str, str, str]]:
     """Both presentation orders of each needed comparison, minus those ``judge`` has a verdict on (valid or not)."""
-    stored = store.judgments(study, include_invalid=True)
+    stored = store.verdicts.table(study, include_invalid=True)
     own = stored[stored["judge"] == judge]
     done = set(zip(own["question_id"].astype(str), own["model_a"].astype(str), own["model_b"].astype(str)))
     pairs = []

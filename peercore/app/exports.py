@@ -22,7 +22,7 @@ from peercore.io.formats import EXPORT_WHAT
 
 __all__ = ["study_table", "export_study", "audit_table", "audit_bytes", "AUDIT"]
 
-#: ``what`` of the study's audit log (who changed what: :meth:`peercore.store.Store.audit_log`).
+#: ``what`` of the study's audit log (who changed what: :meth:`peercore.store.Store.access.audit_log`).
 AUDIT = "audit"
 AUDIT_COLUMNS = ["id", "at", "actor", "action", "study", "details"]
 
@@ -33,7 +33,7 @@ def audit_table(store, study: str) -> pd.DataFrame:
     One row per recorded change, oldest first (it outlives a deleted study); ``details`` is
     the record's JSON text (secret-looking keys were scrubbed when it was recorded).
     """
-    log = store.audit_log(study)
+    log = store.access.audit_log(study)
     return pd.DataFrame({
         "id": log["id"].astype(int), "at": log["at"].astype(str), "actor": log["actor"], "action": log["action"],
         "study": log["study"], "details": [json.dumps(d, sort_keys=True, ensure_ascii=False) for d in log["details"]],
@@ -77,7 +77,7 @@ def study_table(store, study: str, *, what: str, judges: Iterable[str] | None = 
     chosen = selection if selection is not None else Selection(judges=tuple(judges) if judges is not None else None)
     handle = Study(store, study)
     if what == "judgments":
-        stored = store.judgments(study)
+        stored = store.verdicts.table(study)
         if chosen.judges is None and chosen.kinds is None:
             return stored
         # Which judges the selection names is the read model's rule (names, prefixes, kinds).

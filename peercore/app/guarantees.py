@@ -309,7 +309,7 @@ def _run_columns(study: Study, table: pd.DataFrame, notes: list[str]) -> None:
     if study.store is None or len(runs) == 0:
         notes.append("no runs recorded (imported verdicts): price and seconds per 1,000 are empty")
         return
-    configs = {run_id: study.store.run(run_id)["config"] for run_id in runs["id"]}
+    configs = {run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
     cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"].astype(float))))
     seconds = {}
     if {"created_at", "updated_at"} <= set(runs.columns):
@@ -547,7 +547,7 @@ def _stage_costs(study: Study, everything: V.Verdicts, cascade) -> list[float] |
     runs = study.runs()
     if study.store is None or len(runs) == 0:
         return None
-    configs = {run_id: study.store.run(run_id)["config"] for run_id in runs["id"]}
+    configs = {run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
     cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"].astype(float))))
     verdicts = np.bincount(everything.judge, minlength=len(everything.judges))
     out = []

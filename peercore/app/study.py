@@ -53,7 +53,7 @@ class Study:
 
     def __init__(self, store, name: str) -> None:
         if store is not None:
-            store.study_id(name)  # raises with the list of studies when missing
+            store.studies.study_id(name)  # raises with the list of studies when missing
         self.store = store
         self.name = name
         self._cache: dict = {}
@@ -84,7 +84,7 @@ class Study:
     @property
     def revision(self) -> int:
         """The study's cache stamp: changes with every write (0 for a file)."""
-        return 0 if self.store is None else self.store.revision(self.name)
+        return 0 if self.store is None else self.store.studies.revision(self.name)
 
     def cached(self, key, make):
         """``make()`` once per revision (one computation per key at a time, across threads)."""
@@ -186,7 +186,7 @@ class Study:
             return pd.DataFrame({"name": pd.Series([], dtype=object), "kind": pd.Series([], dtype=object),
                                  "model_alias": pd.Series([], dtype=object), "origin": pd.Series([], dtype=object),
                                  "settings": pd.Series([], dtype=object)})
-        return self.cached("registry", lambda: self.store.judge_registry(self.name))
+        return self.cached("registry", lambda: self.store.judges.registry(self.name))
 
     def kinds(self) -> dict[str, str]:
         """judge -> kind (:func:`peercore.judges.judge_kind`: as registered, else the name's prefix)."""
@@ -282,7 +282,7 @@ class Study:
             }
             if self.store is None:
                 return counted
-            return {**self.store.record_counts(self.name), **counted}
+            return {**self.store.studies.record_counts(self.name), **counted}
         return self.cached("counts", make)
 
     # ------------------------------------------------------------ what else it holds
@@ -294,7 +294,7 @@ class Study:
 
         def make():
             out: dict[str, str] = {}
-            questions = self.store.questions(self.name)
+            questions = self.store.questions.table(self.name)
             for qid, category in zip(questions["question_id"], questions["category"]):
                 out[str(qid)] = category or V.NO_CATEGORY
             debates = self.debates()
@@ -309,34 +309,34 @@ class Study:
         if self.store is None:
             answers = self._file["answers"]
             return answers if answers is not None else pd.DataFrame(columns=["question_id", "model", "answer", "turn"])
-        return self.cached("answers", lambda: self.store.answers(self.name))
+        return self.cached("answers", lambda: self.store.questions.answers(self.name))
 
     def answer_models(self) -> set[str]:
         """The models with a stored answer (their texts are not read)."""
         if self.store is None:
             answers = self._file["answers"]
             return set() if answers is None else {str(m) for m in answers["model"]}
-        return self.cached("answer_models", lambda: self.store.answer_models(self.name))
+        return self.cached("answer_models", lambda: self.store.questions.answer_models(self.name))
 
     def questions(self) -> pd.DataFrame:
         if self.store is None:
             return pd.DataFrame(columns=["question_id", "text", "category", "reference"])
-        return self.cached("questions", lambda: self.store.questions(self.name))
+        return self.cached("questions", lambda: self.store.questions.table(self.name))
 
     def debates(self) -> pd.DataFrame:
         if self.store is None:
             return _EMPTY_DEBATES.copy()
-        return self.cached("debates", lambda: self.store.debates(self.name, label_requests=False))
+        return self.cached("debates", lambda: self.store.debates.table(self.name, label_requests=False))
 
     def adjudications(self) -> pd.DataFrame:
         if self.store is None:
             return _EMPTY_ADJUDICATIONS.copy()
-        return self.cached("adjudications", lambda: self.store.adjudications(self.name))
+        return self.cached("adjudications", lambda: self.store.debates.adjudications(self.name))
 
     def runs(self) -> pd.DataFrame:
         if self.store is None:
             return pd.DataFrame(columns=["id", "cost_usd"])
-        return self.cached("runs", lambda: self.store.runs(self.name))
+        return self.cached("runs", lambda: self.store.runs.table(self.name))
 
     # ------------------------------------------------------------------------ gold
 

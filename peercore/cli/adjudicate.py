@@ -18,7 +18,7 @@ __all__ = []
 def _command(args) -> int:
     store = Store(args.db, create=False)
     try:
-        if not store.has_study(args.study):
+        if not store.studies.exists(args.study):
             raise ValueError(f"--study: no study named {args.study!r} in {store.path}")
         if args.next:
             item = next_item(store, args.study, args.annotator, lease=lease_seconds(args.lease_seconds),
@@ -36,7 +36,7 @@ def _command(args) -> int:
             debate_id = int(raw_id)
         except ValueError:
             raise ValueError(f"--decide: DEBATE_ID must be an integer, got {raw_id!r}") from None
-        queued = store.debates(args.study)
+        queued = store.debates.table(args.study)
         if debate_id not in set(queued.loc[queued["kind"].isin(QUEUE_KINDS), "id"]):
             raise ValueError(f"--decide: study {args.study!r} has no debate #{debate_id} (take one with --next)")
         new = decide(store, debate_id, args.annotator, decision, note=args.note)

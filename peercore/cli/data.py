@@ -100,7 +100,7 @@ def _copy(args) -> int:
     started = time.perf_counter()
     lines: list[str] = []
     counts = copy_database(source, target, on_table=lambda name, n: lines.append(f"  {name:<20} {n:>12,} rows"))
-    studies = target.studies()["name"].tolist()
+    studies = target.studies.table()["name"].tolist()
     print(f"copied {len(studies)} stud{'y' if len(studies) == 1 else 'ies'} ({', '.join(studies) or 'none'}) "
           f"from {source.path} to {target.path} in {time.perf_counter() - started:.1f} s")
     print("\n".join(lines))

@@ -205,9 +205,9 @@ def _judges(args) -> int:
 def _export(args) -> int:
     store = Store(args.db, create=False)
     if args.what == "human":
-        table = human_scores_wide(store.human_scores(args.study))
+        table = human_scores_wide(store.scores.human_scores(args.study))
     else:
-        table = judge_scores_table(store.judge_scores(args.study, include_invalid=True))
+        table = judge_scores_table(store.scores.judge_scores(args.study, include_invalid=True))
     if args.output:
         write_table(table, args.output, format=args.format)
     else:

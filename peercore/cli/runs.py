@@ -106,13 +106,13 @@ def _debate(args) -> int:
 
 def _runs(args) -> int:
     store = Store(args.db, create=False)
-    frame = store.runs(args.study)
+    frame = store.runs.table(args.study)
     rows = []
     for run in frame.itertuples(index=False):
-        accounting = store.run_accounting(run.id)
+        accounting = store.runs.accounting(run.id)
         rows.append({"run": run.id, "kind": run.kind, "status": run.status, "items": int(run.n_items),
                      "done": int(run.n_done), "cost_usd": float(run.cost_usd), "error": run.error,
-                     "updated_at": run.updated_at, "accounting": accounting, "batches": store.batches(run.id)})
+                     "updated_at": run.updated_at, "accounting": accounting, "batches": store.runs.batches(run.id)})
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -263,7 +263,7 @@ def _interrupted(args, job, store, bar, *, lost: bool) -> int:
         bar.close()
     run_id = args.run_id or job.run_id()
     try:
-        run = store.run(run_id)
+        run = store.runs.get(run_id)
         stored = f" ({run['n_done']:,}/{run['n_items']:,} items stored)"
     except Exception:  # noqa: BLE001 - interrupted before the run was recorded, or the store is gone
         stored = ""

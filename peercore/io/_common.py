@@ -99,7 +99,7 @@ class Bundle:
     answers : ``question_id, model, turn, answer``.
     judgments : canonical judgments plus ``valid`` (0 = unparsed verdict) and ``raw``.
     judges : judge registrations (``name, kind, model_alias, settings``).
-    debates : ``(debate, turns)`` pairs as :meth:`peercore.store.Store.add_debates` takes them.
+    debates : ``(debate, turns)`` pairs as :meth:`peercore.store.Store.debates.add_many` takes them.
     notes : facts worth reporting (e.g. ``unresolved_debates``), JSON-safe.
     files : the files read, for the checksum and the report.
     answer_lines : row -> line of the answers, to name the line in referential errors.

@@ -84,7 +84,7 @@ def majority_labels(judgments: pd.DataFrame, *, judges: str = HUMAN_PREFIX, tie_
 
     Parameters
     ----------
-    judgments : canonical judgments (e.g. ``store.judgments(study)``); only the rows of
+    judgments : canonical judgments (e.g. ``store.verdicts.table(study)``); only the rows of
         ``judges`` are used.
     judges : a judge name, or a prefix ending in ``:`` (default every ``human:`` judge).
     tie_margin, judge_name : as :func:`peercore.agreement.majority_vote` (sign of the

@@ -225,32 +225,32 @@ def import_bundle(bundle: Bundle, *, store, study: str, order: str | None = None
     checksum = sha256_of(bundle.files) if bundle.files else None
     counts: dict = {}
     with store.transaction():
-        exists = store.has_study(study)
-        stored_questions = set(store.questions(study)["question_id"]) if exists else set()
+        exists = store.studies.exists(study)
+        stored_questions = set(store.questions.table(study)["question_id"]) if exists else set()
         check_internal_references(bundle, stored_questions=stored_questions)
         if exists:
             _check_conflicts(bundle, store, study)
-        registered = store.registered_judges(study) if exists else set()
-        store.create_study(study, exist_ok=True)
-        import_id = store.record_import(study, source=bundle.source, format=bundle.format, sha256=checksum)
-        counts["questions"] = store.add_questions(study, bundle.questions)
-        counts["answers"] = store.add_answers(study, bundle.answers)
+        registered = store.judges.registered(study) if exists else set()
+        store.studies.create(study, exist_ok=True)
+        import_id = store.studies.record_import(study, source=bundle.source, format=bundle.format, sha256=checksum)
+        counts["questions"] = store.questions.add(study, bundle.questions)
+        counts["answers"] = store.questions.add_answers(study, bundle.answers)
         new_judges = [j for j in bundle.judges if j["name"] not in registered]
         if new_judges:
-            store.add_judges(study, new_judges)
+            store.judges.add(study, new_judges)
         counts["judgments"], unknown_order = _write_judgments(bundle, store, study, import_id, order)
-        counts["debates"] = store.add_debates(study, bundle.debates)
+        counts["debates"] = store.debates.add_many(study, bundle.debates)
         guidelines = bundle.guidelines or next((part.guidelines for part in bundle.parts if part.guidelines), "")
-        if guidelines and not store.study_settings(study)["rubric"].strip():  # never over the study's own
-            store.update_study_settings(study, rubric=guidelines)
+        if guidelines and not store.studies.settings(study)["rubric"].strip():  # never over the study's own
+            store.studies.update_settings(study, rubric=guidelines)
         _write_scores(bundle, store, study, import_id, counts)
         invalid = counts["judgments"].invalid
         notes = dict(bundle.notes)
-        warnings = look_alike_warnings(bundle_names(bundle), store.names(study) if exists else ())
+        warnings = look_alike_warnings(bundle_names(bundle), store.studies.names(study) if exists else ())
         if unknown_order:
             warnings.append(unknown_order)
-        store.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes,
-                                            **({"warnings": warnings} if warnings else {})})
+        store.studies.set_import_counts(import_id, {**counts, "invalid_judgments_added": invalid, "notes": notes,
+                                                    **({"warnings": warnings} if warnings else {})})
     return ImportReport(study=study, source=bundle.source, format=bundle.format, import_id=import_id,
                         counts=counts, notes=notes, invalid_judgments=invalid, warnings=warnings)
 
@@ -260,7 +260,7 @@ def _write_judgments(bundle: Bundle, store, study: str, import_id: int, order: s
     about verdicts stored with an unknown display order (or None).
 
     Writing each file on its own gives a folder the answer its files give imported one
-    after the other (:meth:`peercore.store.Store.add_judgments`'s one rule for votes).
+    after the other (:meth:`peercore.store.Store.verdicts.add`'s one rule for votes).
     """
     total = WriteCounts(0, 0)
     inferred = 0
@@ -275,7 +275,7 @@ def _write_judgments(bundle: Bundle, store, study: str, import_id: int, order: s
             if policy == "auto":
                 inferred += int((~frame["order_known"].to_numpy(dtype=bool)).sum())
         try:
-            total = total + store.add_judgments(study, frame, import_id=import_id)
+            total = total + store.verdicts.add(study, frame, import_id=import_id)
         except JudgmentError as exc:
             if exc.row is not None and bundle.parts:
                 exc.row = exc.row + offset
@@ -353,7 +353,8 @@ def _write_scores(bundle: Bundle, store, study: str, import_id: int, counts: dic
     is reported against the file and line it came from.
     """
     for part in _parts(bundle):
-        for table, method in (("human_scores", store.add_human_scores), ("judge_scores", store.add_judge_scores)):
+        for table, method in (("human_scores", store.scores.add_human_scores),
+                              ("judge_scores", store.scores.add_judge_scores)):
             frame = getattr(part, table, None)
             if frame is None or not len(frame):
                 continue
@@ -402,7 +403,7 @@ def _check_conflicts(bundle: Bundle, store, study: str) -> None:
     for part in _parts(bundle):
         name = Path(part.source).name
         if len(part.questions):
-            clash = store.question_conflicts(study, part.questions)
+            clash = store.questions.question_conflicts(study, part.questions)
             if len(clash):
                 qid = clash["question_id"].iloc[0]
                 line = clash["_line"].iloc[0] if "_line" in clash.columns else None
@@ -410,7 +411,7 @@ def _check_conflicts(bundle: Bundle, store, study: str) -> None:
                      f"says {quote(str(clash['text'].iloc[0]), 60)}); import into another study (--study)",
                      source=name, line=None if pd.isna(line) else int(line), column="question_id", value=qid)
         if len(part.answers):
-            clash = store.answer_conflicts(study, part.answers)
+            clash = store.questions.answer_conflicts(study, part.answers)
             if len(clash):
                 row = clash.index[0]
                 line = part.answer_lines(int(row)) if part.answer_lines else None

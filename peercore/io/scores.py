@@ -2,8 +2,8 @@
 
 Scores belong to one candidate (``model``) in one context (``question_id``), not to a
 pair, so they are not verdicts: they go to the store's ``human_scores`` and
-``judge_scores`` tables (:meth:`peercore.store.Store.add_human_scores`,
-:meth:`~peercore.store.Store.add_judge_scores`). Three formats:
+``judge_scores`` tables (:meth:`peercore.store.Store.scores.add_human_scores`,
+:meth:`~peercore.store.Store.scores.add_judge_scores`). Three formats:
 
 ``human-scores`` (a generic table; CSV, JSONL / JSON array, Parquet)
     ``question_id, model`` and one column per attribute (any name, any numeric scale)::
@@ -86,7 +86,7 @@ class ScoreBundle(Bundle):
     Attributes
     ----------
     human_scores : ``question_id, model, attribute, value`` (long form).
-    judge_scores : the rows of :meth:`peercore.store.Store.add_judge_scores`.
+    judge_scores : the rows of :meth:`peercore.store.Store.scores.add_judge_scores`.
     score_lines : row of ``human_scores`` / ``judge_scores`` -> line of the file, to
         name the line of a score the store refuses.
     """
@@ -388,5 +388,5 @@ def human_scores_wide(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge_scores_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Judges' scores (:meth:`peercore.store.Store.judge_scores`) in the ``judge-scores`` format."""
+    """Judges' scores (:meth:`peercore.store.Store.scores.judge_scores`) in the ``judge-scores`` format."""
     return scores[[c for c in _JUDGE_SCORE_COLUMNS if c in scores.columns]].reset_index(drop=True)

@@ -77,7 +77,7 @@ def judge_identity(judge: Judge, **fields) -> dict:
 def resolve_judge_names(store: "Store", study: str, judges: Sequence[Judge], identities: dict[str, dict], *,
                         contestants: Sequence[str] = (), register: bool, kind: str = "llm",
                         labels_are_roles: bool = False) -> dict[str, str]:
-    """label -> the judge name its verdicts are stored under (:meth:`Store.resolve_judge`).
+    """label -> the judge name its verdicts are stored under (:meth:`Store.judges.resolve`).
 
     With ``register=False`` nothing is written (estimates); with True the judges are
     registered (origin ``run``, identity as settings) before the run's first item.
@@ -93,7 +93,7 @@ def resolve_judge_names(store: "Store", study: str, judges: Sequence[Judge], ide
     names = {}
     for judge in judges:
         label = judge.label
-        names[label] = store.resolve_judge(
+        names[label] = store.judges.resolve(
             study, label, identities[label], explicit=judge.name is not None and not labels_are_roles, kind=kind,
             model_alias=label if label in set(contestants) else None, register=register)
     return names
@@ -196,7 +196,7 @@ def load_questions(store: "Store", study: str, *, questions: Sequence[str] | Non
     ValueError
         If the study has no questions, or a requested question is missing (named).
     """
-    frame = store.questions(study)
+    frame = store.questions.table(study)
     texts = dict(zip(frame["question_id"].astype(str), frame["text"].astype(str)))
     if not texts:
         raise ValueError(f"study {study!r} has no questions; import some first (peercore import)")
@@ -210,7 +210,7 @@ def load_questions(store: "Store", study: str, *, questions: Sequence[str] | Non
 
 def load_answers(store: "Store", study: str) -> dict[tuple[str, str], str]:
     """(question_id, model) -> answer text (first turn)."""
-    frame = store.answers(study)
+    frame = store.questions.answers(study)
     frame = frame[frame["turn"].fillna(1).astype(int) == 1]
     return {(str(q), str(m)): str(a) for q, m, a in zip(frame["question_id"], frame["model"], frame["answer"])}
 

@@ -3,7 +3,7 @@
 A batch run (``peercore review ... --batch``) pays for the same calls a live run would
 make, at the providers' batch rate (half the list price, :meth:`PriceTable.at_batch_rate`),
 and stores the same verdicts: the calls go to the same call cache
-(:meth:`peercore.store.Store.store_call`, keyed as a live call), then the ordinary runner
+(:meth:`peercore.store.Store.runs.store_call`, keyed as a live call), then the ordinary runner
 judges every item from that cache (:class:`peercore.runner.Runner` with ``offline``: it
 makes no call), so a batch run and a live run of the same items store the same rows
 through the same path.
@@ -456,7 +456,7 @@ class _Collector:
 
     async def complete(self, backend: Backend, request: ChatRequest) -> Completion:
         key = backend.cache_key(request)
-        hit = self._store.cached_call(key)
+        hit = self._store.runs.cached_call(key)
         if hit is not None:
             return Completion.from_json(hit["response"])
         if key not in self._waiting:
@@ -512,15 +512,15 @@ class _Driver:
     async def run(self, items: Sequence[str]) -> None:
         wanted = set(items)
         while True:
-            rows = [row for row in self.store.batches(self.run_id) if row["status"] != "fetched"]
+            rows = [row for row in self.store.runs.batches(self.run_id) if row["status"] != "fetched"]
             for row in rows:  # every batch goes out before any is waited for: they run side by side
                 await self._submit(row)
             await self._wait([row for row in rows if row["status"] == "submitted"])
             for row in rows:
                 await self._fetch(self._provider(row), row)
-            waiting = self.failed_now | {key for key, line in self.store.batched_calls(self.run_id).items()
+            waiting = self.failed_now | {key for key, line in self.store.runs.batched_calls(self.run_id).items()
                                          if line["status"] == "pending"}
-            pending = [item for item in self.store.pending_items(self.run_id) if item in wanted]
+            pending = [item for item in self.store.runs.pending_items(self.run_id) if item in wanted]
             needed = await _collect(self.job, self.store, self.run_id, pending, waiting)
             if not needed:
                 return
@@ -531,7 +531,7 @@ class _Driver:
         groups: dict = {}
         for key, (backend, request, item) in needed.items():
             groups.setdefault((backend.name, backend.base_url), []).append((key, backend, request, item))
-        ordinal = len(self.store.batches(self.run_id))
+        ordinal = len(self.store.runs.batches(self.run_id))
         for (name, base_url), calls in groups.items():
             backend = calls[0][1]
             for chunk in _chunks(calls, self.max_requests or MAX_REQUESTS[backend.backend], MAX_BYTES[backend.backend]):
@@ -539,10 +539,11 @@ class _Driver:
                 token = "pc" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:22]
                 ordinal += 1
                 self.planned_now.add(token)
-                self.store.add_batch(token, run_id=self.run_id, provider=backend.backend, judge=name, base_url=base_url,
-                                     requests=[{"custom_id": f"{token}-{n}", "cache_key": key, "item_key": item,
-                                                "request": request.to_json()}
-                                               for n, (key, _, request, item) in enumerate(chunk)])
+                self.store.runs.add_batch(token, run_id=self.run_id, provider=backend.backend, judge=name,
+                                          base_url=base_url,
+                                          requests=[{"custom_id": f"{token}-{n}", "cache_key": key, "item_key": item,
+                                                     "request": request.to_json()}
+                                                    for n, (key, _, request, item) in enumerate(chunk)])
                 self.say(f"batch {token}: {len(chunk)} requests to {name} planned")
 
     async def _submit(self, row: dict) -> None:
@@ -561,31 +562,31 @@ class _Driver:
                 _checkpoint("uploaded")
             else:
                 self.say(f"batch {token}: the file uploaded before the interruption is used ({file_id})")
-            self.store.update_batch(token, status="uploaded", input_file_id=file_id)
+            self.store.runs.update_batch(token, status="uploaded", input_file_id=file_id)
             row.update(status="uploaded", input_file_id=file_id)
         elif row["status"] == "planned":
-            self.store.update_batch(token, status="uploaded")
+            self.store.runs.update_batch(token, status="uploaded")
             row["status"] = "uploaded"
         if row["status"] == "creating":  # interrupted between the create and saving its id
-            claimed = {r["batch_id"] for r in self.store.batches(self.run_id) if r["batch_id"]}
+            claimed = {r["batch_id"] for r in self.store.runs.batches(self.run_id) if r["batch_id"]}
             batch_id = await provider.find_batch(row, claimed)
             if batch_id is not None:
                 self.say(f"batch {token}: found the batch created before the interruption ({batch_id})")
-                self.store.update_batch(token, status="submitted", batch_id=batch_id)
+                self.store.runs.update_batch(token, status="submitted", batch_id=batch_id)
                 row.update(status="submitted", batch_id=batch_id)
             else:
                 row["status"] = "uploaded"
         if row["status"] == "uploaded":
             lines = lines or self._lines(provider, token)
             intent = _now()
-            self.store.update_batch(token, status="creating", intent_at=intent)
+            self.store.runs.update_batch(token, status="creating", intent_at=intent)
             _checkpoint("creating")
             mine = {**row, "intent_at": intent}
             batch_id = await self._once(lambda: provider.create(mine, lines), lambda: provider.find_batch(
-                mine, {r["batch_id"] for r in self.store.batches(self.run_id) if r["batch_id"]}))
+                mine, {r["batch_id"] for r in self.store.runs.batches(self.run_id) if r["batch_id"]}))
             self.tally.created += 1
             _checkpoint("created")
-            self.store.update_batch(token, status="submitted", batch_id=batch_id)
+            self.store.runs.update_batch(token, status="submitted", batch_id=batch_id)
             row.update(status="submitted", batch_id=batch_id)
             self.say(f"batch {token}: created {batch_id} ({row['n_requests']} requests)")
 
@@ -608,7 +609,7 @@ class _Driver:
                 return await make()
 
     def _lines(self, provider: _Provider, token: str) -> list[dict]:
-        return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.batch_requests(token)]
+        return [provider.line(r["custom_id"], _request(r["request"])) for r in self.store.runs.batch_requests(token)]
 
     async def _wait(self, rows: list[dict]) -> None:
         """Read the submitted batches every ``poll_s`` seconds until each has ended (status saved)."""
@@ -616,12 +617,12 @@ class _Driver:
             for row in list(rows):
                 status, ended, files = await self._provider(row).retrieve(row["batch_id"])
                 if ended:
-                    self.store.update_batch(row["token"], status="ended", provider_status=status, **files)
+                    self.store.runs.update_batch(row["token"], status="ended", provider_status=status, **files)
                     row.update(status="ended", provider_status=status, **files)
                     self.say(f"batch {row['token']}: {status}")
                     rows.remove(row)
                 elif status != row.get("provider_status"):
-                    self.store.update_batch(row["token"], provider_status=status)
+                    self.store.runs.update_batch(row["token"], provider_status=status)
                     row["provider_status"] = status
                     self.say(f"batch {row['token']}: {status}")
             if rows:
@@ -639,7 +640,7 @@ class _Driver:
         if row["status"] != "ended":
             return
         token = row["token"]
-        lines = {r["custom_id"]: r for r in self.store.batch_requests(token)}
+        lines = {r["custom_id"]: r for r in self.store.runs.batch_requests(token)}
         seen: set[str] = set()
         results, calls, strangers = [], [], []
         first = True
@@ -647,7 +648,7 @@ class _Driver:
         def flush() -> None:
             nonlocal first
             if results:
-                self.store.store_batch_results(token, list(results), list(calls))
+                self.store.runs.store_batch_results(token, list(results), list(calls))
                 results.clear()
                 calls.clear()
                 if first:
@@ -676,7 +677,7 @@ class _Driver:
                     outcome = "errored"
                 if outcome == "succeeded":
                     request = _request(line["request"])
-                    if line["status"] != "succeeded" and self.store.cached_call(line["cache_key"]) is None:
+                    if line["status"] != "succeeded" and self.store.runs.cached_call(line["cache_key"]) is None:
                         calls.append({"cache_key": line["cache_key"], "backend": provider.backend.backend,
                                       "model": provider.backend.model, "request": _shallow(request),
                                       "response": _shallow(completion), "prompt_tokens": completion.prompt_tokens,
@@ -705,11 +706,12 @@ class _Driver:
                                  + (f"; {unread} line(s) of its results could not be read" if unread else "")}
                        for c in lines if c not in seen)
         flush()
-        stored = {r["custom_id"]: r["status"] for r in self.store.batch_requests(token)}
+        stored = {r["custom_id"]: r["status"] for r in self.store.runs.batch_requests(token)}
         failed = [lines[c]["cache_key"] for c, status in stored.items() if status != "succeeded"]
         self.failed_now.update(failed)
         self.tally.failed_lines += len(failed)
-        self.store.update_batch(token, status="fetched", n_succeeded=len(stored) - len(failed), n_failed=len(failed))
+        self.store.runs.update_batch(token, status="fetched", n_succeeded=len(stored) - len(failed),
+                                     n_failed=len(failed))
         row["status"] = "fetched"
         ignored = f", {len(strangers)} line(s) ignored" if strangers else ""
         self.say(f"batch {token}: {len(stored) - len(failed)} results stored, {len(failed)} without a result{ignored}")
@@ -796,23 +798,23 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
     _refuse_other_job(store, run_id, job.kind, scrub_secrets(json.loads(json.dumps(job.config(), default=str))))
     config = {"job": json.loads(json.dumps(job.config(), default=str))}
     with store.transaction():
-        store.create_run(job.study, job.kind, config, items=items, run_id=run_id)
-        store.set_run_status(run_id, "running")
+        store.runs.create(job.study, job.kind, config, items=items, run_id=run_id)
+        store.runs.set_status(run_id, "running")
         job.on_start(store)
     driver = _Driver(job, store, run_id, prices=batch_prices, poll_s=float(poll_s), max_requests=max_requests, say=say,
                      retry=runner_options.get("retry") or RetryPolicy())
     try:
         await driver.run(items)
     except (BatchError, RunnerError) as exc:
-        store.set_run_status(run_id, "failed", error=str(exc))
+        store.runs.set_status(run_id, "failed", error=str(exc))
         raise
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: every step was written down before it was taken
-        store.set_run_status(run_id, "interrupted")
+        store.runs.set_status(run_id, "interrupted")
         raise
     finally:
         for backend in job.backends():
             await backend.aclose()
-    lines = store.batched_calls(run_id)
+    lines = store.runs.batched_calls(run_id)
 
     def offline(backend: Backend, request: ChatRequest, key: str) -> str:
         line = lines.get(key)
@@ -824,7 +826,7 @@ async def run_batch(job: "Job", store: "Store", *, run_id: str | None = None, pr
     runner = Runner(store, prices=batch_prices, offline=offline, **runner_options)
     result = await runner.run(job, run_id=run_id, on_progress=on_progress, close_backends=True)
     tally = driver.tally
-    batches = store.batches(run_id)
+    batches = store.runs.batches(run_id)
     accounting = {**result.accounting, "batches": len(batches), "batch_requests": sum(b["n_requests"] for b in batches),
                   "batch_succeeded": sum(b["n_succeeded"] for b in batches),
                   "batch_failed": sum(b["n_failed"] for b in batches), "batches_created_now": tally.created}

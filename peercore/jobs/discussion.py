@@ -1,6 +1,6 @@
 """Jobs running PRD peer discussions and ScaleEval agent debates (engines in :mod:`peercore.discussion`).
 
-Storage (both jobs): one debate row per discussion/debate (``Store.add_debate``, with
+Storage (both jobs): one debate row per discussion/debate (``Store.debates.add``, with
 every turn and its verdict), plus judgments in the canonical table:
 
 - each participant's **initial** verdict, ``round`` empty: an independent single-judge
@@ -205,7 +205,7 @@ class DebateJob(PairedJob):
     Items are (question, unordered pair, criterion). For each, the seed decides which
     answer is Submission 1 and the agents' speaking order; m agents give initial
     verdicts, then up to D - 1 rounds follow while they disagree. Unresolved debates
-    enter the adjudication queue (:meth:`Store.adjudication_queue`).
+    enter the adjudication queue (:meth:`Store.debates.queue`).
 
     Parameters
     ----------
@@ -308,8 +308,8 @@ class DebateJob(PairedJob):
     def _resolve(self, store: "Store", *, register: bool) -> None:
         self._names = resolve_judge_names(store, self.study, self.agents, self.identities(), contestants=self.models,
                                           register=register, labels_are_roles=True)
-        self._panel = store.resolve_judge(self.study, f"debate:{self.name}", self.panel_identity(),
-                                          explicit=self._explicit_name, kind="debate", register=register)
+        self._panel = store.judges.resolve(self.study, f"debate:{self.name}", self.panel_identity(),
+                                           explicit=self._explicit_name, kind="debate", register=register)
 
     def config(self) -> dict:
         out = {"agents": [a.describe() for a in self.agents], "criteria": self.criteria,

@@ -148,9 +148,9 @@ def estimate(job: Job, store: "Store", *, prices: PriceTable | None = None, run_
     items = job.prepare(store)
     run_id = run_id or job.run_id()
     try:
-        store.run(run_id)
+        store.runs.get(run_id)
         wanted = set(items)
-        pending = [k for k in store.pending_items(run_id) if k in wanted]
+        pending = [k for k in store.runs.pending_items(run_id) if k in wanted]
     except StoreError:
         pending = list(items)
     seen: set[str] = set()
@@ -164,7 +164,7 @@ def estimate(job: Job, store: "Store", *, prices: PriceTable | None = None, run_
             if key in seen:
                 continue
             seen.add(key)
-            if store.cached_call(key) is not None:
+            if store.runs.cached_call(key) is not None:
                 cached += 1
                 continue
             name = f"{backend.backend}:{backend.model}"

@@ -1,6 +1,6 @@
 """Rebuild a job from a stored run, to resume it (e.g. a run the dashboard lists as interrupted).
 
-A run's configuration (``Store.run(run_id)["config"]["job"]``) names every judge by
+A run's configuration (``Store.runs.get(run_id)["config"]["job"]``) names every judge by
 backend, model, base URL, judge name, temperature and seed, and every option of the job, so
 the job can be rebuilt exactly; credentials come from the environment as usual.
 """
@@ -87,7 +87,7 @@ def resume_job(store: "Store", run_id: str, *, timeout: float | None = None) -> 
     ValueError
         If the run was made by something other than a peercore job.
     """
-    run = store.run(run_id)
+    run = store.runs.get(run_id)
     if "job" not in run["config"]:
         raise ValueError(f"run {run_id!r} was not made by a peercore job (its config has no 'job')")
     return job_from_config(run["kind"], run["study"], run["config"]["job"], timeout=timeout)

@@ -167,7 +167,7 @@ class PairedJob(Job):
 
     def prepare(self, store: "Store") -> list[str]:
         self._texts = load_questions(store, self.study, questions=self.questions)
-        frame = store.questions(self.study)
+        frame = store.questions.table(self.study)
         self._categories = dict(zip(frame["question_id"].astype(str), frame["category"].astype(str)))
         self._answers = load_answers(store, self.study)
         models = sorted({m for (_, m) in self._answers})
@@ -285,7 +285,7 @@ class ReviewJob(PairedJob):
     with ``method="samples"``) and one stored judgment.
 
     A reviewer's verdicts are stored under the name its whole configuration resolves to
-    in the study (:meth:`peercore.store.Store.resolve_judge`): ``backend:model`` the
+    in the study (:meth:`peercore.store.Store.judges.resolve`): ``backend:model`` the
     first time, a variant such as ``openai:gpt-4o~logprobs`` when another
     configuration of the same model already holds that name, and a refusal before any
     call when the user forced a name (``NAME=spec``) that another configuration holds.
@@ -463,7 +463,7 @@ class ReviewJob(PairedJob):
     def _prepare_listed(self, store: "Store") -> list[str]:
         """The items of the listed pairs (``pairs=``), each checked against the study's questions and answers."""
         self._texts = load_questions(store, self.study)
-        frame = store.questions(self.study)
+        frame = store.questions.table(self.study)
         self._categories = dict(zip(frame["question_id"].astype(str), frame["category"].astype(str)))
         self._answers = load_answers(store, self.study)
         for question, model_a, model_b in self.pairs:
@@ -557,7 +557,7 @@ def _checked_pairs(pairs, *, contestants, questions, strategy, comparisons, budg
 def register_judges(store: "Store", study: str, judges: Sequence[Judge], contestants: Sequence[str], *,
                     settings: dict | None = None) -> None:
     """Register LLM judges in the study; a judge named like a contestant gets it as model alias."""
-    store.add_judges(study, [
+    store.judges.add(study, [
         {"name": j.label, "kind": "llm", "model_alias": j.label if j.label in contestants else None,
          "settings": {**j.describe(), **(settings or {})}}
         for j in judges

@@ -4,7 +4,7 @@ Liusie, Manakul, Gales (2024), "LLM Comparative Assessment", Sec. 5: the absolut
 baseline that comparative assessment is measured against; Zheng et al. (2023), MT-Bench
 single-answer grading. Each item is one (context, candidate, judge): one call whose
 reply is read as a score by :mod:`peercore.nlg.scoring`, stored in the store's
-``judge_scores`` table (:meth:`peercore.store.Store.add_judge_scores`), not as a verdict.
+``judge_scores`` table (:meth:`peercore.store.Store.scores.add_judge_scores`), not as a verdict.
 
 Methods (per judge; the default follows the backend, as reviews do,
 :func:`default_score_method`):
@@ -24,10 +24,10 @@ Methods (per judge; the default follows the backend, as reviews do,
 
 A judge's identity (:mod:`peercore.judges`) is its backend, model, role ``score``,
 method, template and version, attribute (``criterion``), scale, temperature and reply
-budget; its scores are stored under the name :meth:`peercore.store.Store.resolve_judge`
+budget; its scores are stored under the name :meth:`peercore.store.Store.judges.resolve`
 gives that identity (``local:qwen2.5-coder-1.5b~score`` when the plain name holds a
 reviewer). Every paid call ends as a stored score (valid, or invalid with its raw reply)
-or a failed item (:meth:`peercore.store.Store.run_accounting` counts ``scores``).
+or a failed item (:meth:`peercore.store.Store.runs.accounting` counts ``scores``).
 """
 
 from __future__ import annotations
@@ -288,5 +288,5 @@ class ScoreJob(Job):
                "rationale": completion.text.strip() or None if valid and not settings.probabilities else None,
                "raw": None if valid else reply}
         frame = pd.DataFrame([row])
-        return ItemOutcome(write=lambda store, run_id: store.add_judge_scores(self.study, frame, run_id=run_id),
+        return ItemOutcome(write=lambda store, run_id: store.scores.add_judge_scores(self.study, frame, run_id=run_id),
                            status="done" if valid else "invalid", detail=None if valid else problem)

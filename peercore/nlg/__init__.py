@@ -17,7 +17,7 @@ where used (this package is loaded by the CLI on every start, so nothing heavy h
 - ``peercore nlg ...`` is :mod:`peercore.cli.nlg`.
 
 Human scores and judges' scores are stored in tables of their own
-(:meth:`peercore.store.Store.add_human_scores`, :meth:`~peercore.store.Store.add_judge_scores`)
+(:meth:`peercore.store.Store.scores.add_human_scores`, :meth:`~peercore.store.Store.scores.add_judge_scores`)
 and imported by :mod:`peercore.io.scores`. See ``docs/NLG.md``.
 """
 

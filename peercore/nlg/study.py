@@ -72,7 +72,7 @@ class NLGStudy:
     """NLG assessment of study ``name`` in ``store`` (see the module docstring)."""
 
     def __init__(self, store: "Store", name: str) -> None:
-        store.study_id(name)  # raises naming the studies there are
+        store.studies.study_id(name)  # raises naming the studies there are
         self.store = store
         self.name = name
 
@@ -80,7 +80,7 @@ class NLGStudy:
 
     def attributes(self) -> list[str]:
         """Attributes with human scores, in first-seen order."""
-        return list(dict.fromkeys(self.store.human_scores(self.name)["attribute"]))
+        return list(dict.fromkeys(self.store.scores.human_scores(self.name)["attribute"]))
 
     def human(self, attribute: str) -> pd.DataFrame:
         """``question_id, model, value`` of one attribute.
@@ -90,7 +90,7 @@ class NLGStudy:
         ValueError
             If the study has no human score on ``attribute`` (the attributes are listed).
         """
-        frame = self.store.human_scores(self.name, attribute=attribute)
+        frame = self.store.scores.human_scores(self.name, attribute=attribute)
         if not len(frame):
             raise ValueError(f"study {self.name!r} has no human scores on {attribute!r}; attributes with human "
                              f"scores: {self.attributes() or 'none (import a score table first)'}")
@@ -98,7 +98,7 @@ class NLGStudy:
 
     def comparative_judges(self) -> pd.DataFrame:
         """``judge, criterion, comparisons, contexts``: each judge's valid verdicts per criterion."""
-        judgments = self.store.judgments(self.name)
+        judgments = self.store.verdicts.table(self.name)
         if not len(judgments):
             return pd.DataFrame(columns=["judge", "criterion", "comparisons", "contexts"])
         criterion = judgments["criterion"].fillna("") if "criterion" in judgments.columns else ""
@@ -108,8 +108,8 @@ class NLGStudy:
                             ).reset_index()
 
     def score_judges(self) -> pd.DataFrame:
-        """``judge, attribute, n_scores, n_invalid`` (:meth:`peercore.store.Store.score_judges`)."""
-        return self.store.score_judges(self.name)
+        """``judge, attribute, n_scores, n_invalid`` (:meth:`peercore.store.Store.scores.score_judges`)."""
+        return self.store.scores.score_judges(self.name)
 
     def default_judge(self, attribute: str) -> tuple[str, str] | None:
         """The comparative judge (and criterion) for ``attribute``: most comparisons on it, else on any criterion."""
@@ -133,7 +133,7 @@ class NLGStudy:
 
     def comparisons(self, judge: str, criterion: str) -> pd.DataFrame:
         """A judge's valid verdicts with ``criterion`` ('' = verdicts given no criterion)."""
-        frame = self.store.judgments(self.name, judges=[judge])
+        frame = self.store.verdicts.table(self.name, judges=[judge])
         if "criterion" in frame.columns:
             frame = frame[frame["criterion"].fillna("") == criterion]
         elif criterion:
@@ -144,7 +144,7 @@ class NLGStudy:
 
     def scores(self, judge: str, attribute: str) -> pd.DataFrame:
         """A judge's valid absolute scores on ``attribute``."""
-        frame = self.store.judge_scores(self.name, judges=[judge], attribute=attribute)
+        frame = self.store.scores.judge_scores(self.name, judges=[judge], attribute=attribute)
         if not len(frame):
             raise ValueError(f"judge {judge!r} has no scores on {attribute!r} in study {self.name!r}")
         return frame
@@ -222,7 +222,7 @@ class NLGStudy:
         the judge's comparisons all went one way), best human score first."""
         human = self.human(attribute)
         out = human[human["question_id"] == question_id][["model", "value"]].rename(columns={"value": "human"})
-        answers = self.store.answers(self.name)
+        answers = self.store.questions.answers(self.name)
         answers = answers[(answers["question_id"] == question_id) & (answers["turn"].fillna(1) == 1)]
         out = out.merge(answers[["model", "answer"]], on="model", how="left")
         if score_judge:

@@ -1,6 +1,17 @@
-"""SQLite, the embedded default store: studies, answers, judgments, runs, cache, debates.
+"""The PeerBoard database: studies, answers, judgments, runs, cache, debates, scores, roles.
 
-One database file holds many studies. Properties:
+One database (a SQLite file, the embedded default, or a PostgreSQL schema) holds many
+studies. :class:`Store` (:mod:`peercore.store.front`) is the front: it holds the
+connections and has ten methods of its own (connections, transactions, snapshots, the
+schema, the clock). Records are read and written through one repository per kind, each a
+module of its own and testable alone: ``store.studies``, ``store.questions`` (and answers),
+``store.judges``, ``store.verdicts``, ``store.runs`` (and paid calls, batches),
+``store.debates`` (and adjudication, label requests), ``store.scores``, ``store.access``
+(roles, audit log). A repository holds only its store and reaches other kinds of record
+through their public methods (every write bumps the study's revision through
+``store.studies.bump_revision``); no module outside this package opens a connection.
+
+Properties:
 
 - **Schema migrations** are recorded in ``schema_migrations``; opening an older file
   upgrades it in place, inside a transaction (a failed upgrade leaves the file as it was).
@@ -14,14 +25,14 @@ One database file holds many studies. Properties:
   A *different* verdict under a stored verdict's key is refused (:class:`VerdictConflict`),
   never dropped.
 - **Judge identities**: a run's judge is its whole configuration (:mod:`peercore.judges`,
-  :meth:`Store.resolve_judge`); another configuration of the same model gets its own
+  :meth:`Store.judges.resolve`); another configuration of the same model gets its own
   (variant) name, and imports never write under a run judge's name.
 - **Provenance**: every import is recorded in ``imports`` (file, format, checksum, counts,
   time) and merged into the study's ``source``.
 - **PostgreSQL** too: ``Store("postgresql://...")`` runs the same code through a thin
   dialect layer (:mod:`peercore.db`: psycopg 3, COPY for bulk writes) on the same schema,
-  defined once for both engines (:mod:`peercore.store.schema`).
-  ``$PEERBOARD_DB`` (the CLI's and the dashboard's database) takes files only, for now.
+  defined once for both engines (:mod:`peercore.store.schema`); ``$PEERBOARD_DB`` and
+  ``--db`` take the URL as they take a file.
 - **No secrets**: nothing here stores API keys; run configurations are scrubbed of
   keys named like secrets before they are written (:func:`scrub_secrets`).
 
@@ -71,8 +82,8 @@ verdict_snapshots      a large study's read model as of one revision, an Arrow I
 =====================  ==========================================================  =============================
 
 Scores are not verdicts (migration 4): a human rating or an absolute score belongs to
-one candidate, not to a pair, so it has tables of its own (:meth:`Store.add_human_scores`,
-:meth:`Store.add_judge_scores`); the NLG assessment (:mod:`peercore.nlg`) compares
+one candidate, not to a pair, so it has tables of its own (:meth:`Store.scores.add_human_scores`,
+:meth:`Store.scores.add_judge_scores`); the NLG assessment (:mod:`peercore.nlg`) compares
 rankings built from verdicts or scores with them, per context.
 
 Optional key fields use ``''`` / ``0`` for "not given" so that natural keys stay unique
@@ -94,43 +105,9 @@ the ``judgments`` view does for them.
 
 from __future__ import annotations
 
-from peercore.store.access import AccessMixin
-from peercore.store.adjudication import AdjudicationMixin
-from peercore.store.core import StoreCore
-from peercore.store.judges import JudgesMixin
-from peercore.store.judgments import JudgmentsMixin
-from peercore.store.questions import QuestionsMixin
-from peercore.store.runs import RunsMixin
-from peercore.store.scores import ScoresMixin
-from peercore.store.studies import StudiesMixin
-
-from peercore.store.core import QUEUE_KINDS, ScoreConflict, StoreError, WriteCounts, scrub_secrets
+from peercore.store.core import QUEUE_KINDS, Repository, ScoreConflict, StoreError, WriteCounts, scrub_secrets
+from peercore.store.front import Store
 from peercore.store.schema import SCHEMA_VERSION
 
-__all__ = ["Store", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION", "QUEUE_KINDS"]
-
-
-class Store(AccessMixin, StudiesMixin, QuestionsMixin, JudgesMixin, JudgmentsMixin, RunsMixin, AdjudicationMixin, ScoresMixin, StoreCore):
-    """A PeerBoard database.
-
-    Parameters
-    ----------
-    path : the SQLite file (created if missing), or None for :func:`peercore.locations.default_db_path`.
-        ``":memory:"`` is refused: every thread needs to see the same database. A
-        ``postgresql://`` URL opens PostgreSQL through :mod:`peercore.db` (its schema from
-        :mod:`peercore.store.schema`), as does ``$PEERBOARD_DB`` holding one.
-    create : when False, a missing file is an error instead of a new empty database
-        (for commands that only read).
-
-    Raises
-    ------
-    StoreError
-        If the file is not a SQLite database, or was written by a newer peercore.
-
-    Examples
-    --------
-    >>> store = Store(tmp_path / "pb.sqlite")            # doctest: +SKIP
-    >>> store.create_study("demo")                        # doctest: +SKIP
-    >>> store.add_judgments("demo", judgments)            # doctest: +SKIP
-    WriteCounts(added=120, skipped=0)
-    """
+__all__ = ["Store", "Repository", "WriteCounts", "StoreError", "ScoreConflict", "scrub_secrets", "SCHEMA_VERSION",
+           "QUEUE_KINDS"]

@@ -1,11 +1,11 @@
-"""Who may do what, and who changed what (issue 20): :class:`AccessMixin` of :class:`peercore.store.Store`.
+"""Who may do what, and who changed what (issue 20): :class:`Access`, the repository ``store.access`` of :class:`peercore.store.Store`.
 
 Two tables (schema version 11, :mod:`peercore.store.schema`):
 
 ``roles``
     One row per (study, who): ``who`` is a lower-case e-mail address or a whole domain
     written ``@example.com``; ``role`` is viewer, annotator, editor or owner; a row with
-    no study is a global role. :meth:`AccessMixin.role_of` resolves one person's role in
+    no study is a global role. :meth:`Access.role_of` resolves one person's role in
     one study: a role in the study overrides a global one, and within each an address
     beats its domain (the most specific rule wins).
 ``audit_log``
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 import pandas as pd
 
 from peercore import db as _db
-from peercore.store.core import StoreError, _now, scrub_secrets
+from peercore.store.core import Repository, scrub_secrets, StoreError, _now
 
-__all__ = ["AccessMixin", "ROLE_NAMES", "normalise_who"]
+__all__ = ["Access", "ROLE_NAMES", "normalise_who"]
 
 #: The roles, weakest first (the order :class:`peercore.app.access.Role` follows).
 ROLE_NAMES = ("viewer", "annotator", "editor", "owner")
@@ -51,7 +51,7 @@ def normalise_who(who: object) -> str:
     return text
 
 
-class AccessMixin:
+class Access(Repository):
     """Roles and the audit log."""
 
     # ------------------------------------------------------------------------ roles
@@ -78,13 +78,13 @@ class AccessMixin:
             raise ValueError(f"role must be one of {ROLE_NAMES}, got {role!r}")
         if not isinstance(granted_by, str) or not granted_by.strip():
             raise ValueError(f"granted_by must name who granted the role, got {granted_by!r}")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if study is None:
                 tx.execute("DELETE FROM roles WHERE study_id IS NULL AND who = ?", (who,))
                 tx.execute("INSERT INTO roles (who, role, study_id, granted_by, created_at) VALUES (?, ?, NULL, ?, ?)",
                            (who, role, granted_by, _now()))
             else:
-                sid = self.study_id(study)
+                sid = self._study_id(study)
                 tx.execute("DELETE FROM roles WHERE study_id = ? AND who = ?", (sid, who))
                 tx.execute("INSERT INTO roles (who, role, study_id, granted_by, created_at) VALUES (?, ?, ?, ?, ?)",
                            (who, role, sid, granted_by, _now()))
@@ -92,11 +92,11 @@ class AccessMixin:
     def revoke_role(self, who: str, *, study: str | None = None) -> bool:
         """Remove ``who``'s role globally or in ``study``; True if there was one."""
         who = normalise_who(who)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if study is None:
                 cursor = tx.execute("DELETE FROM roles WHERE study_id IS NULL AND who = ?", (who,))
             else:
-                cursor = tx.execute("DELETE FROM roles WHERE study_id = ? AND who = ?", (self.study_id(study), who))
+                cursor = tx.execute("DELETE FROM roles WHERE study_id = ? AND who = ?", (self._study_id(study), who))
             return cursor.rowcount == 1
 
     def roles(self, study: str | None = None) -> pd.DataFrame:
@@ -109,8 +109,9 @@ class AccessMixin:
         params: list = []
         if study is not None:
             sql += " WHERE r.study_id IS NULL OR r.study_id = ?"
-            params.append(self.study_id(study))
-        frame = _db.read_sql_query(sql + " ORDER BY r.study_id IS NOT NULL, s.name, r.who", self.connect(), params)
+            params.append(self._study_id(study))
+        frame = _db.read_sql_query(sql + " ORDER BY r.study_id IS NOT NULL, s.name, r.who", self._store.connect(),
+                                   params)
         frame["study"] = frame["study"].astype(object).where(frame["study"].notna(), None)
         return frame
 
@@ -128,7 +129,7 @@ class AccessMixin:
             return None
         domain = "@" + address.partition("@")[2]
         candidates = [address, domain] if not address.startswith("@") else [address]
-        connection = self.connect()
+        connection = self._store.connect()
         sid = None
         if study is not None:
             row = connection.execute("SELECT id FROM studies WHERE name = ?", (study,)).fetchone()
@@ -150,8 +151,8 @@ class AccessMixin:
         StoreError
             If there is no such debate.
         """
-        row = self.connect().execute("SELECT s.name FROM debates d JOIN studies s ON s.id = d.study_id "
-                                     "WHERE d.id = ?", (int(debate_id),)).fetchone()
+        row = self._store.connect().execute("SELECT s.name FROM debates d JOIN studies s ON s.id = d.study_id "
+                                            "WHERE d.id = ?", (int(debate_id),)).fetchone()
         if row is None:
             raise StoreError(f"no debate with id {debate_id}")
         return row[0]
@@ -170,7 +171,7 @@ class AccessMixin:
         if not isinstance(action, str) or not action.strip():
             raise ValueError(f"action must name what was done, got {action!r}")
         text = json.dumps(scrub_secrets(dict(details or {})), sort_keys=True, default=str)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             # RETURNING, not lastrowid: peercore.db returns ids only for the tables it lists.
             return int(tx.execute("INSERT INTO audit_log (at, actor, action, study, details) VALUES (?, ?, ?, ?, ?) "
                                   "RETURNING id", (_now(), actor, action, study, text)).fetchone()[0])
@@ -183,7 +184,7 @@ class AccessMixin:
         sql, params = "SELECT id, at, actor, action, study, details FROM audit_log", []
         if study is not None:
             sql, params = sql + " WHERE study = ?", [study]
-        frame = _db.read_sql_query(sql + " ORDER BY id", self.connect(), params)
+        frame = _db.read_sql_query(sql + " ORDER BY id", self._store.connect(), params)
         frame["details"] = [json.loads(text) for text in frame["details"]]
         frame["study"] = frame["study"].astype(object).where(frame["study"].notna(), None)
         return frame

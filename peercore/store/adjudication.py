@@ -1,5 +1,5 @@
-"""Debates, turns, adjudication, leases and skips: :class:`AdjudicationMixin` of
-:class:`peercore.store.Store`."""
+"""Debates, turns, adjudication, leases and skips: :class:`Debates`, the repository
+``store.debates`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import numpy as np
 import pandas as pd
 
 from peercore import db as _db
-from peercore.store.core import (DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, QUEUE_KINDS, StoreError, VERDICTS,
-                                 WriteCounts, _now)
+from peercore.store.core import (DEBATE_STATUSES, DECISIONS, MAX_OVERLAP, QUEUE_KINDS, Repository, StoreError,
+                                 VERDICTS, WriteCounts, _now)
 from peercore.assignment import DecisionRefused, stamp
 
 
-class AdjudicationMixin:
+class Debates(Repository):
     """Debates and their adjudication."""
 
     # ----------------------------------------------------------------------- debates
 
-    def add_debate(self, study: str, debate: Mapping, turns: Iterable[Mapping], *, run_id: str | None = None) -> bool:
+    def add(self, study: str, debate: Mapping, turns: Iterable[Mapping], *, run_id: str | None = None) -> bool:
         """Insert one debate (or PRD discussion) with its turns; False if its key exists.
 
         ``debate`` needs ``debate_key, question_id, model_a, model_b, status`` and may
@@ -28,15 +28,15 @@ class AdjudicationMixin:
         ``round, position, speaker`` and may give ``verdict`` (None when unparsed),
         ``rationale`` and ``raw`` (the unparsed verdict as the source gave it).
         """
-        return self.add_debates(study, [(debate, turns)], run_id=run_id).added == 1
+        return self.add_many(study, [(debate, turns)], run_id=run_id).added == 1
 
-    def add_debates(self, study: str, debates: Iterable[tuple[Mapping, Iterable[Mapping]]], *,
-                    run_id: str | None = None) -> WriteCounts:
-        """Insert many ``(debate, turns)`` in one transaction (see :meth:`add_debate`)."""
-        sid = self.study_id(study)
+    def add_many(self, study: str, debates: Iterable[tuple[Mapping, Iterable[Mapping]]], *,
+                 run_id: str | None = None) -> WriteCounts:
+        """Insert many ``(debate, turns)`` in one transaction (see :meth:`add`)."""
+        sid = self._study_id(study)
         added = skipped = 0
         now = _now()
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             for debate, turns in debates:
                 status = debate["status"]
                 if status not in DEBATE_STATUSES:
@@ -67,11 +67,11 @@ class AdjudicationMixin:
                       t.get("rationale") or "", t.get("raw")) for t in turns],
                 )
             if added:
-                self._bump(tx, sid)
+                self._store.studies.bump_revision(tx, sid)
         return WriteCounts(added, skipped)
 
-    def debates(self, study: str, *, status: str | None = None, kind: str | None = None,
-                label_requests: bool = True) -> pd.DataFrame:
+    def table(self, study: str, *, status: str | None = None, kind: str | None = None,
+              label_requests: bool = True) -> pd.DataFrame:
         """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status,
         consensus, n_rounds, metadata (dict), panel (the consensus judge, ``debate:<name>``; '' when unknown).
 
@@ -81,18 +81,18 @@ class AdjudicationMixin:
                "n_rounds, metadata, panel FROM debates WHERE study_id = ?")
         if not label_requests:
             sql += " AND kind <> 'label_request'"
-        params: list = [self.study_id(study)]
+        params: list = [self._study_id(study)]
         if status is not None:
             sql += " AND status = ?"
             params.append(status)
         if kind is not None:
             sql += " AND kind = ?"
             params.append(kind)
-        frame = _db.read_sql_query(sql + " ORDER BY id", self.connect(), params=params)
+        frame = _db.read_sql_query(sql + " ORDER BY id", self._store.connect(), params=params)
         frame["metadata"] = frame["metadata"].map(json.loads)
         return frame
 
-    def debate_turns(self, debate_ids: Iterable[int]) -> pd.DataFrame:
+    def turns(self, debate_ids: Iterable[int]) -> pd.DataFrame:
         """Turns of the given debates: debate_id, round, position, speaker, verdict, rationale, raw."""
         ids = [int(i) for i in debate_ids]
         columns = ["debate_id", "round", "position", "speaker", "verdict", "rationale", "raw"]
@@ -104,7 +104,7 @@ class AdjudicationMixin:
             frames.append(_db.read_sql_query(
                 f"SELECT {', '.join(columns)} FROM debate_turns "
                 f"WHERE debate_id IN ({','.join('?' * len(chunk))}) ORDER BY debate_id, round, position",
-                self.connect(), params=chunk,
+                self._store.connect(), params=chunk,
             ))
         return pd.concat(frames, ignore_index=True)
 
@@ -140,8 +140,8 @@ class AdjudicationMixin:
             a model with no answer to the question, or a turn that is not a positive
             integer (nothing is written).
         """
-        sid = self.study_id(study)
-        connection = self.connect()
+        sid = self._study_id(study)
+        connection = self._store.connect()
         rows = []
         for index, request in enumerate(requests):
             question, a, b = str(request["question_id"]), str(request["model_a"]), str(request["model_b"])
@@ -164,9 +164,9 @@ class AdjudicationMixin:
                           "kind": "label_request", "question_id": question, "model_a": a, "model_b": b,
                           "criterion": criterion, "status": "unresolved", "n_rounds": 0, "metadata": metadata,
                           "panel": ""}, []))
-        return self.add_debates(study, rows)
+        return self.add_many(study, rows)
 
-    def adjudication_queue(self, study: str, *, annotator: str | None = None, overlap: int = 0) -> pd.DataFrame:
+    def queue(self, study: str, *, annotator: str | None = None, overlap: int = 0) -> pd.DataFrame:
         """Unresolved debates and label requests (kinds :data:`QUEUE_KINDS`; never PRD discussions)
         still waiting for a decision.
 
@@ -175,22 +175,22 @@ class AdjudicationMixin:
         annotator : only debates this annotator has not decided; None: only debates nobody
             decided (what ``overlap`` then means is ignored).
         overlap : with ``annotator``, only debates with fewer than ``overlap`` decisions by
-            anyone (the study's :meth:`study_settings` ``overlap``); 0: no limit.
+            anyone (the study's :meth:`Store.studies.table.settings` ``overlap``); 0: no limit.
 
         Returns
         -------
         DataFrame ``id, debate_key, kind, question_id, model_a, model_b, criterion, scenario,
         n_rounds, decisions`` (how many annotators decided it so far), ``leased`` (live
-        leases on it by annotators other than ``annotator``, see :meth:`claim_debate`), in
+        leases on it by annotators other than ``annotator``, see :meth:`claim`), in
         debate order.
         """
 
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         overlap = _overlap(overlap)
         count = "(SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id)"
         leased = ("(SELECT COUNT(*) FROM adjudication_leases l WHERE l.debate_id = d.id AND l.annotator <> ? "
                   "AND l.expires_at > ?)")
-        params: list = [annotator or "", stamp(self.clock()), sid]
+        params: list = [annotator or "", stamp(self._store.clock()), sid]
         if annotator is None:
             where = f"{count} = 0"
         else:
@@ -205,11 +205,11 @@ class AdjudicationMixin:
             f"FROM debates d WHERE d.study_id = ? AND {_IN_QUEUE} "
             f"AND d.status = 'unresolved' AND {where} "
             "ORDER BY d.id",
-            self.connect(), params=params,
+            self._store.connect(), params=params,
         )
 
-    def claim_debate(self, study: str, annotator: str, *, lease_seconds: float, scenario: str | None = None,
-                     criterion: str | None = None, now: float | None = None) -> dict | None:
+    def claim(self, study: str, annotator: str, *, lease_seconds: float, scenario: str | None = None,
+              criterion: str | None = None, now: float | None = None) -> dict | None:
         """Take (or renew) a lease on the next debate ``annotator`` should decide (see :mod:`peercore.assignment`).
 
         The debate is the annotator's live lease if it still needs them, else the first
@@ -233,8 +233,8 @@ class AdjudicationMixin:
             (the annotator's leases in the study are then given up).
         """
 
-        sid = self.study_id(study)
-        now = self.clock() if now is None else float(now)
+        sid = self._study_id(study)
+        now = self._store.clock() if now is None else float(now)
         at, until = stamp(now), stamp(now + float(lease_seconds))
         select = ("SELECT d.id, d.debate_key, d.question_id, d.model_a, d.model_b, d.criterion, d.scenario, "
                   "d.n_rounds, (SELECT COUNT(*) FROM adjudications a WHERE a.debate_id = d.id) AS decisions, "
@@ -246,13 +246,13 @@ class AdjudicationMixin:
         # get the last place on a debate. (PostgreSQL: BEGIN IMMEDIATE is BEGIN plus the
         # database's one advisory write lock, peercore.db, so the same re-check holds there;
         # row locks with SKIP LOCKED would let claims run side by side, a later refinement.)
-        connection = self.connect()
+        connection = self._store.connect()
         overlap = int(connection.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
         where, params = _offerable_sql(sid, annotator, overlap=overlap, at=at, scenario=scenario, criterion=criterion)
         candidates = [int(r[0]) for r in connection.execute(
             f"SELECT d.id FROM debates d WHERE {where} ORDER BY d.id LIMIT {_CLAIM_CANDIDATES}", params)]
         of_study = _of_study("adjudication_leases")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             now_overlap = int(tx.execute("SELECT overlap FROM studies WHERE id = ?", (sid,)).fetchone()[0])
             if now_overlap != overlap:  # changed since the read: check against the new setting
                 where, params = _offerable_sql(sid, annotator, overlap=now_overlap, at=at, scenario=scenario,
@@ -288,8 +288,8 @@ class AdjudicationMixin:
         frame = _db.read_sql_query(
             "SELECT l.debate_id, l.annotator, l.expires_at, l.created_at FROM adjudication_leases l "
             "JOIN debates d ON d.id = l.debate_id WHERE d.study_id = ? ORDER BY l.debate_id, l.annotator",
-            self.connect(), params=(self.study_id(study),))
-        return frame.assign(live=frame["expires_at"] > stamp(self.clock() if now is None else float(now)))
+            self._store.connect(), params=(self._study_id(study),))
+        return frame.assign(live=frame["expires_at"] > stamp(self._store.clock() if now is None else float(now)))
 
     def release_leases(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
         """Give up ``annotator``'s leases in ``study`` (or only on ``debate_id``); returns how many."""
@@ -309,7 +309,7 @@ class AdjudicationMixin:
         ``both_bad = 1`` (the gold set and agreement count it as a tie, as Chatbot Arena
         counts "tie (bothbad)"). ``blind`` records whether the annotator decided without
         having seen the agents' verdicts (None: not known). A decision clears the
-        annotator's skip of that debate and ends their lease on it (:meth:`claim_debate`).
+        annotator's skip of that debate and ends their lease on it (:meth:`claim`).
 
         The rule is the page's, for every caller (:func:`peercore.assignment.offerable`):
         the debate must be an unresolved debate or a label request (:data:`QUEUE_KINDS`) and, unless the annotator
@@ -333,9 +333,9 @@ class AdjudicationMixin:
         both_bad = int(verdict == "both_bad")
         stored = "tie" if both_bad else verdict
         blind_flag = None if blind is None else int(bool(blind))
-        at = stamp(self.clock() if now is None else float(now))
+        at = stamp(self._store.clock() if now is None else float(now))
         refused = None
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             row = tx.execute("SELECT d.study_id, s.overlap, d.kind, d.status, d.consensus FROM debates d "
                              "JOIN studies s ON s.id = d.study_id WHERE d.id = ?", (int(debate_id),)).fetchone()
             if row is None:
@@ -374,7 +374,7 @@ class AdjudicationMixin:
                 if before != verdict:  # a first decision, or a changed one (a repeated click is no change)
                     _append_history(tx, int(debate_id), annotator, changed_by=annotator, before=before,
                                     after=verdict, note=note)
-                self._bump(tx, row[0])
+                self._store.studies.bump_revision(tx, row[0])
         if refused is not None:  # raised after COMMIT: the lease is given up, nothing else changed
             raise refused
         return existed is None
@@ -386,7 +386,7 @@ class AdjudicationMixin:
         annotator decided the debate again elsewhere (another tab), that later decision
         stays and False is returned.
         """
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             row = tx.execute("SELECT study_id FROM debates WHERE id = ?", (int(debate_id),)).fetchone()
             where, params = "debate_id = ? AND annotator = ?", [int(debate_id), annotator]
             if token is not None:
@@ -397,7 +397,7 @@ class AdjudicationMixin:
                 _append_history(tx, int(debate_id), annotator, changed_by=annotator,
                                 before=_decision(current[0], current[1]), after=None, reason="undone")
             if row is not None:
-                self._bump(tx, row[0])
+                self._store.studies.bump_revision(tx, row[0])
             return cursor.rowcount == 1
 
     def edit_adjudication(self, debate_id: int, annotator: str, decision: str, *, reason: str,
@@ -434,7 +434,7 @@ class AdjudicationMixin:
         reason = (reason or "").strip()
         if not reason:
             raise ValueError("a changed decision needs a reason")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             current = tx.execute(
                 "SELECT a.verdict, a.both_bad, a.note, d.study_id FROM adjudications a JOIN debates d "
                 "ON d.id = a.debate_id WHERE a.debate_id = ? AND a.annotator = ?",
@@ -451,7 +451,7 @@ class AdjudicationMixin:
                        ("tie" if both_bad else decision, both_bad, new_note, _now(), int(debate_id), annotator))
             _append_history(tx, int(debate_id), annotator, changed_by=changed_by or annotator, before=before,
                             after=decision, reason=reason, note=new_note)
-            self._bump(tx, current[3])
+            self._store.studies.bump_revision(tx, current[3])
         return True
 
     def decision_history(self, study: str, *, annotator: str | None = None) -> pd.DataFrame:
@@ -466,10 +466,10 @@ class AdjudicationMixin:
         sql = ("SELECT h.id, h.debate_id, d.question_id, h.annotator, h.changed_by, h.at, "
                "h.decision_before AS before, h.decision_after AS after, h.reason, h.note "
                "FROM adjudication_history h JOIN debates d ON d.id = h.debate_id WHERE d.study_id = ?")
-        params: list = [self.study_id(study)]
+        params: list = [self._study_id(study)]
         if annotator is not None:
             sql, params = sql + " AND h.annotator = ?", params + [annotator]
-        frame = _db.read_sql_query(sql + " ORDER BY h.id", self.connect(), params=params)
+        frame = _db.read_sql_query(sql + " ORDER BY h.id", self._store.connect(), params=params)
         for column in ("before", "after"):
             values = [None if pd.isna(v) else v for v in frame[column]]
             frame[column] = pd.Series(values, index=frame.index, dtype=object)
@@ -485,7 +485,7 @@ class AdjudicationMixin:
             "a.note, a.created_at, a.both_bad, a.blind, d.kind, d.metadata FROM adjudications a "
             "JOIN debates d ON d.id = a.debate_id "
             "WHERE d.study_id = ? ORDER BY a.id",
-            self.connect(), params=(self.study_id(study),),
+            self._store.connect(), params=(self._study_id(study),),
         )
         frame["both_bad"] = frame["both_bad"].astype(bool)
         frame["decision"] = frame["verdict"].where(~frame["both_bad"], "both_bad")
@@ -495,26 +495,26 @@ class AdjudicationMixin:
 
     # ------------------------------------------------------- adjudication settings
 
-    def skip_debate(self, debate_id: int, annotator: str) -> bool:
+    def skip(self, debate_id: int, annotator: str) -> bool:
         """Put a debate aside for ``annotator`` (kept in the store, not in a browser); True if new.
 
         Skips are no data: they do not change the study's revision.
         """
         if not annotator or not annotator.strip():
             raise ValueError("annotator name is empty")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if tx.execute("SELECT 1 FROM debates WHERE id = ?", (int(debate_id),)).fetchone() is None:
                 raise StoreError(f"no debate with id {debate_id}")
             cursor = tx.execute("INSERT OR IGNORE INTO adjudication_skips (debate_id, annotator, created_at) "
                                 "VALUES (?, ?, ?)", (int(debate_id), annotator, _now()))
             return cursor.rowcount == 1
 
-    def skipped_debates(self, study: str, annotator: str) -> list[int]:
+    def skipped(self, study: str, annotator: str) -> list[int]:
         """Ids of the debates of ``study`` that ``annotator`` skipped, oldest skip first."""
-        rows = self.connect().execute(
+        rows = self._store.connect().execute(
             "SELECT s.debate_id FROM adjudication_skips s JOIN debates d ON d.id = s.debate_id "
             "WHERE d.study_id = ? AND s.annotator = ? ORDER BY s.created_at, s.debate_id",
-            (self.study_id(study), annotator)).fetchall()
+            (self._study_id(study), annotator)).fetchall()
         return [int(r[0]) for r in rows]
 
     def clear_skips(self, study: str, annotator: str, *, debate_id: int | None = None) -> int:
@@ -523,10 +523,11 @@ class AdjudicationMixin:
 
     def _delete_annotator_rows(self, table: str, study: str, annotator: str, *, debate_id: int | None) -> int:
         """Delete ``annotator``'s rows of a per-debate ``table`` in ``study`` (or only on ``debate_id``)."""
-        sql, params = f"DELETE FROM {table} WHERE annotator = ? AND {_of_study(table)}", [annotator, self.study_id(study)]
+        sql = f"DELETE FROM {table} WHERE annotator = ? AND {_of_study(table)}"
+        params = [annotator, self._study_id(study)]
         if debate_id is not None:
             sql, params = sql + " AND debate_id = ?", params + [int(debate_id)]
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             return tx.execute(sql, params).rowcount
 
 

@@ -1,4 +1,4 @@
-"""Judges (names, kinds, identities): :class:`JudgesMixin` of :class:`peercore.store.Store`."""
+"""Judges (names, kinds, identities): :class:`Judges`, the repository ``store.judges`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -14,23 +14,23 @@ from peercore.errors import JudgeConflict
 from peercore.judges import base_name, canonical_identity, describe_differences, variant_name
 from peercore.judges import differences as judge_differences
 from peercore.judges import fingerprint as judge_fingerprint
-from peercore.store.core import JUDGE_KINDS, WriteCounts, _now, scrub_secrets
+from peercore.store.core import JUDGE_KINDS, Repository, scrub_secrets, WriteCounts, _now
 
 
-class JudgesMixin:
+class Judges(Repository):
     """Judges."""
 
     # ------------------------------------------------------------------------ judges
 
-    def add_judges(self, study: str, judges: Iterable[Mapping]) -> WriteCounts:
+    def add(self, study: str, judges: Iterable[Mapping]) -> WriteCounts:
         """Register judges by name (``name`` [, ``kind``, ``model_alias``, ``settings``]), as imports do.
 
         A name not yet registered is added with origin ``import``; for a registered name,
         a given ``kind`` or ``model_alias`` is updated and the settings are left as they
         are (a run judge's recorded configuration is never rewritten). Runs register
-        their judges with :meth:`resolve_judge`.
+        their judges with :meth:`resolve`.
         """
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         rows = []
         for judge in judges:
             kind = judge.get("kind", "other")
@@ -38,31 +38,31 @@ class JudgesMixin:
                 raise ValueError(f"judge kind must be one of {JUDGE_KINDS}, got {kind!r}")
             rows.append((sid, judge["name"], kind, judge.get("model_alias"),
                          json.dumps(scrub_secrets(dict(judge.get("settings") or {}))), base_name(judge["name"]), _now()))
-        with self.transaction() as tx:
-            existing = self.registered_judges(study)
+        with self._store.transaction() as tx:
+            existing = self.registered(study)
             tx.executemany(
                 "INSERT INTO judges (study_id, name, kind, model_alias, settings, origin, base, created_at) "
                 "VALUES (?, ?, ?, ?, ?, 'import', ?, ?) "
                 "ON CONFLICT (study_id, name) DO UPDATE SET kind = excluded.kind, "
                 "model_alias = COALESCE(excluded.model_alias, judges.model_alias)", rows)
-            self._bump(tx, sid)
+            self._store.studies.bump_revision(tx, sid)
         names = {r[1] for r in rows}
         return WriteCounts(len(names - existing), len(names & existing))
 
-    def set_judge(self, study: str, name: str, *, kind: str, model_alias: str | None) -> None:
+    def set(self, study: str, name: str, *, kind: str, model_alias: str | None) -> None:
         """Set a judge's kind and contestant alias (None: not a contestant); nothing else changes."""
         if kind not in JUDGE_KINDS:
             raise ValueError(f"judge kind must be one of {JUDGE_KINDS}, got {kind!r}")
-        sid = self.study_id(study)
-        with self.transaction() as tx:
+        sid = self._study_id(study)
+        with self._store.transaction() as tx:
             tx.execute(
                 "INSERT INTO judges (study_id, name, kind, model_alias, origin, base, created_at) "
                 "VALUES (?, ?, ?, ?, 'import', ?, ?) ON CONFLICT (study_id, name) DO UPDATE SET kind = excluded.kind, "
                 "model_alias = excluded.model_alias", (sid, name, kind, model_alias or None, base_name(name), _now()))
-            self._bump(tx, sid)
+            self._store.studies.bump_revision(tx, sid)
 
-    def resolve_judge(self, study: str, requested: str, identity: Mapping, *, explicit: bool = False,
-                      kind: str = "llm", model_alias: str | None = None, register: bool = False) -> str:
+    def resolve(self, study: str, requested: str, identity: Mapping, *, explicit: bool = False,
+                kind: str = "llm", model_alias: str | None = None, register: bool = False) -> str:
         """The judge name a run with configuration ``identity`` writes its verdicts under.
 
         The rules are :mod:`peercore.judges`': a stored judge with the same fingerprint
@@ -84,10 +84,10 @@ class JudgesMixin:
         JudgeConflict
             If ``explicit`` and the name belongs to another configuration.
         """
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         print_ = judge_fingerprint(identity)
         # Looking needs no write lock (estimates run while another process writes).
-        with (self.transaction() if register else contextlib.nullcontext(self.connect())) as tx:
+        with (self._store.transaction() if register else contextlib.nullcontext(self._store.connect())) as tx:
             row = tx.execute("SELECT name FROM judges WHERE study_id = ? AND fingerprint = ?", (sid, print_)).fetchone()
             if row is not None:
                 return str(row[0])
@@ -113,7 +113,7 @@ class JudgesMixin:
                     "VALUES (?, ?, ?, ?, ?, 'run', ?, ?, ?)",
                     (sid, name, kind, model_alias, json.dumps(scrub_secrets(canonical_identity(identity))), print_,
                      base_name(requested), _now()))
-                self._bump(tx, sid)
+                self._store.studies.bump_revision(tx, sid)
             return name
 
     def _judge_names(self, tx: sqlite3.Connection, study_id: int) -> set[str]:
@@ -124,25 +124,25 @@ class JudgesMixin:
             "WHERE study_id = ?1)", (study_id,))}
         return names
 
-    def registered_judges(self, study: str) -> set[str]:
-        """Names of the judges registered in the study (with :meth:`add_judges`)."""
-        rows = self.connect().execute("SELECT name FROM judges WHERE study_id = ?", (self.study_id(study),))
+    def registered(self, study: str) -> set[str]:
+        """Names of the judges registered in the study (with :meth:`add`)."""
+        rows = self._store.connect().execute("SELECT name FROM judges WHERE study_id = ?", (self._study_id(study),))
         return {r[0] for r in rows}
 
     def run_judges(self, study: str) -> set[str]:
         """Names of the judges PeerBoard's runs registered (origin ``run``)."""
-        rows = self.connect().execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'",
-                                      (self.study_id(study),))
+        rows = self._store.connect().execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'",
+                                             (self._study_id(study),))
         return {r[0] for r in rows}
 
-    def judges(self, study: str) -> pd.DataFrame:
+    def table(self, study: str) -> pd.DataFrame:
         """Every judge that has verdicts or is registered.
 
         Columns: ``name, kind, model_alias, n_judgments`` (valid verdicts), ``n_invalid``,
         ``origin`` (``import``, ``run`` or ``derived``), ``base`` (the name without a
         variant suffix), ``settings`` (dict: a run judge's configuration).
         """
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         frame = _db.read_sql_query(
             "WITH counted AS (SELECT l.text AS name, c.n, c.bad FROM (SELECT judge, SUM(valid) AS n, "
             "                 SUM(1 - valid) AS bad FROM verdicts WHERE study_id = ?1 GROUP BY judge) c "
@@ -155,7 +155,7 @@ class JudgesMixin:
             "e.n AS n_judgments, e.bad AS n_invalid, COALESCE(r.origin, 'import') AS origin, "
             "COALESCE(r.settings, '{}') AS settings "
             "FROM everyone e LEFT JOIN judges r ON r.study_id = ?1 AND r.name = e.name ORDER BY e.name",
-            self.connect(), params=(sid,),
+            self._store.connect(), params=(sid,),
         )
         frame["n_judgments"] = frame["n_judgments"].fillna(0).astype(int)
         frame["n_invalid"] = frame["n_invalid"].fillna(0).astype(int)
@@ -163,22 +163,23 @@ class JudgesMixin:
         frame["settings"] = frame["settings"].map(json.loads)
         return frame
 
-    def judge_registry(self, study: str) -> pd.DataFrame:
+    def registry(self, study: str) -> pd.DataFrame:
         """The judges registered in the study: ``name, kind, model_alias, origin, settings`` (dict), by name.
 
         Only the registry (a small table): what judges *did* is counted from the verdicts
         by :meth:`peercore.app.study.Study.judges`.
         """
-        rows = self.connect().execute(
+        rows = self._store.connect().execute(
             "SELECT name, kind, model_alias, origin, settings FROM judges WHERE study_id = ? ORDER BY name",
-            (self.study_id(study),)).fetchall()
+            (self._study_id(study),)).fetchall()
         frame = pd.DataFrame([tuple(r) for r in rows], columns=["name", "kind", "model_alias", "origin", "settings"])
         frame["settings"] = [json.loads(s or "{}") for s in frame["settings"]]
         return frame
 
-    def judge_aliases(self, study: str) -> dict[str, str]:
+    def aliases(self, study: str) -> dict[str, str]:
         """judge -> contestant, for judges registered with a ``model_alias``."""
-        rows = self.connect().execute(
-            "SELECT name, model_alias FROM judges WHERE study_id = ? AND model_alias IS NOT NULL", (self.study_id(study),)
+        rows = self._store.connect().execute(
+            "SELECT name, model_alias FROM judges WHERE study_id = ? AND model_alias IS NOT NULL",
+            (self._study_id(study),)
         )
         return {r[0]: r[1] for r in rows}

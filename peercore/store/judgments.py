@@ -1,5 +1,5 @@
-"""Judgments, verdicts and labels, and their encoding: :class:`JudgmentsMixin` of
-:class:`peercore.store.Store`."""
+"""Judgments, verdicts and labels, and their encoding: :class:`Verdicts`, the repository
+``store.verdicts`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ import pyarrow.compute as pc
 from peercore.domain.verdicts import infer_order
 from peercore.errors import JudgmentError, VerdictConflict
 from peercore.judgments import COLUMNS, WINNERS, judgments_from_frame
-from peercore.store.core import VERDICTS, WriteCounts, _now
+from peercore.store.core import Repository, VERDICTS, WriteCounts, _now
 
 
-class JudgmentsMixin:
+class Verdicts(Repository):
     """Judgments (verdicts) and the study's labels."""
 
     # --------------------------------------------------------------------- judgments
 
-    def add_judgments(self, study: str, judgments: pd.DataFrame, *, run_id: str | None = None,
-                      import_id: int | None = None, order: str = "auto") -> WriteCounts:
+    def add(self, study: str, judgments: pd.DataFrame, *, run_id: str | None = None,
+            import_id: int | None = None, order: str = "auto") -> WriteCounts:
         """Insert verdicts in the canonical shape: new votes added, votes already stored skipped.
 
         A comparison is (question_id, model_a, model_b, judge, criterion, turn, round); a
@@ -59,19 +59,19 @@ class JudgmentsMixin:
             If a row's natural key is stored (or repeated in ``judgments``) with another
             verdict (winner, p_a, validity, rationale or raw text); nothing is written.
         """
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         encoded = _encode_judgments(judgments, order=order)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if import_id is not None:
                 self._refuse_run_judges(tx, sid, study, encoded)
             codes = self._label_codes(tx, sid, encoded.labels)
             counts = _insert_encoded(tx, sid, encoded, codes, run_id=run_id, import_id=import_id)
             if counts.added:
-                self._bump(tx, sid)
+                self._store.studies.bump_revision(tx, sid)
         return counts
 
-    def judgments(self, study: str, *, judges: Iterable[str] | None = None, include_invalid: bool = False,
-                  with_vote: bool = False) -> pd.DataFrame:
+    def table(self, study: str, *, judges: Iterable[str] | None = None, include_invalid: bool = False,
+              with_vote: bool = False) -> pd.DataFrame:
         """The study's verdicts as a canonical judgment table (see :mod:`peercore.judgments`).
 
         Rows are in insertion order. They are trusted (they were validated when written),
@@ -86,12 +86,12 @@ class JudgmentsMixin:
             the ``valid`` and ``raw`` columns; the result is then not a valid canonical table.
         with_vote : add the ``vote`` column (index of repeated verdicts on one key).
         """
-        with self.snapshot():  # the labels and the verdicts that use them, as of one moment
+        with self._store.snapshot():  # the labels and the verdicts that use them, as of one moment
             return self._judgments(study, judges=judges, include_invalid=include_invalid, with_vote=with_vote)
 
     def _judgments(self, study: str, *, judges, include_invalid: bool, with_vote: bool) -> pd.DataFrame:
-        sid = self.study_id(study)
-        connection = self.connect()
+        sid = self._study_id(study)
+        connection = self._store.connect()
         labels = self._labels(sid)
         cursor = connection.cursor()
         cursor.row_factory = None  # plain tuples: sqlite3.Row costs a second object per row
@@ -139,10 +139,10 @@ class JudgmentsMixin:
 
     def labels(self, study: str) -> dict[str, int]:
         """name -> integer code of every model, judge and criterion name in the study."""
-        return dict(self._labels(self.study_id(study)).code)
+        return dict(self._labels(self._study_id(study)).code)
 
     def _labels(self, study_id: int) -> "_Labels":
-        rows = self.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (study_id,)).fetchall()
+        rows = self._store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (study_id,)).fetchall()
         return _Labels.from_rows(rows)
 
     def _label_codes(self, tx: sqlite3.Connection, study_id: int, names: list[str]) -> np.ndarray:
@@ -247,7 +247,7 @@ def _trusted_canonical(frame: pd.DataFrame) -> bool:
 
 
 def _encode_judgments(judgments: pd.DataFrame, *, order: str = "auto") -> _Encoded:
-    """Validate (see :meth:`Store.add_judgments`) and encode a judgment table."""
+    """Validate (see :meth:`Store.verdicts.add`) and encode a judgment table."""
     if not isinstance(judgments, pd.DataFrame):
         raise TypeError(f"judgments must be a pandas DataFrame, got {type(judgments).__name__}")
     judgments = judgments.reset_index(drop=True)
@@ -426,7 +426,7 @@ def _insert_encoded(tx: sqlite3.Connection, study_id: int, encoded: _Encoded, co
 
 def _place_votes(tx: sqlite3.Connection, study_id: int, encoded: _Encoded,
                  lookup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's vote number and whether it is a new vote (see :meth:`Store.add_judgments`).
+    """Each row's vote number and whether it is a new vote (see :meth:`Store.verdicts.add`).
 
     Without stored verdicts of these judges, every row is new and the n-th row of a
     comparison is its vote n - 1. Otherwise the rows and the stored votes of the same

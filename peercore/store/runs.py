@@ -1,5 +1,5 @@
-"""Runs, their items, the call cache and provider batches: :class:`RunsMixin` of
-:class:`peercore.store.Store`."""
+"""Runs, their items, the call cache and provider batches: :class:`Runs`, the repository
+``store.runs`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ from collections.abc import Iterable, Iterator, Mapping
 import pandas as pd
 
 from peercore import db as _db
-from peercore.store.core import RUN_STATUSES, StoreError, _now, scrub_secrets
+from peercore.store.core import Repository, RUN_STATUSES, scrub_secrets, StoreError, _now
 
 
-class RunsMixin:
+class Runs(Repository):
     """Runs, items, the LLM call cache and batches."""
 
     # -------------------------------------------------------------------------- runs
 
-    def create_run(self, study: str, kind: str, config: Mapping, *, items: Iterable[str] = (),
-                   run_id: str | None = None) -> str:
+    def create(self, study: str, kind: str, config: Mapping, *, items: Iterable[str] = (),
+               run_id: str | None = None) -> str:
         """Register a run and its work items (idempotent for an existing ``run_id``)."""
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         run_id = run_id or uuid.uuid4().hex
         items = list(items)
         now = _now()
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             tx.execute(
                 "INSERT OR IGNORE INTO runs (id, study_id, kind, config, n_items, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -39,9 +39,9 @@ class RunsMixin:
             tx.execute("UPDATE runs SET n_items = (SELECT COUNT(*) FROM run_items WHERE run_id = ?1) WHERE id = ?1", (run_id,))
         return run_id
 
-    def run(self, run_id: str) -> dict:
+    def get(self, run_id: str) -> dict:
         """One run's row, its ``config`` decoded, with its study's name as ``study``."""
-        row = self.connect().execute(
+        row = self._store.connect().execute(
             "SELECT r.*, s.name AS study FROM runs r JOIN studies s ON s.id = r.study_id WHERE r.id = ?", (run_id,),
         ).fetchone()
         if row is None:
@@ -50,22 +50,22 @@ class RunsMixin:
         out["config"] = json.loads(out["config"])
         return out
 
-    def runs(self, study: str) -> pd.DataFrame:
+    def table(self, study: str) -> pd.DataFrame:
         return _db.read_sql_query(
             "SELECT id, kind, status, n_items, n_done, prompt_tokens, completion_tokens, cost_usd, error, "
             "created_at, updated_at FROM runs WHERE study_id = ? ORDER BY created_at DESC",
-            self.connect(), params=(self.study_id(study),),
+            self._store.connect(), params=(self._study_id(study),),
         )
 
-    def set_run_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
+    def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, got {status!r}")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             tx.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?", (status, error, _now(), run_id))
 
     def pending_items(self, run_id: str) -> list[str]:
         """Items of a run not yet done (what a resumed run still has to do)."""
-        rows = self.connect().execute(
+        rows = self._store.connect().execute(
             "SELECT item_key FROM run_items WHERE run_id = ? AND status NOT IN ('done', 'invalid') ORDER BY rowid", (run_id,)
         )
         return [r[0] for r in rows]
@@ -79,7 +79,7 @@ class RunsMixin:
         killed run never loses a finished item nor marks an unfinished one done.
         """
         finished = ("done", "invalid")
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if write is not None:
                 write(tx)
             row = tx.execute("SELECT status FROM run_items WHERE run_id = ? AND item_key = ?", (run_id, item_key)).fetchone()
@@ -101,7 +101,7 @@ class RunsMixin:
 
     def cached_call(self, cache_key: str) -> dict | None:
         """The stored response of an identical earlier LLM call, or None."""
-        row = self.connect().execute("SELECT * FROM llm_calls WHERE cache_key = ?", (cache_key,)).fetchone()
+        row = self._store.connect().execute("SELECT * FROM llm_calls WHERE cache_key = ?", (cache_key,)).fetchone()
         if row is None:
             return None
         out = dict(row)
@@ -114,9 +114,9 @@ class RunsMixin:
                    run_id: str | None = None, item_key: str | None = None) -> bool:
         """Record a paid call's response; returns False if the key was already there.
 
-        ``run_id`` and ``item_key`` say which run item paid for it (see :meth:`run_accounting`).
+        ``run_id`` and ``item_key`` say which run item paid for it (see :meth:`accounting`).
         """
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             cursor = tx.execute(
                 "INSERT OR IGNORE INTO llm_calls (cache_key, backend, model, request, response, prompt_tokens, "
                 "completion_tokens, latency_s, run_id, created_at, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -125,7 +125,7 @@ class RunsMixin:
             )
             return cursor.rowcount == 1
 
-    def run_accounting(self, run_id: str) -> dict:
+    def accounting(self, run_id: str) -> dict:
         """Where every call a run paid for ended up.
 
         Returns
@@ -140,7 +140,7 @@ class RunsMixin:
             failed (0 unless the run is still going or was killed before its commit; a
             resume finishes them from the cache, free).
         """
-        connection = self.connect()
+        connection = self._store.connect()
         one = lambda sql: int(connection.execute(sql, (run_id,)).fetchone()[0] or 0)  # noqa: E731
         statuses = dict(connection.execute(
             "SELECT status, COUNT(*) FROM run_items WHERE run_id = ? GROUP BY status", (run_id,)).fetchall())
@@ -176,7 +176,7 @@ class RunsMixin:
         """
         requests = list(requests)
         now = _now()
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             cursor = tx.execute(
                 "INSERT OR IGNORE INTO batches (token, run_id, provider, judge, base_url, n_requests, created_at, "
                 "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -191,7 +191,7 @@ class RunsMixin:
 
     def batches(self, run_id: str) -> list[dict]:
         """A run's provider batches, oldest first (see migration 7)."""
-        rows = self.connect().execute("SELECT * FROM batches WHERE run_id = ? ORDER BY rowid", (run_id,))
+        rows = self._store.connect().execute("SELECT * FROM batches WHERE run_id = ? ORDER BY rowid", (run_id,))
         return [dict(r) for r in rows]
 
     def update_batch(self, token: str, **fields) -> None:
@@ -200,7 +200,7 @@ class RunsMixin:
         if unknown:
             raise ValueError(f"update_batch: unknown field(s) {unknown}; allowed {self._BATCH_FIELDS}")
         columns = ", ".join(f"{name} = ?" for name in fields)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             cursor = tx.execute(f"UPDATE batches SET {columns}, updated_at = ? WHERE token = ?",
                                 (*fields.values(), _now(), token))
             if cursor.rowcount != 1:
@@ -208,12 +208,12 @@ class RunsMixin:
 
     def batch_requests(self, token: str) -> list[dict]:
         """A batch's request lines in upload order, ``request`` decoded."""
-        rows = self.connect().execute("SELECT * FROM batch_requests WHERE token = ? ORDER BY rowid", (token,))
+        rows = self._store.connect().execute("SELECT * FROM batch_requests WHERE token = ? ORDER BY rowid", (token,))
         return [{**dict(r), "request": json.loads(r["request"])} for r in rows]
 
     def batched_calls(self, run_id: str) -> dict[str, dict]:
         """cache_key -> ``{"status", "error"}`` of the latest batch line of each call a run sent in a batch."""
-        rows = self.connect().execute(
+        rows = self._store.connect().execute(
             "SELECT r.cache_key, r.status, r.error FROM batch_requests r JOIN batches b ON b.token = r.token "
             "WHERE b.run_id = ? ORDER BY b.rowid, r.rowid", (run_id,))
         return {key: {"status": status, "error": error} for key, status, error in rows}
@@ -222,14 +222,14 @@ class RunsMixin:
         """Store a batch's results in one transaction: the paid responses in the call cache
         (``calls``: keyword arguments of :meth:`store_call` plus ``cache_key``) and each
         line's outcome (``results``: ``custom_id, status, error``)."""
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             for call in calls:
                 call = dict(call)
                 self.store_call(call.pop("cache_key"), **call)
             tx.executemany("UPDATE batch_requests SET status = ?, error = ? WHERE token = ? AND custom_id = ?",
                            [(r["status"], r.get("error"), token, r["custom_id"]) for r in results])
 
-    def run_judgments(self, run_id: str) -> pd.DataFrame:
+    def judgments(self, run_id: str) -> pd.DataFrame:
         """The verdicts one run stored, valid and invalid, in insertion order.
 
         Columns: ``question_id, model_a, model_b, judge, winner`` (missing when the
@@ -239,7 +239,7 @@ class RunsMixin:
         frame = _db.read_sql_query(
             "SELECT question_id, model_a, model_b, judge, winner, p_a, NULLIF(criterion, '') AS criterion, "
             "round, rationale, valid, raw, vote FROM judgments WHERE run_id = ? ORDER BY id",
-            self.connect(), params=(run_id,))
+            self._store.connect(), params=(run_id,))
         return frame.astype({"question_id": "str", "model_a": "str", "model_b": "str", "judge": "str",
                              "valid": "int64", "vote": "int64", "p_a": "float64"})
 
@@ -250,7 +250,7 @@ class RunsMixin:
         The runner writes paid responses with a short wait and retries itself (with the
         response kept in memory), instead of blocking its event loop for 30 s.
         """
-        connection = self.connect()
+        connection = self._store.connect()
         connection.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
         try:
             yield

@@ -1,4 +1,4 @@
-"""Human and judge scores: :class:`ScoresMixin` of :class:`peercore.store.Store`."""
+"""Human and judge scores: :class:`Scores`, the repository ``store.scores`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pandas as pd
 
 from peercore import db as _db
 from peercore.errors import JudgmentError
-from peercore.store.core import ScoreConflict, WriteCounts, _now, _require, _text_or
+from peercore.store.core import Repository, ScoreConflict, WriteCounts, _now, _require, _text_or
 
 
-class ScoresMixin:
+class Scores(Repository):
     """Human ratings and judges' scores."""
 
     # ------------------------------------------------------------------------ scores
@@ -34,7 +34,7 @@ class ScoresMixin:
             If a key is stored, or repeated in ``scores``, with another value.
         """
         _require(scores, ("question_id", "model", "attribute", "value"), "human scores")
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         keys = list(zip(*(_names(scores[c], c) for c in ("question_id", "model", "attribute"))))
         values = _finite(scores["value"], "value", required=True)
         incoming: dict[tuple, tuple[int, float]] = {}
@@ -46,7 +46,7 @@ class ScoresMixin:
                                     key=dict(zip(("question_id", "model", "attribute"), key)), row=row,
                                     stored={"value": first[1]}, incoming={"value": value}, column="value")
         now = _now()
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             rows = []
             for key, (row, value) in incoming.items():
                 found = tx.execute("SELECT value FROM human_scores WHERE study_id = ? AND question_id = ? AND model = ? "
@@ -64,17 +64,17 @@ class ScoresMixin:
             tx.executemany("INSERT INTO human_scores (study_id, question_id, model, attribute, value, import_id, "
                            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             if rows:
-                self._bump(tx, sid)
+                self._store.studies.bump_revision(tx, sid)
         return WriteCounts(len(rows), len(keys) - len(rows))
 
     def human_scores(self, study: str, *, attribute: str | None = None) -> pd.DataFrame:
         """``question_id, model, attribute, value`` in insertion order (one attribute when given)."""
-        where, params = "study_id = ?", [self.study_id(study)]
+        where, params = "study_id = ?", [self._study_id(study)]
         if attribute is not None:
             where += " AND attribute = ?"
             params.append(attribute)
         frame = _db.read_sql_query(f"SELECT question_id, model, attribute, value FROM human_scores WHERE {where} "
-                                  "ORDER BY rowid", self.connect(), params=params)
+                                  "ORDER BY rowid", self._store.connect(), params=params)
         return frame.astype({"question_id": "str", "model": "str", "attribute": "str", "value": float})
 
     def add_judge_scores(self, study: str, scores: pd.DataFrame, *, run_id: str | None = None,
@@ -99,7 +99,7 @@ class ScoresMixin:
             If a key is stored, or repeated in ``scores``, with another score.
         """
         _require(scores, ("question_id", "model", "judge"), "judge scores")
-        sid = self.study_id(study)
+        sid = self._study_id(study)
         n = len(scores)
         column = lambda name, default: scores[name] if name in scores.columns else pd.Series([default] * n)  # noqa: E731
         question, model, judge = (_names(scores[c], c) for c in ("question_id", "model", "judge"))
@@ -132,7 +132,7 @@ class ScoresMixin:
                                     stored=dict(zip(fields, first[1])), incoming=dict(zip(fields, value)),
                                     column="score")
         now = _now()
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if import_id is not None:
                 runs = {r[0] for r in tx.execute("SELECT name FROM judges WHERE study_id = ? AND origin = 'run'", (sid,))}
                 clash = sorted(set(judge) & runs)
@@ -161,7 +161,7 @@ class ScoresMixin:
                 "distribution, valid, rationale, raw, run_id, import_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             if rows:
-                self._bump(tx, sid)
+                self._store.studies.bump_revision(tx, sid)
         return WriteCounts(len(rows), n - len(rows))
 
     def judge_scores(self, study: str, *, judges: Iterable[str] | None = None, attribute: str | None = None,
@@ -173,7 +173,7 @@ class ScoresMixin:
         ``distribution`` (dict or None), ``valid``, ``rationale``, ``raw``, ``run_id``.
         Unreadable replies (``valid = 0``) only with ``include_invalid``.
         """
-        where, params = "study_id = ?", [self.study_id(study)]
+        where, params = "study_id = ?", [self._study_id(study)]
         if not include_invalid:
             where += " AND valid = 1"
         if attribute is not None:
@@ -186,7 +186,7 @@ class ScoresMixin:
         frame = _db.read_sql_query(
             "SELECT question_id, model, judge, attribute, vote, score, expected, COALESCE(expected, score) AS value, "
             f"distribution, valid, rationale, raw, run_id FROM judge_scores WHERE {where} ORDER BY id",
-            self.connect(), params=params)
+            self._store.connect(), params=params)
         frame["distribution"] = frame["distribution"].map(lambda d: json.loads(d) if isinstance(d, str) else None)
         return frame.astype({"question_id": "str", "model": "str", "judge": "str", "attribute": "str",
                              "score": float, "expected": float, "value": float})
@@ -195,8 +195,8 @@ class ScoresMixin:
         """One row per (judge, attribute) with scores: ``judge, attribute, n_scores, n_invalid``."""
         return _db.read_sql_query(
             "SELECT judge, attribute, SUM(valid) AS n_scores, SUM(1 - valid) AS n_invalid FROM judge_scores "
-            "WHERE study_id = ? GROUP BY judge, attribute ORDER BY judge, attribute", self.connect(),
-            params=(self.study_id(study),))
+            "WHERE study_id = ? GROUP BY judge, attribute ORDER BY judge, attribute", self._store.connect(),
+            params=(self._study_id(study),))
 
 
 def _names(values: pd.Series, column: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Studies, imports and study settings: :class:`StudiesMixin` of :class:`peercore.store.Store`."""
+"""Studies, imports and study settings: :class:`Studies`, the repository ``store.studies`` of :class:`peercore.store.Store`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from peercore import db as _db
 from peercore.io.rules import describe_character, invisible_character, quote
 from peercore.redaction import looks_like_key, mask_urls
 from peercore.store.adjudication import _overlap
-from peercore.store.core import StoreError, WriteCounts, _now, scrub_secrets
+from peercore.store.core import Repository, scrub_secrets, StoreError, WriteCounts, _now
 
 # A study's name is a title shown on every page and part of the file names of downloads and
 # exports: one line, no invisible character, no path separator, at most this long.
@@ -49,13 +49,13 @@ def study_name_problem(name: object) -> str | None:
     return None
 
 
-class StudiesMixin:
+class Studies(Repository):
     """Studies, their imports and settings."""
 
     # ---------------------------------------------------------------------- studies
 
-    def create_study(self, name: str, *, description: str = "", source: Mapping | None = None,
-                     exist_ok: bool = False) -> int:
+    def create(self, name: str, *, description: str = "", source: Mapping | None = None,
+               exist_ok: bool = False) -> int:
         """Create a study and return its id.
 
         Raises
@@ -67,7 +67,7 @@ class StudiesMixin:
         """
         if not isinstance(name, str) or not name.strip():
             raise StoreError(study_name_problem(name))
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             row = tx.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 if exist_ok:
@@ -82,18 +82,18 @@ class StudiesMixin:
             )
             return int(cursor.lastrowid)
 
-    def has_study(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         """Whether study ``name`` exists."""
-        return self.connect().execute("SELECT 1 FROM studies WHERE name = ?", (name,)).fetchone() is not None
+        return self._store.connect().execute("SELECT 1 FROM studies WHERE name = ?", (name,)).fetchone() is not None
 
     def study_id(self, name: str) -> int:
         """The id of study ``name``; StoreError naming the studies there are if missing."""
-        row = self.connect().execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+        row = self._store.connect().execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
         if row is None:
-            names = [r[0] for r in self.connect().execute("SELECT name FROM studies ORDER BY name")]
+            names = [r[0] for r in self._store.connect().execute("SELECT name FROM studies ORDER BY name")]
             more = f", ... ({len(names) - 20} more)" if len(names) > 20 else ""
             shown = ", ".join(quote(n, 60) for n in names[:20]) + more
-            raise StoreError(f"no study named {quote(name)} in {self.path}; studies are [{shown}]")
+            raise StoreError(f"no study named {quote(name)} in {self._store.path}; studies are [{shown}]")
         return int(row[0])
 
     def names(self, study: str) -> set[str]:
@@ -110,34 +110,35 @@ class StudiesMixin:
                "UNION SELECT model FROM judge_scores WHERE study_id = ?1 "
                "UNION SELECT judge FROM judge_scores WHERE study_id = ?1 "
                "UNION SELECT attribute FROM judge_scores WHERE study_id = ?1")
-        return {r[0] for r in self.connect().execute(sql, (self.study_id(study),)) if r[0]}
+        return {r[0] for r in self._store.connect().execute(sql, (self.study_id(study),)) if r[0]}
 
-    def studies(self) -> pd.DataFrame:
+    def table(self) -> pd.DataFrame:
         """One row per study: name, description, created_at, revision, source (dict)."""
         frame = _db.read_sql_query(
-            "SELECT name, description, created_at, revision, source FROM studies ORDER BY name", self.connect()
+            "SELECT name, description, created_at, revision, source FROM studies ORDER BY name", self._store.connect()
         )
         frame["source"] = frame["source"].map(json.loads)
         return frame
 
-    def study_source(self, study: str) -> dict:
-        row = self.connect().execute("SELECT source FROM studies WHERE id = ?", (self.study_id(study),)).fetchone()
+    def source(self, study: str) -> dict:
+        row = self._store.connect().execute("SELECT source FROM studies WHERE id = ?",
+                                            (self.study_id(study),)).fetchone()
         return json.loads(row[0])
 
-    def update_study_source(self, study: str, source: Mapping) -> None:
+    def update_source(self, study: str, source: Mapping) -> None:
         """Merge ``source`` into the study's provenance record."""
-        with self.transaction() as tx:
-            merged = {**self.study_source(study), **scrub_secrets(dict(source))}
+        with self._store.transaction() as tx:
+            merged = {**self.source(study), **scrub_secrets(dict(source))}
             tx.execute("UPDATE studies SET source = ? WHERE id = ?", (json.dumps(merged), self.study_id(study)))
-            self._bump(tx, self.study_id(study))
+            self.bump_revision(tx, self.study_id(study))
 
-    def delete_study(self, study: str) -> None:
-        with self.transaction() as tx:
+    def delete(self, study: str) -> None:
+        with self._store.transaction() as tx:
             tx.execute("DELETE FROM studies WHERE id = ?", (self.study_id(study),))
 
     def revision(self, study: str) -> int:
         """A number that changes whenever the study's data changes (a cache stamp)."""
-        row = self.connect().execute("SELECT revision FROM studies WHERE name = ?", (study,)).fetchone()
+        row = self._store.connect().execute("SELECT revision FROM studies WHERE name = ?", (study,)).fetchone()
         if row is None:
             self.study_id(study)  # raises with the list of studies
         return int(row[0])
@@ -147,7 +148,7 @@ class StudiesMixin:
         (``open_adjudications``: unresolved debates and label requests nobody decided), runs, imports and scores
         the study holds; its verdicts are counted from the read model (:meth:`peercore.app.study.Study.counts`)."""
         sid = self.study_id(study)
-        q = lambda sql: int(self.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
+        q = lambda sql: int(self._store.connect().execute(sql, (sid,)).fetchone()[0])  # noqa: E731
         return {
             "questions": q("SELECT COUNT(*) FROM questions WHERE study_id = ?"),
             "answers": q("SELECT COUNT(*) FROM answers WHERE study_id = ?"),
@@ -163,7 +164,7 @@ class StudiesMixin:
             "judge_scores": q("SELECT COUNT(*) FROM judge_scores WHERE study_id = ? AND valid = 1"),
         }
 
-    def _bump(self, tx: sqlite3.Connection, study_id: int) -> None:
+    def bump_revision(self, tx: sqlite3.Connection, study_id: int) -> None:
         tx.execute("UPDATE studies SET revision = revision + 1 WHERE id = ?", (study_id,))
 
     # ----------------------------------------------------------------------- imports
@@ -176,7 +177,7 @@ class StudiesMixin:
         :meth:`set_import_counts` (in the same transaction), once the rows are written.
         """
         sid = self.study_id(study)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             cursor = tx.execute(
                 "INSERT INTO imports (study_id, source, format, sha256, counts, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (sid, str(source), format, sha256, "{}", _now()),
@@ -192,7 +193,7 @@ class StudiesMixin:
         The study's provenance then lists every import: file, format, sha256, counts and
         time, oldest first.
         """
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             row = tx.execute("SELECT i.study_id, s.name, i.source, i.format, i.sha256, i.created_at FROM imports i "
                              "JOIN studies s ON s.id = i.study_id WHERE i.id = ?", (int(import_id),)).fetchone()
             if row is None:
@@ -201,32 +202,32 @@ class StudiesMixin:
             tx.execute("UPDATE imports SET counts = ? WHERE id = ?", (json.dumps(counts, sort_keys=True), int(import_id)))
             record = {"id": int(import_id), "source": row[2], "format": row[3], "sha256": row[4], "counts": counts,
                       "at": row[5]}
-            current = self.study_source(row[1])
-            self.update_study_source(row[1], {"imports": [*current.get("imports", []), record]})
+            current = self.source(row[1])
+            self.update_source(row[1], {"imports": [*current.get("imports", []), record]})
 
     def imports(self, study: str) -> pd.DataFrame:
         """Every import into the study: id, source, format, sha256, counts (dict), created_at."""
         frame = _db.read_sql_query(
             "SELECT id, source, format, sha256, counts, created_at FROM imports WHERE study_id = ? ORDER BY id",
-            self.connect(), params=(self.study_id(study),),
+            self._store.connect(), params=(self.study_id(study),),
         )
         frame["counts"] = frame["counts"].map(json.loads)
         return frame
 
     # ---------------------------------------------------------------- study settings
 
-    def study_settings(self, study: str) -> dict:
+    def settings(self, study: str) -> dict:
         """The study's settings: ``rubric`` (the adjudication guidelines, plain text, '' when none),
         ``overlap`` (decisions each debate needs; 0 = every annotator decides every debate) and
         ``reviewers`` (the reviewers configured on the Reviewers & runs page: a list of JSON
         objects, secrets never among them)."""
-        row = self.connect().execute("SELECT rubric, overlap, reviewers FROM studies WHERE id = ?",
-                                     (self.study_id(study),)).fetchone()
+        row = self._store.connect().execute("SELECT rubric, overlap, reviewers FROM studies WHERE id = ?",
+                                            (self.study_id(study),)).fetchone()
         return {"rubric": row[0], "overlap": int(row[1]), "reviewers": json.loads(row[2])}
 
-    def update_study_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None,
-                              reviewers: list[Mapping] | None = None) -> None:
-        """Change the study's ``rubric``, ``overlap`` and/or ``reviewers`` (see :meth:`study_settings`).
+    def update_settings(self, study: str, *, rubric: str | None = None, overlap: int | None = None,
+                        reviewers: list[Mapping] | None = None) -> None:
+        """Change the study's ``rubric``, ``overlap`` and/or ``reviewers`` (see :meth:`settings`).
 
         Settings are no data: they do not change the study's revision.
 
@@ -243,7 +244,7 @@ class StudiesMixin:
             raise ValueError(f"rubric must be text, got {type(rubric).__name__}")
         overlap = None if overlap is None else _overlap(overlap)
         stored = None if reviewers is None else _reviewers_json(reviewers)
-        with self.transaction() as tx:
+        with self._store.transaction() as tx:
             if rubric is not None:
                 tx.execute("UPDATE studies SET rubric = ? WHERE id = ?", (rubric, sid))
             if overlap is not None:
@@ -253,7 +254,7 @@ class StudiesMixin:
 
 
 def _reviewers_json(reviewers) -> str:
-    """``reviewers`` as the JSON the studies table keeps (see :meth:`StudiesMixin.update_study_settings`):
+    """``reviewers`` as the JSON the studies table keeps (see :meth:`Studies.update_settings`):
     values under secret-looking keys replaced by ``***`` (:func:`peercore.store.core.scrub_secrets`, as
     a run's configuration is), passwords in URLs masked; a value shaped like an API key is refused."""
     if not isinstance(reviewers, (list, tuple)) or not all(isinstance(r, Mapping) for r in reviewers):

@@ -102,7 +102,7 @@ def read_verdicts(store, study: str, *, kinds=None, aliases=None, categories=Non
     read model.
     """
     with store.snapshot():  # the labels and the verdicts (or their snapshot) as of one moment
-        sid = store.study_id(study)
+        sid = store.studies.study_id(study)
         labels = dict(store.connect().execute("SELECT id, text FROM labels WHERE study_id = ?", (sid,)).fetchall())
         revision, columns, questions = _from_snapshot(store, sid)
         scanned = columns is None
@@ -256,7 +256,7 @@ def read_texts(store, study: str, column: str, ids: np.ndarray) -> pd.Series:
     """The ``rationale`` or ``raw`` text of the verdicts with these store ids (None where missing), in ``ids``' order."""
     if column not in ("rationale", "raw"):
         raise ValueError(f"column must be rationale or raw, got {column!r}")
-    sid = store.study_id(study)
+    sid = store.studies.study_id(study)
     ids = np.asarray(ids, dtype=np.int64)
     out = pd.Series([None] * len(ids), dtype=object)
     if len(ids) == 0:

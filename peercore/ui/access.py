@@ -137,7 +137,7 @@ def gate(store) -> Actor:
     st.session_state[data.READABLE] = []  # until the checks below pass: no study
     if not actor.signed_in:
         _only(_sign_in_page)
-    names = readable(store, actor, store.studies()["name"])
+    names = readable(store, actor, store.studies.table()["name"])
     if not names and not allowed(store, actor, Action.READ, None):  # no role anywhere
         _only(_no_role_page)
     st.session_state[data.READABLE] = names

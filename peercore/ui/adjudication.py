@@ -18,10 +18,10 @@ Without login the name is set in its own step: once entered, the name box gives 
 cursor is no longer in a text box and the decision keys work at once. Any decision of the
 annotator, not only the last, can be changed with a reason (:func:`edit`, through
 :func:`peercore.app.access.edit_decision`); every change is kept in the append-only
-decision history (:meth:`peercore.store.Store.decision_history`).
+decision history (:meth:`peercore.store.Store.debates.decision_history`).
 
 Decisions are ``model_a``, ``model_b``, ``tie`` and ``both_bad`` (neither answer is
-acceptable; stored as a tie flagged ``both_bad``, see :meth:`peercore.store.Store.adjudicate`).
+acceptable; stored as a tie flagged ``both_bad``, see :meth:`peercore.store.Store.debates.adjudicate`).
 The gold set and the agreement between annotators count "both bad" as a tie.
 """
 
@@ -122,7 +122,7 @@ def lease_text(item) -> str:
 
 def settings(study: str) -> dict:
     """The study's ``rubric`` and ``overlap`` (decisions each debate needs; 0 = everyone decides every debate)."""
-    return data.store().study_settings(study)
+    return data.store().studies.settings(study)
 
 
 def overlap_text(overlap: int) -> str:
@@ -136,9 +136,9 @@ def _unresolved(study: str) -> pd.DataFrame:
     """Every queue item waiting for people (unresolved debates and label requests, :data:`QUEUE_KINDS`) with its
     number of ``decisions``."""
     db = data.store()
-    debates = db.debates(study, status="unresolved")
+    debates = db.debates.table(study, status="unresolved")
     debates = debates[debates["kind"].isin(QUEUE_KINDS)].reset_index(drop=True)
-    decided = db.adjudications(study)
+    decided = db.debates.adjudications(study)
     counts = decided.groupby("debate_id").size() if len(decided) else pd.Series(dtype=int)
     return debates.assign(decisions=debates["id"].map(counts).fillna(0).astype(int))
 
@@ -158,11 +158,11 @@ def progress(study: str, annotator: str, *, overlap: int) -> dict:
     db = data.store()
     unresolved = _unresolved(study)
     n = len(unresolved)
-    mine = n - len(db.adjudication_queue(study, annotator=annotator)) if annotator else 0
+    mine = n - len(db.debates.queue(study, annotator=annotator)) if annotator else 0
     return {"unresolved": n, "label_requests": int((unresolved["kind"] == LABEL_REQUEST).sum()),
             "open": int((unresolved["decisions"] == 0).sum()), "mine": mine,
             "complete": int((unresolved["decisions"] >= overlap).sum()) if overlap else None,
-            "needs_me": len(db.adjudication_queue(study, annotator=annotator, overlap=overlap)) if annotator else 0,
+            "needs_me": len(db.debates.queue(study, annotator=annotator, overlap=overlap)) if annotator else 0,
             "share": mine / n if n else 0.0}
 
 
@@ -186,7 +186,7 @@ def queue(study: str, annotator: str, *, overlap: int, scenario: str = ALL_SCENA
           criterion: str = ALL_CRITERIA) -> pd.DataFrame:
     """Unresolved debates that still need ``annotator``: not decided by them and, with an overlap,
     decided by fewer than ``overlap`` people; narrowed to one scenario / criterion when chosen."""
-    frame = data.store().adjudication_queue(study, annotator=annotator, overlap=overlap)
+    frame = data.store().debates.queue(study, annotator=annotator, overlap=overlap)
     if scenario != ALL_SCENARIOS:
         frame = frame[frame["scenario"] == scenario]
     if criterion != ALL_CRITERIA:
@@ -196,7 +196,7 @@ def queue(study: str, annotator: str, *, overlap: int, scenario: str = ALL_SCENA
 
 def skipped(study: str, annotator: str) -> list[int]:
     """The debates ``annotator`` put aside (stored: the same in every browser)."""
-    return data.store().skipped_debates(study, annotator) if annotator else []
+    return data.store().debates.skipped(study, annotator) if annotator else []
 
 
 def without_skipped(frame: pd.DataFrame, skipped_ids: list[int]) -> pd.DataFrame:
@@ -249,12 +249,12 @@ def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None
 
 def skip(study: str, debate_id: int, annotator: str) -> None:
     """Button callback: put the debate aside for this annotator (stored, so every browser skips it)."""
-    data.store().skip_debate(int(debate_id), annotator)
+    data.store().debates.skip(int(debate_id), annotator)
     st.session_state[state.ADJ_FLASH] = f"Skipped debate #{debate_id}."
 
 
 def clear_skipped(study: str, annotator: str) -> None:
-    data.store().clear_skips(study, annotator)
+    data.store().debates.clear_skips(study, annotator)
     st.session_state[state.ADJ_FLASH] = ""
 
 
@@ -296,7 +296,7 @@ def undo_last(annotator: str, study: str | None = None) -> None:
                 st.session_state[REFUSED] = "Not undone: " + safe.md(str(exc))
                 return
             if removed and study is not None:
-                data.store().release_leases(study, annotator)
+                data.store().debates.release_leases(study, annotator)
             st.session_state[state.ADJ_HISTORY] = history
             if st.session_state[state.ADJ_LAST] == debate_id:
                 st.session_state[state.ADJ_LAST] = None
@@ -308,7 +308,7 @@ def undo_last(annotator: str, study: str | None = None) -> None:
 
 def decision_of(study: str, debate_id: int, annotator: str) -> str | None:
     """``annotator``'s stored decision on a debate (``both_bad`` included), None when there is none."""
-    decided = data.store().adjudications(study)
+    decided = data.store().debates.adjudications(study)
     mine = decided[(decided["debate_id"] == int(debate_id)) & (decided["annotator"] == annotator)]
     return mine["decision"].iloc[0] if len(mine) else None
 
@@ -362,7 +362,7 @@ def decisions_display(decisions: pd.DataFrame) -> pd.DataFrame:
 # Each submission's body: a scroller of this height (px), the two side by side with the decision
 # bar beside them, so that at 1366 x 768 both submissions and the buttons are on screen together.
 SUBMISSION_HEIGHT = 220
-LABEL_REQUEST = "label_request"  # the queue item's kind of a label request (Store.add_label_requests)
+LABEL_REQUEST = "label_request"  # the queue item's kind of a label request (Store.debates.add_label_requests)
 # The key of the decision buttons' container (its CSS class is st-key-<key>), the key prefix of the
 # two submission bodies, and the CSS that keeps the buttons on screen (issue 21, "a bar that
 # stays"): scrolling a long submission scrolls its body only, never the page behind it (overscroll
@@ -407,7 +407,7 @@ def request_line(metadata: dict | None) -> str:
 
 def label_request_ids(study: str) -> set[int]:
     """The ids of the study's label requests (to tell them from debates in what was just decided)."""
-    return set(data.store().debates(study, kind=LABEL_REQUEST)["id"].astype(int))
+    return set(data.store().debates.table(study, kind=LABEL_REQUEST)["id"].astype(int))
 
 
 def request_effects(db: str, study: str, rev: int) -> list:
@@ -514,7 +514,7 @@ def decisions_made(decisions: pd.DataFrame, history: pd.DataFrame, annotator: st
 
     One row per current decision, newest first: debate, question, annotator, decision,
     note, when it was last set, and how many times it was changed after the first
-    (from :meth:`peercore.store.Store.decision_history`).
+    (from :meth:`peercore.store.Store.debates.decision_history`).
     """
     rows = decisions if who == EVERYONE else decisions[decisions["annotator"] == annotator]
     changed = history[history["before"].notna() & history["after"].notna()]
@@ -542,7 +542,7 @@ def history_display(history: pd.DataFrame) -> pd.DataFrame:
 
 
 def edit_label(row) -> str:
-    """How one of the annotator's decisions (a row of :meth:`peercore.store.Store.adjudications`) reads in
+    """How one of the annotator's decisions (a row of :meth:`peercore.store.Store.debates.adjudications`) reads in
     the "Decision to change" choice (plain text: a choice box shows no Markdown)."""
     return f"Debate #{int(row.debate_id)} · question {row.question_id} · now {DECISION_NAMES[row.decision]}"
 

@@ -12,7 +12,7 @@ Caching rules (STYLE.md):
   and the exports use too) of one study of that store; it holds no connection, only
   memos of what it read, each stamped with the study's revision.
 - Every DataFrame and every computed table is ``st.cache_data`` keyed on
-  ``(db path, study, store.revision(study), options...)``. Any write to a study bumps
+  ``(db path, study, store.studies.revision(study), options...)``. Any write to a study bumps
   its revision, so the next run misses the cache and reads fresh data; two sessions
   looking at the same revision share the entry.
 """
@@ -125,7 +125,7 @@ def ensure_sample_study(db: Store, folder: str | Path | None, *,
     if folder is None:
         return None
     folder = Path(folder)
-    if not folder.is_dir() or len(db.studies()):
+    if not folder.is_dir() or len(db.studies.table()):
         return None
     from peercore.io.importer import import_path
 
@@ -135,13 +135,13 @@ def ensure_sample_study(db: Store, folder: str | Path | None, *,
     extras = [p for p in (_bundle_plan(sub, default=sub.name) for sub in sorted(folder.iterdir())
                           if sub.is_dir() and (sub / PROVENANCE).is_file()) if p is not None]
     with _SEEDING:
-        if len(db.studies()):
+        if len(db.studies.table()):
             return None
         studies = [plan, *extras]
         total, done = sum(len(files) for *_, files in studies), 0
         with db.transaction():
             for name, description, source, files in studies:
-                db.create_study(name, description=description, source=source, exist_ok=True)
+                db.studies.create(name, description=description, source=source, exist_ok=True)
                 for path, fmt in files:
                     if progress is not None:
                         progress(done, total, name)
@@ -178,7 +178,7 @@ def _bundle_plan(folder: Path, *, default: str, description: str | None = None):
 
 def revision(study: str) -> int:
     """The study's cache stamp (changes with every write)."""
-    return store().revision(study)
+    return store().studies.revision(study)
 
 
 def key(study: str) -> tuple[str, str, int]:
@@ -205,7 +205,7 @@ def studies() -> pd.DataFrame:
     under :data:`READABLE`): the picker, the Studies page and every page that lists
     studies never name it.
     """
-    frame = store().studies()
+    frame = store().studies.table()
     keep = st.session_state.get(READABLE)
     if keep is None:
         return frame
@@ -247,32 +247,32 @@ def aliases(db: str, study_: str, rev: int) -> dict[str, str]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def questions(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).questions(study_)
+    return _store(db).questions.table(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def answers(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).answers(study_)
+    return _store(db).questions.answers(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def debates(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).debates(study_, label_requests=False)
+    return _store(db).debates.table(study_, label_requests=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def turns(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).debate_turns(debates(db, study_, rev)["id"].tolist())
+    return _store(db).debates.turns(debates(db, study_, rev)["id"].tolist())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def adjudications(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).adjudications(study_)
+    return _store(db).debates.adjudications(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def runs(db: str, study_: str, rev: int) -> pd.DataFrame:
-    return _store(db).runs(study_)
+    return _store(db).runs.table(study_)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -919,5 +919,4 @@ def efficiency_takeaway(summary: pd.DataFrame, *, share: float = EFFICIENCY_SHAR
 @st.cache_data(show_spinner=False, max_entries=16)
 def imports_log(db: str, study: str, rev: int) -> pd.DataFrame:
     """The study's import records (source, format, checksum, counts), oldest first."""
-    store_ = _store(db)
-    return store_.imports(study) if hasattr(store_, "imports") else pd.DataFrame()
+    return _store(db).studies.imports(study)

@@ -27,7 +27,7 @@ def _study(db: str, name: str):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def has_human_scores(db: str, study: str, rev: int) -> bool:
-    return bool(_store(db).record_counts(study)["human_scores"])
+    return bool(_store(db).studies.record_counts(study)["human_scores"])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -96,7 +96,7 @@ def human_scores(db: str, study: str, rev: int) -> pd.DataFrame:
     """The study's human scores as the generic table (one column per attribute)."""
     from peercore.io.scores import human_scores_wide
 
-    return human_scores_wide(_store(db).human_scores(study))
+    return human_scores_wide(_store(db).scores.human_scores(study))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -104,7 +104,7 @@ def judge_scores(db: str, study: str, rev: int) -> pd.DataFrame:
     """Judges' absolute scores in the ``judge-scores`` format (unreadable replies included)."""
     from peercore.io.scores import judge_scores_table
 
-    return judge_scores_table(_store(db).judge_scores(study, include_invalid=True))
+    return judge_scores_table(_store(db).scores.judge_scores(study, include_invalid=True))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -127,10 +127,10 @@ def efficiency_against_humans(db: str, study: str, rev: int, judge: str, attribu
     from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
 
     store = _store(db)
-    rows = store.judgments(study, judges=[judge])
+    rows = store.verdicts.table(study, judges=[judge])
     if "criterion" in rows.columns and (rows["criterion"] == attribute).any():
         rows = rows[rows["criterion"] == attribute]
-    human = store.human_scores(study, attribute=attribute)
+    human = store.scores.human_scores(study, attribute=attribute)
     problems = problems_from_judgments(rows)[:max_questions]
     try:
         curve = efficiency_curve(rows, methods=methods, repeats=repeats, seed=0, reference="human", human=human,
@@ -157,7 +157,7 @@ def human_reference_for(db: str, study: str, rev: int, judge: str, references: l
     """The human reference for a judge: the attribute its verdicts' criterion names, else the first."""
     if not references:
         return None
-    frame = _store(db).judgments(study, judges=[judge])
+    frame = _store(db).verdicts.table(study, judges=[judge])
     if "criterion" in frame.columns:
         for criterion in frame["criterion"].dropna().value_counts().index:
             if f"human:{criterion}" in references:
@@ -167,4 +167,4 @@ def human_reference_for(db: str, study: str, rev: int, judge: str, references: l
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def human_attributes(db: str, study: str, rev: int) -> list[str]:
-    return list(dict.fromkeys(_store(db).human_scores(study)["attribute"]))
+    return list(dict.fromkeys(_store(db).scores.human_scores(study)["attribute"]))

@@ -9,7 +9,7 @@ the field is cleared and nothing is kept. Keys are looked up only at launch, fro
 environment or ``st.secrets``, and handed to the backend object of that run; the page
 only ever shows whether a key is set.
 
-Kept in the study: the reviewer list is the study's (:meth:`peercore.store.Store.study_settings`),
+Kept in the study: the reviewer list is the study's (:meth:`peercore.store.Store.studies.settings`),
 read once per session and study (:func:`load_reviewers`: a reload, another study) and
 written whole on every addition, edit or removal through :func:`peercore.app.access.configure_reviewers`
 (editor only; the store refuses values shaped like keys).
@@ -142,7 +142,7 @@ def load_reviewers(study: str) -> list[dict]:
     study (a new session, or another study opened), then the session's copy, which every
     change writes back (:func:`_keep`). Reads only."""
     if st.session_state.get(LOADED_FOR) != study:
-        st.session_state[state.REVIEWERS] = usable_reviewers(data.store().study_settings(study)["reviewers"])
+        st.session_state[state.REVIEWERS] = usable_reviewers(data.store().studies.settings(study)["reviewers"])
         st.session_state[LOADED_FOR] = study
         st.session_state[EDITING] = None
     return st.session_state[state.REVIEWERS]
@@ -620,8 +620,8 @@ def runs_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def runs_accounting(run_id: str) -> str:
-    """``"120 → 118 verdicts, 2 failed"`` for the runs table (:meth:`peercore.store.Store.run_accounting`)."""
-    acc = data.store().run_accounting(run_id)
+    """``"120 → 118 verdicts, 2 failed"`` for the runs table (:meth:`peercore.store.Store.runs.accounting`)."""
+    acc = data.store().runs.accounting(run_id)
     stored = [f"{acc['verdicts']:,} verdicts"] + ([f"{acc['debates']:,} debates"] if acc["debates"] else []) + (
         [f"{acc['answers']:,} answers"] if acc["answers"] else [])
     return f"{acc['calls_paid']:,} → {', '.join(stored)}, {acc['items_failed']:,} failed"
@@ -653,7 +653,7 @@ def resume(study: str, run_id: str) -> None:
     if not _may(Action.RESUME_RUN, study):
         return  # refused before any key is read
     try:
-        job, kind = job_from_run(study, data.store().run(run_id))
+        job, kind = job_from_run(study, data.store().runs.get(run_id))
     except Exception as error:  # noqa: BLE001
         st.session_state["run_error"] = f"Cannot resume run {run_id[:12]}: {error}"
         return
@@ -676,7 +676,7 @@ def inspectable_runs(db: str, study: str, rev: int) -> list[str]:
     """Run ids that stored verdicts, newest first, then :data:`ALL_VERDICTS`."""
     frame = data.runs(db, study, rev)
     ids = frame.loc[frame["kind"].isin(INSPECT_KINDS), "id"].tolist()
-    return [*[rid for rid in ids if data.store().run_accounting(rid)["verdicts"]], ALL_VERDICTS]
+    return [*[rid for rid in ids if data.store().runs.accounting(rid)["verdicts"]], ALL_VERDICTS]
 
 
 def inspect_label(db: str, study: str, rev: int):

@@ -54,7 +54,7 @@ DEB_FILTER = "deb_filter"
 DEB_SELECTED = "deb_selected"
 
 # --- Adjudication -----------------------------------------------------------------
-# (skips are the annotator's and live in the store: Store.skip_debate)
+# (skips are the annotator's and live in the store: Store.debates.skip)
 ADJ_HISTORY = "adj_history"          # [(debate_id, annotator, token)] decided in this tab, for undo
 ADJ_NOTE_VERSION = "adj_note_version"  # bumps to clear the note box after a decision
 ADJ_FLASH = "adj_flash"              # one-line confirmation of the last action

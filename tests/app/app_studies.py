@@ -163,9 +163,9 @@ def build_hostile_study(store: Store, name: str = HOSTILE_STUDY) -> dict:
 def _build_study(store: Store, name: str, words: Words, *, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     models, llm_judges, humans, scenarios = words.models, words.llm_judges, words.humans, words.scenarios
-    store.create_study(name, description=words.description, source={**words.source, "seed": seed})
+    store.studies.create(name, description=words.description, source={**words.source, "seed": seed})
     qids = [words.question_id(k) for k in range(N_QUESTIONS)]
-    store.add_questions(name, pd.DataFrame({
+    store.questions.add(name, pd.DataFrame({
         "question_id": qids, "text": [words.question(k) for k in range(N_QUESTIONS)],
         "category": [scenarios[k % len(scenarios)] for k in range(N_QUESTIONS)],
     }))
@@ -173,8 +173,8 @@ def _build_study(store: Store, name: str, words: Words, *, seed: int) -> dict:
         {"question_id": q, "model": m, "answer": words.answer(m, q) + "More detail. " * int(rng.integers(1, 12))}
         for q in qids for m in models
     ]
-    store.add_answers(name, pd.DataFrame(answers))
-    store.add_judges(name, [{"name": j, "kind": "llm"} for j in llm_judges] + [{"name": h, "kind": "human"} for h in humans])
+    store.questions.add_answers(name, pd.DataFrame(answers))
+    store.judges.add(name, [{"name": j, "kind": "llm"} for j in llm_judges] + [{"name": h, "kind": "human"} for h in humans])
 
     strength = dict(zip(models, STRENGTH.values()))
     leaning = llm_judges[2]
@@ -192,7 +192,7 @@ def _build_study(store: Store, name: str, words: Words, *, seed: int) -> dict:
             rows.append({"question_id": q, "model_a": a, "model_b": b, "judge": human, "criterion": words.criterion,
                          "winner": "model_a" if diff > 0.2 else "model_b" if diff < -0.2 else "tie"})
     judgments = judgments_from_frame(pd.DataFrame(rows))
-    store.add_judgments(name, judgments)
+    store.verdicts.add(name, judgments)
 
     # ScaleEval-style debates between the three LLM judges on alpha vs bravo.
     for k, q in enumerate(qids):
@@ -203,18 +203,18 @@ def _build_study(store: Store, name: str, words: Words, *, seed: int) -> dict:
                  for p, (s, v) in enumerate(zip(llm_judges, initial))]
         turns += [{"round": 1, "position": p, "speaker": s, "verdict": v, "rationale": words.turn("after", s, v, q)}
                   for p, (s, v) in enumerate(zip(llm_judges, final))]
-        store.add_debate(name, {
+        store.debates.add(name, {
             "debate_key": f"debate-{q}", "kind": "debate", "question_id": q, "model_a": models[0], "model_b": models[1],
             "criterion": words.criterion, "scenario": scenarios[k % len(scenarios)],
             "status": "unresolved" if unresolved else "agreed", "consensus": None if unresolved else "model_a",
             "n_rounds": 2,
         }, turns)
-    debate_ids = store.debates(name)["id"].tolist()
+    debate_ids = store.debates.table(name)["id"].tolist()
     # A PRD-style two-reviewer discussion.
     first, second = llm_judges[0], llm_judges[1]
-    store.add_debate(name, {"debate_key": f"discussion-{qids[0]}", "kind": "discussion", "question_id": qids[0],
-                            "model_a": models[2], "model_b": models[3], "status": "agreed", "consensus": "model_a",
-                            "n_rounds": 2}, [
+    store.debates.add(name, {"debate_key": f"discussion-{qids[0]}", "kind": "discussion", "question_id": qids[0],
+                             "model_a": models[2], "model_b": models[3], "status": "agreed", "consensus": "model_a",
+                             "n_rounds": 2}, [
         {"round": 0, "position": 0, "speaker": first, "verdict": "model_a",
          "rationale": words.note or "Answer 1 is clearer."},
         {"round": 0, "position": 1, "speaker": second, "verdict": "model_b",
@@ -225,14 +225,14 @@ def _build_study(store: Store, name: str, words: Words, *, seed: int) -> dict:
     ])
     # Two annotators decided the first open debate (differently), with notes.
     for annotator, verdict in zip(words.annotators, ("model_a", "tie")):
-        store.adjudicate(debate_ids[0], annotator, verdict, note=words.note)
-    run_id = store.create_run(name, "review", {"judge": llm_judges[0], "api_key": "sk-should-never-show"}, items=["x", "y"])
-    store.finish_item(run_id, "x", prompt_tokens=120, completion_tokens=30, cost_usd=0.0012)
-    store.finish_item(run_id, "y", prompt_tokens=100, completion_tokens=20, cost_usd=0.0010)
-    store.set_run_status(run_id, "finished")
+        store.debates.adjudicate(debate_ids[0], annotator, verdict, note=words.note)
+    run_id = store.runs.create(name, "review", {"judge": llm_judges[0], "api_key": "sk-should-never-show"}, items=["x", "y"])
+    store.runs.finish_item(run_id, "x", prompt_tokens=120, completion_tokens=30, cost_usd=0.0012)
+    store.runs.finish_item(run_id, "y", prompt_tokens=100, completion_tokens=20, cost_usd=0.0010)
+    store.runs.set_status(run_id, "finished")
     if words.run_error is not None:
-        failed = store.create_run(name, "review", {"judge": llm_judges[1]}, items=["z"])
-        store.set_run_status(failed, "failed", error=words.run_error)
+        failed = store.runs.create(name, "review", {"judge": llm_judges[1]}, items=["z"])
+        store.runs.set_status(failed, "failed", error=words.run_error)
     return {"name": name, "judgments": len(judgments), "unresolved": N_UNRESOLVED, "debate_ids": debate_ids,
             "words": words}
 
@@ -250,9 +250,9 @@ def build_prd_study(store: Store, name: str = "prd-vicuna80") -> dict:
     if not folder.is_dir():
         pytest.skip(f"real dataset {folder} is not present")
     judgments = read_prd_judgments(folder, models=["bard", "claude", "gpt35", "gpt4", "vicuna-13b"])
-    store.create_study(name, description="PRD Vicuna80: 5 LLM reviewers and human votes.",
-                       source={"kind": "PRD ratings folder", "folder": "prd_vicuna80"})
-    store.add_judgments(name, judgments)
+    store.studies.create(name, description="PRD Vicuna80: 5 LLM reviewers and human votes.",
+                         source={"kind": "PRD ratings folder", "folder": "prd_vicuna80"})
+    store.verdicts.add(name, judgments)
     return {"name": name, "judgments": len(judgments)}
 
 
@@ -282,10 +282,10 @@ def problems(at) -> list[str]:
 def build_llm_only_study(db) -> str:
     """A study with one LLM judge and no human label (12 questions, 3 models in a chain): its name."""
     store = Store(db)
-    store.create_study("llm only")
+    store.studies.create("llm only")
     rows = [{"question_id": f"q{k}", "model_a": a, "model_b": b, "judge": "openai:gpt-4o",
              "winner": ("model_a", "model_b", "tie")[k % 3]}
             for k in range(12) for a, b in (("alpha", "bravo"), ("bravo", "charlie"))]
-    store.add_judgments("llm only", pd.DataFrame(rows))
+    store.verdicts.add("llm only", pd.DataFrame(rows))
     store.close()
     return "llm only"

@@ -36,11 +36,20 @@ STUDY = "synthetic"
 
 
 def snapshot(path: Path) -> tuple:
-    """The database file, its write-ahead log, and a full SQL dump (as tests/unit/test_access.py)."""
-    wal = Path(f"{path}-wal")
+    """The database file and a full SQL dump, the write-ahead log first copied into the file.
+
+    Without the checkpoint the bytes would depend on which connection happened to close last
+    (the last one to close a WAL database checkpoints it): the page's script threads close
+    theirs when they end, which on a loaded machine can fall on either side of a snapshot.
+    After ``wal_checkpoint(TRUNCATE)`` the file holds everything and the log is empty, so equal
+    bytes mean nothing was written in between.
+    """
     connection = sqlite3.connect(path)
+    busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    assert busy == 0, "a reader kept the checkpoint from finishing"
     dump = list(connection.iterdump())
     connection.close()
+    wal = Path(f"{path}-wal")
     return path.read_bytes(), wal.read_bytes() if wal.exists() else b"", dump
 
 
@@ -65,7 +74,7 @@ def team(synthetic):
     """The synthetic study with the four global roles granted (by the configuration)."""
     store = Store(synthetic["db"])
     for who, role in ROLES.items():
-        store.grant_role(who, role, granted_by="configuration")
+        store.access.grant_role(who, role, granted_by="configuration")
     store.close()
     return synthetic
 
@@ -81,7 +90,7 @@ def has_button(at, key: str) -> bool:
 def audit(db) -> list[tuple[str, str]]:
     store = Store(db)
     try:
-        log = store.audit_log()
+        log = store.access.audit_log()
         return list(zip(log["actor"], log["action"]))
     finally:
         store.close()
@@ -124,8 +133,8 @@ def test_a_viewer_reads_the_study_on_every_page(team, monkeypatch, page):
 
 def test_a_role_in_one_study_shows_that_study_only(team, monkeypatch):
     store = Store(team["db"])
-    store.create_study("other")
-    store.grant_role("pia@example.org", "viewer", study="other", granted_by="configuration")
+    store.studies.create("other")
+    store.access.grant_role("pia@example.org", "viewer", study="other", granted_by="configuration")
     store.close()
     sign_in(monkeypatch, "pia@example.org")
     at = open_page(app_test(page=None), "studies")
@@ -162,8 +171,8 @@ def test_an_editor_creates_a_study_and_edits_guidelines_and_overlap_on_the_recor
     button(at, "FormSubmitter:studies_guidelines-Save guidelines").click().run()
     assert problems(at) == []
     store = Store(team["db"])
-    assert store.study_settings("fresh") == {"rubric": "Correct beats fluent.", "overlap": 2} | {
-        k: v for k, v in store.study_settings("fresh").items() if k not in ("rubric", "overlap")}
+    assert store.studies.settings("fresh") == {"rubric": "Correct beats fluent.", "overlap": 2} | {
+        k: v for k, v in store.studies.settings("fresh").items() if k not in ("rubric", "overlap")}
     store.close()
     assert audit(team["db"])[-3:] == [(EDITOR, "create_study"), (EDITOR, "edit_guidelines"), (EDITOR, "set_overlap")]
     log = next(d.value for d in at.dataframe if "action" in d.value.columns)
@@ -178,10 +187,10 @@ def test_an_owner_grants_a_role_and_deletes_the_study_on_the_record(team, monkey
     button(at, "FormSubmitter:studies_grant-Grant role").click().run()
     assert problems(at) == []
     store = Store(team["db"])
-    assert store.role_of("pia@example.org", STUDY) == "editor" and store.role_of("pia@example.org") is None
+    assert store.access.role_of("pia@example.org", STUDY) == "editor" and store.access.role_of("pia@example.org") is None
     at.text_input(key="studies_delete_confirm").input(STUDY).run()
     next(b for b in at.button if b.label == "Delete study").click().run()
-    assert STUDY not in set(store.studies()["name"])
+    assert STUDY not in set(store.studies.table()["name"])
     store.close()
     assert audit(team["db"])[-2:] == [(OWNER, "grant_role"), (OWNER, "delete_study")]
 
@@ -231,9 +240,9 @@ def test_import_and_export_need_the_editor_role(team, monkeypatch, who, may):
     upload(at)
     assert button(at, "data_import").disabled is not may
     if may:
-        before = len(Store(team["db"]).judgments(STUDY))
+        before = len(Store(team["db"]).verdicts.table(STUDY))
         button(at, "data_import").click().run()
-        assert problems(at) == [] and len(Store(team["db"]).judgments(STUDY)) == before + 2
+        assert problems(at) == [] and len(Store(team["db"]).verdicts.table(STUDY)) == before + 2
         assert audit(team["db"])[-1] == (who, "import")
 
 
@@ -302,7 +311,7 @@ def test_launch_cancel_and_resume_are_editors_and_recorded_with_their_cost(team,
         button(at, "rv_cancel").click().run()
         rerun_until(at, "cancelled", where=("warning", "success", "info"))
         store = Store(team["db"])
-        stopped = store.runs(STUDY).query("status == 'cancelled'")
+        stopped = store.runs.table(STUDY).query("status == 'cancelled'")
         assert len(stopped) == 1
         button(at, "rv_clear").click().run()
         # The viewer's crafted resume: refused, nothing written.
@@ -316,7 +325,7 @@ def test_launch_cancel_and_resume_are_editors_and_recorded_with_their_cost(team,
         button(at, "rv_resume").click().run()
         rerun_until(at, "Run finished", seconds=30)
         assert any("Run finished: 18 of 18" in s.value for s in at.success), texts(at.error) + texts(at.warning)
-    log = Store(team["db"]).audit_log(STUDY)
+    log = Store(team["db"]).access.audit_log(STUDY)
     assert log["action"].tolist() == ["launch_run", "cancel_run", "finish_run", "resume_run", "finish_run"]
     assert log["details"].iloc[2]["status"] == "cancelled"  # how each launch ended, once
     assert set(log["actor"]) == {EDITOR}
@@ -365,7 +374,7 @@ def test_the_login_secrets_appear_nowhere(synthetic, monkeypatch):
     open_page(at, "data")
     assert problems(at) == []
     store = Store(synthetic["db"])
-    assert store.role_of(OWNER) == "owner" and store.role_of(VIEWER) == "viewer"  # seeded from the secrets
+    assert store.access.role_of(OWNER) == "owner" and store.access.role_of(VIEWER) == "viewer"  # seeded from the secrets
     log = audit_table(store, STUDY)
     assert log["action"].tolist() == ["edit_guidelines"]
     store.close()
@@ -394,5 +403,5 @@ def test_a_roles_configuration_without_an_owner_is_shown_and_grants_nothing(team
     at.run()
     assert "names no owner" in texts(at.error) and [e.value for e in at.exception] == []
     store = Store(team["db"])
-    assert store.role_of("mallory@example.org") is None and store.role_of(VIEWER) == "viewer"
+    assert store.access.role_of("mallory@example.org") is None and store.access.role_of(VIEWER) == "viewer"
     store.close()

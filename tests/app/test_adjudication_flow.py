@@ -46,18 +46,18 @@ def test_the_name_box_gives_way_once_the_name_is_entered(synthetic, store):
     assert name_boxes(at) == []  # no text box left to type a decision key into
     assert any(m.value == "Adjudicating as **ux-bob**" for m in at.markdown)
     assert at.subheader[0].value.startswith("Debate #1")
-    assert store.leases("synthetic")["annotator"].tolist() == ["ux-bob"]
+    assert store.debates.leases("synthetic")["annotator"].tolist() == ["ux-bob"]
     at.button(key="adj_one").click().run()
-    assert store.adjudications("synthetic")[["debate_id", "annotator", "decision"]].values.tolist() == [
+    assert store.debates.adjudications("synthetic")[["debate_id", "annotator", "decision"]].values.tolist() == [
         [1, "ux-bob", "model_a"]]
 
     at.button(key="adj_change_name").click().run()  # another name: the box is back, empty, the debate given back
     assert problems(at) == [] and [t.value for t in name_boxes(at)] == [""]
     assert not any(s.value.startswith("Debate #") for s in at.subheader)
-    assert store.leases("synthetic").empty
+    assert store.debates.leases("synthetic").empty
     sign_in(at, "ux-ann")
     assert any(m.value == "Adjudicating as **ux-ann**" for m in at.markdown)
-    assert store.leases("synthetic")["annotator"].tolist() == ["ux-ann"]
+    assert store.debates.leases("synthetic")["annotator"].tolist() == ["ux-ann"]
 
 
 def test_a_fresh_database_shows_the_bundled_samples_guidelines(db_file, tmp_path, monkeypatch):
@@ -68,7 +68,7 @@ def test_a_fresh_database_shows_the_bundled_samples_guidelines(db_file, tmp_path
             shutil.copy(path, folder / path.name)
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", str(folder))
     at = sign_in(open_page(app_test(page=None), "adjudication"), "reader")
-    rubric = Store(db_file).study_settings("sample")["rubric"]
+    rubric = Store(db_file).studies.settings("sample")["rubric"]
     assert rubric.startswith("Adjudication guidelines for the sample study") and "17:25" in rubric
     assert rubric in [t.value for t in at.text]  # shown beside the debate, as plain text
     assert not any("no guidelines yet" in c.value for c in at.caption)
@@ -88,15 +88,15 @@ def test_changing_an_earlier_decision_with_a_reason_moves_meta_evaluation_at_onc
     at.selectbox(key="adj_edit_decision").set_value("model_b")
     at.button(key="adj_edit").click().run()  # no reason: refused, nothing written
     assert any("say why the decision changes" in e.value for e in at.error)
-    assert store.adjudications("synthetic").set_index("debate_id").loc[1, "decision"] == "model_a"
+    assert store.debates.adjudications("synthetic").set_index("debate_id").loc[1, "decision"] == "model_a"
 
     at.text_input(key="adj_edit_reason").input("misread the arithmetic")
     at.button(key="adj_edit").click().run()
     assert problems(at) == []
     assert any("debate #1 → Submission 2" in s.value for s in at.success)
-    current = store.adjudications("synthetic").set_index("debate_id")["decision"].to_dict()
+    current = store.debates.adjudications("synthetic").set_index("debate_id")["decision"].to_dict()
     assert current == {1: "model_b", 2: "model_b", 3: "tie"}
-    history = store.decision_history("synthetic")
+    history = store.debates.decision_history("synthetic")
     assert history[["debate_id", "before", "after", "reason"]].values.tolist()[-1] == [
         1, "model_a", "model_b", "misread the arithmetic"]
     shown = [e.value for e in at.dataframe if "reason" in e.value.columns][0]
@@ -116,7 +116,7 @@ def test_changing_an_earlier_decision_with_a_reason_moves_meta_evaluation_at_onc
     at.button(key="adj_edit").click().run()
     open_page(at, "meta_evaluation")
     pd.testing.assert_frame_equal(accuracy(at), before)
-    actions = store.audit_log("synthetic")["action"].tolist()
+    actions = store.access.audit_log("synthetic")["action"].tolist()
     assert actions.count("edit_decision") == 2
 
 
@@ -125,14 +125,14 @@ def test_guidelines_beside_a_debates_file_are_imported_but_never_replace_a_study
 
     store = Store(tmp_path / "guides.sqlite")
     for name in ("fresh", "kept"):
-        store.create_study(name)
-    store.update_study_settings("kept", rubric="Our own rules.")
+        store.studies.create(name)
+    store.studies.update_settings("kept", rubric="Our own rules.")
     for name in ("questions.jsonl", "answers.jsonl"):  # what the debates refer to, questions first
         for study in ("fresh", "kept"):
             import_path(REPO / "sample_data" / name, store=store, study=study)
     for study in ("fresh", "kept"):
         import_path(REPO / "sample_data" / "sample-panel.jsonl", store=store, study=study, format="debates")
     shipped = (REPO / "sample_data" / "sample-panel.guidelines.md").read_text(encoding="utf-8").strip()
-    assert store.study_settings("fresh")["rubric"] == shipped
-    assert store.study_settings("kept")["rubric"] == "Our own rules."
+    assert store.studies.settings("fresh")["rubric"] == shipped
+    assert store.studies.settings("kept")["rubric"] == "Our own rules."
     store.close()

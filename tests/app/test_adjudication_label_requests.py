@@ -32,8 +32,8 @@ def store(synthetic):
 
 def _debates_decided(store: Store) -> None:
     """The annotator decides the synthetic study's four unresolved debates first, so the label requests are next."""
-    for debate_id in store.debates("synthetic", status="unresolved", kind="debate")["id"]:
-        store.adjudicate(int(debate_id), ANNOTATOR, "tie")
+    for debate_id in store.debates.table("synthetic", status="unresolved", kind="debate")["id"]:
+        store.debates.adjudicate(int(debate_id), ANNOTATOR, "tie")
 
 
 def _width(store: Store) -> float:
@@ -61,9 +61,9 @@ def test_a_label_request_is_offered_decided_with_the_keys_and_narrows_the_interv
     width_before = _width(store)
     at = _signed_in()
 
-    request_ids = store.debates("synthetic", kind="label_request")["id"].astype(int).tolist()
+    request_ids = store.debates.table("synthetic", kind="label_request")["id"].astype(int).tolist()
     assert at.subheader[0].value.startswith(f"Label request #{request_ids[0]} ")
-    shown = store.debates("synthetic", kind="label_request").iloc[0]
+    shown = store.debates.table("synthetic", kind="label_request").iloc[0]
     line = (f"**Label request:** asked by {safe.md('peercore calibrate --request')} — "
             f"{safe.md(shown['metadata']['reason'])}")
     assert line in [m.value for m in at.markdown]
@@ -71,7 +71,7 @@ def test_a_label_request_is_offered_decided_with_the_keys_and_narrows_the_interv
     assert not any(m.value == "**What the agents said**" for m in at.markdown)
     assert all(b.key != "adj_show_agents" for b in at.button)
     assert not any(e.label == "The whole debate" for e in at.expander)
-    answers = store.answers("synthetic")
+    answers = store.questions.answers("synthetic")
     texts = [t.value for t in at.text]
     for model in (shown["model_a"], shown["model_b"]):
         text = answers[(answers["question_id"] == shown["question_id"]) & (answers["model"] == model)]["answer"].iloc[0]
@@ -83,7 +83,7 @@ def test_a_label_request_is_offered_decided_with_the_keys_and_narrows_the_interv
 
     at.button(key="adj_one").click().run()  # the "1" key's button: Submission 1 is better
     assert problems(at) == []
-    decided = store.adjudications("synthetic")
+    decided = store.debates.adjudications("synthetic")
     decided = decided[decided["kind"] == "label_request"]
     assert decided[["debate_id", "annotator", "decision"]].values.tolist() == [[request_ids[0], ANNOTATOR, "model_a"]]
     assert at.subheader[0].value.startswith(f"Label request #{request_ids[1]} ")  # the next one is offered
@@ -100,8 +100,8 @@ def test_a_label_request_is_offered_decided_with_the_keys_and_narrows_the_interv
 
 def test_who_asked_and_why_render_as_text(synthetic, store):
     """The request line shows the stored requester and reason as typed (peercore.ui.safe), no link or markup."""
-    store.add_label_requests("synthetic", [{"question_id": "q01", "model_a": "alpha", "model_b": "bravo"}],
-                             requested_by="**eve** <b>x</b>", reason="see [here](http://evil.invalid) ![](http://t.invalid/a.png)")
+    store.debates.add_label_requests("synthetic", [{"question_id": "q01", "model_a": "alpha", "model_b": "bravo"}],
+                                     requested_by="**eve** <b>x</b>", reason="see [here](http://evil.invalid) ![](http://t.invalid/a.png)")
     _debates_decided(store)
     at = _signed_in()
     assert at.subheader[0].value.startswith("Label request #")

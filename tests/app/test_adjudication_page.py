@@ -56,7 +56,7 @@ def test_blind_mode_hides_the_agents_until_the_decision(synthetic, store):
     at.button(key="adj_show_agents").click().run()
     assert head(at).startswith("Debate #2") and any("q01" in t for t in agent_lines(at))
     at.button(key="adj_two").click().run()
-    decided = store.adjudications("synthetic").set_index("debate_id")
+    decided = store.debates.adjudications("synthetic").set_index("debate_id")
     assert decided.loc[1, "blind"] == True and decided.loc[2, "blind"] == False  # noqa: E712 (pandas boolean)
 
 
@@ -66,7 +66,7 @@ def test_blind_mode_off_shows_the_agents_at_once(synthetic, store):
     assert any("q00" in t for t in agent_lines(at))
     assert all(b.key != "adj_show_agents" for b in at.button)
     at.button(key="adj_tie").click().run()
-    assert store.adjudications("synthetic")["blind"].tolist() == [False]
+    assert store.debates.adjudications("synthetic")["blind"].tolist() == [False]
 
 
 def test_both_bad_is_a_fourth_choice_stored_as_a_flagged_tie(synthetic, store):
@@ -75,7 +75,7 @@ def test_both_bad_is_a_fourth_choice_stored_as_a_flagged_tie(synthetic, store):
     at.button(key="adj_both_bad").click().run()
     assert problems(at) == []
     assert any("Both bad" in s.value and "#1" in s.value for s in at.success)
-    row = store.adjudications("synthetic").iloc[0]
+    row = store.debates.adjudications("synthetic").iloc[0]
     assert (row["decision"], row["verdict"], row["both_bad"], row["note"]) == ("both_bad", "tie", True, "neither computes it")
     table = at.dataframe[-1].value  # "All decisions"
     assert table["decision"].tolist() == ["Both bad"] and table["blind"].tolist() == ["yes"]
@@ -85,7 +85,7 @@ def test_skips_are_kept_under_the_annotators_name_not_the_browser(synthetic, sto
     first = sign_in(open_page(app_test(), "adjudication"), "sky")
     first.button(key="adj_skip").click().run()
     assert head(first).startswith("Debate #2")
-    assert store.skipped_debates("synthetic", "sky") == [1]
+    assert store.debates.skipped("synthetic", "sky") == [1]
     later = sign_in(open_page(app_test(), "adjudication"), "sky")  # another browser, another day
     assert head(later).startswith("Debate #2")
     assert "(1 skipped)" in " ".join(m.value for m in later.markdown)
@@ -95,15 +95,15 @@ def test_skips_are_kept_under_the_annotators_name_not_the_browser(synthetic, sto
         later.button(key="adj_skip").click().run()
     assert any("You skipped the 4 debate(s)" in i.value for i in later.info)
     later.button(key="adj_unskip").click().run()
-    assert head(later).startswith("Debate #1") and store.skipped_debates("synthetic", "sky") == []
+    assert head(later).startswith("Debate #1") and store.debates.skipped("synthetic", "sky") == []
 
 
 def test_queue_filters_by_scenario_and_criterion(synthetic, store):
-    store.add_debate("synthetic", {"debate_key": "extra", "question_id": "q05", "model_a": "alpha", "model_b": "bravo",
-                                   "criterion": "harmlessness", "scenario": "code", "status": "unresolved",
-                                   "n_rounds": 1}, [{"round": 0, "position": 0, "speaker": "openai:alpha",
-                                                     "verdict": "model_a", "rationale": "x"}])
-    extra = int(store.debates("synthetic").query("debate_key == 'extra'")["id"].iloc[0])
+    store.debates.add("synthetic", {"debate_key": "extra", "question_id": "q05", "model_a": "alpha", "model_b": "bravo",
+                                    "criterion": "harmlessness", "scenario": "code", "status": "unresolved",
+                                    "n_rounds": 1}, [{"round": 0, "position": 0, "speaker": "openai:alpha",
+                                                      "verdict": "model_a", "rationale": "x"}])
+    extra = int(store.debates.table("synthetic").query("debate_key == 'extra'")["id"].iloc[0])
     at = sign_in(open_page(app_test(), "adjudication"), "fil")
     assert at.selectbox(key="adj_scenario").options == ["All scenarios", "code", "math", "writing"]
     assert at.selectbox(key="adj_criterion").options == ["All criteria", "harmlessness", "helpfulness"]
@@ -124,7 +124,7 @@ def test_rubric_and_overlap_are_edited_on_studies_and_shown_on_adjudication(synt
     at.number_input(key="studies_overlap::synthetic").set_value(2)
     at.button(key="FormSubmitter:studies_guidelines-Save guidelines").click().run()
     assert problems(at) == []
-    assert store.study_settings("synthetic") == {"rubric": rubric, "overlap": 2, "reviewers": []}
+    assert store.studies.settings("synthetic") == {"rubric": rubric, "overlap": 2, "reviewers": []}
     assert any("Guidelines saved" in s.value for s in at.success)
     open_page(at, "adjudication")
     sign_in(at, "ann")
@@ -133,7 +133,7 @@ def test_rubric_and_overlap_are_edited_on_studies_and_shown_on_adjudication(synt
 
 
 def test_an_overlap_of_two_moves_a_debate_out_once_two_people_decided_and_shows_alpha(synthetic, store):
-    store.update_study_settings("synthetic", overlap=2)
+    store.studies.update_settings("synthetic", overlap=2)
     ann, ben = (sign_in(open_page(app_test(), "adjudication"), name) for name in ("ann", "ben"))
     assert any("Agreement appears once two people" in c.value for c in ann.caption)
     for verdicts in (("adj_one", "adj_one"), ("adj_two", "adj_tie"), ("adj_tie", "adj_tie")):
@@ -163,11 +163,11 @@ def test_an_overlap_of_two_moves_a_debate_out_once_two_people_decided_and_shows_
 
 
 def test_undo_still_works_from_the_empty_queue(synthetic, store):
-    store.update_study_settings("synthetic", overlap=1)
+    store.studies.update_settings("synthetic", overlap=1)
     for debate_id in (2, 3, 4):
-        store.adjudicate(debate_id, "someone", "tie")
+        store.debates.adjudicate(debate_id, "someone", "tie")
     at = sign_in(open_page(app_test(), "adjudication"), "last")
     at.button(key="adj_one").click().run()
     assert any("Queue empty" in s.value for s in at.success)
     at.button(key="adj_undo").click().run()
-    assert head(at).startswith("Debate #1") and store.adjudications("synthetic")["annotator"].tolist() == ["someone"] * 3
+    assert head(at).startswith("Debate #1") and store.debates.adjudications("synthetic")["annotator"].tolist() == ["someone"] * 3

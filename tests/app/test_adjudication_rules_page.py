@@ -15,7 +15,7 @@ from peercore.store import Store
 def test_the_holder_on_the_page_decides_the_debate_the_command_line_cannot_take(synthetic_on_both, capsys):
     location = str(synthetic_on_both["db"])
     with Store(location, create=False) as store:
-        store.update_study_settings("synthetic", overlap=1)
+        store.studies.update_settings("synthetic", overlap=1)
     ann = open_page(app_test(), "adjudication")
     ann.text_input(key="annotator").input("ann").run()
     assert problems(ann) == [] and ann.subheader[0].value.startswith("Debate #1")
@@ -28,5 +28,5 @@ def test_the_holder_on_the_page_decides_the_debate_the_command_line_cannot_take(
     assert problems(ann) == [] and [e.value for e in ann.error] == []
     assert any("Saved: debate #1" in s.value for s in ann.success)
     with Store(location, create=False) as store:
-        decided = store.adjudications("synthetic")
+        decided = store.debates.adjudications("synthetic")
     assert decided[["debate_id", "annotator", "verdict"]].values.tolist() == [[1, "ann", "model_a"]]

@@ -29,7 +29,7 @@ def head(at) -> str:
 
 
 def held(store) -> dict[str, int]:
-    leases = store.leases("synthetic")
+    leases = store.debates.leases("synthetic")
     return dict(zip(leases.loc[leases["live"], "annotator"], leases.loc[leases["live"], "debate_id"]))
 
 
@@ -41,18 +41,18 @@ def store(synthetic):
 
 
 def test_the_page_holds_the_debate_it_shows_and_renews_it(synthetic, store):
-    store.update_study_settings("synthetic", overlap=1)
+    store.studies.update_settings("synthetic", overlap=1)
     before = time.time()
     ann = sign_in(open_page(app_test(), "adjudication"), "ann")
     assert head(ann).startswith("Debate #1") and held(store) == {"ann": 1}
-    expiry = store.leases("synthetic")["expires_at"].iloc[0]
+    expiry = store.debates.leases("synthetic")["expires_at"].iloc[0]
     assert stamp(before + 600) <= expiry <= stamp(time.time() + 600)  # 10 minutes by default
     assert any("You hold this debate until" in c.value for c in ann.caption)
     ben = sign_in(open_page(app_test(), "adjudication"), "ben")
     assert head(ben).startswith("Debate #2")  # overlap 1: ann's debate is not offered to ben
     time.sleep(0.01)
     ann.run()  # a redraw renews the same debate
-    assert head(ann).startswith("Debate #1") and store.leases("synthetic").set_index("annotator").loc[
+    assert head(ann).startswith("Debate #1") and store.debates.leases("synthetic").set_index("annotator").loc[
         "ann", "expires_at"] > expiry
     ann.button(key="adj_one").click().run()
     assert head(ann).startswith("Debate #3") and held(store) == {"ann": 3, "ben": 2}  # ben still holds 2
@@ -64,21 +64,21 @@ def test_a_lease_length_from_the_environment(synthetic, store, monkeypatch):
     monkeypatch.setenv("PEERBOARD_LEASE_SECONDS", "30")
     before = time.time()
     sign_in(open_page(app_test(), "adjudication"), "ann")
-    assert stamp(before + 30) <= store.leases("synthetic")["expires_at"].iloc[0] <= stamp(time.time() + 30)
+    assert stamp(before + 30) <= store.debates.leases("synthetic")["expires_at"].iloc[0] <= stamp(time.time() + 30)
 
 
 def test_a_late_decision_is_refused_once_others_filled_the_overlap(synthetic, store):
-    store.update_study_settings("synthetic", overlap=1)
+    store.studies.update_settings("synthetic", overlap=1)
     ann = sign_in(open_page(app_test(), "adjudication"), "ann")
     assert head(ann).startswith("Debate #1")
     # ann's lease runs out while she reads; zed takes debate 1 and decides it.
-    store.release_leases("synthetic", "ann")
-    store.adjudicate(1, "zed", "tie")
+    store.debates.release_leases("synthetic", "ann")
+    store.debates.adjudicate(1, "zed", "tie")
     ann.text_input(key="adj_note_0").input("took my time")
     ann.button(key="adj_one").click().run()
     errors = [e.value for e in ann.error]
     assert len(errors) == 1 and "Not saved: debate #1 already has the 1 decision(s) it needs (by zed)" in errors[0]
-    assert store.adjudications("synthetic")[["debate_id", "annotator"]].values.tolist() == [[1, "zed"]]
+    assert store.debates.adjudications("synthetic")[["debate_id", "annotator"]].values.tolist() == [[1, "zed"]]
     assert head(ann).startswith("Debate #2") and held(store) == {"ann": 2}
     assert ann.text_input(key="adj_note_0").value == "took my time"  # the note is kept for the next debate
     ann.run()
@@ -86,11 +86,11 @@ def test_a_late_decision_is_refused_once_others_filled_the_overlap(synthetic, st
 
 
 def test_the_refusal_shows_other_annotators_names_as_text(synthetic, store):
-    store.update_study_settings("synthetic", overlap=1)
+    store.studies.update_settings("synthetic", overlap=1)
     ann = sign_in(open_page(app_test(), "adjudication"), "ann")
-    store.release_leases("synthetic", "ann")
+    store.debates.release_leases("synthetic", "ann")
     hostile = "**zed** ![x](http://tracker.invalid/x.png)"
-    store.adjudicate(1, hostile, "tie")
+    store.debates.adjudicate(1, hostile, "tie")
     ann.button(key="adj_one").click().run()
     (error,) = [e.value for e in ann.error]
     assert "Not saved: debate #1" in error and "zed" in error
@@ -100,19 +100,19 @@ def test_the_refusal_shows_other_annotators_names_as_text(synthetic, store):
 
 
 def test_a_late_decision_is_stored_while_the_overlap_is_not_full(synthetic, store):
-    store.update_study_settings("synthetic", overlap=2)
+    store.studies.update_settings("synthetic", overlap=2)
     ann = sign_in(open_page(app_test(), "adjudication"), "ann")
-    store.release_leases("synthetic", "ann")
-    store.adjudicate(1, "zed", "tie")
+    store.debates.release_leases("synthetic", "ann")
+    store.debates.adjudicate(1, "zed", "tie")
     ann.button(key="adj_two").click().run()
     assert problems(ann) == [] and any("Saved: debate #1" in s.value for s in ann.success)
-    assert sorted(store.adjudications("synthetic")["annotator"]) == ["ann", "zed"]
+    assert sorted(store.debates.adjudications("synthetic")["annotator"]) == ["ann", "zed"]
 
 
 def test_signed_in_user_is_the_annotator_and_cannot_be_typed(synthetic, store, monkeypatch):
     monkeypatch.setattr("peercore.ui.adjudication.user_info",
                         lambda: {"is_logged_in": True, "name": "Ann Lee", "email": "ann@example.org"})
-    store.grant_role("ann@example.org", "annotator", granted_by="configuration")  # issue 20: roles decide who may
+    store.access.grant_role("ann@example.org", "annotator", granted_by="configuration")  # issue 20: roles decide who may
     at = open_page(app_test(), "adjudication")
     field = at.text_input(key="annotator")
     assert field.disabled and field.value == "ann@example.org"
@@ -124,7 +124,7 @@ def test_signed_in_user_is_the_annotator_and_cannot_be_typed(synthetic, store, m
     assert at.text_input(key="annotator").value == "ann@example.org"
     at.button(key="adj_tie").click().run()
     assert problems(at) == []
-    assert store.adjudications("synthetic")["annotator"].tolist() == ["ann@example.org"]
+    assert store.debates.adjudications("synthetic")["annotator"].tolist() == ["ann@example.org"]
     assert all(b.key != "adj_login" for b in at.button)
 
 
@@ -137,18 +137,18 @@ def test_signed_out_the_page_asks_to_sign_in(synthetic, store, monkeypatch):
     assert [t for t in at.text_input if t.key == "annotator"] == []  # no name to type
     with pytest.raises(ValueError, match="Could not find a navigation page"):  # Adjudication cannot be reached
         open_page(at, "adjudication")
-    assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.leases("synthetic").empty
+    assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.debates.leases("synthetic").empty
 
 
 def test_a_signed_in_viewer_reads_but_takes_no_debate(synthetic, store, monkeypatch):
     """A viewer may read every page, and the Adjudication page takes no lease for them (issue 20)."""
     monkeypatch.setattr("peercore.ui.adjudication.user_info",
                         lambda: {"is_logged_in": True, "name": "Vic", "email": "vic@example.org"})
-    store.grant_role("vic@example.org", "viewer", granted_by="configuration")
+    store.access.grant_role("vic@example.org", "viewer", granted_by="configuration")
     at = open_page(app_test(), "adjudication")
     assert problems(at) == []
     assert any("needs the annotator role" in i.value for i in at.info)
-    assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.leases("synthetic").empty
+    assert not any(s.value.startswith("Debate #") for s in at.subheader) and store.debates.leases("synthetic").empty
 
 
 def test_without_login_configured_the_name_is_typed(synthetic, store):

@@ -85,7 +85,7 @@ def test_efficiency_page_shows_progress_and_the_random_curve_while_greedy_runs(s
     # The partial rows are the final ones: the background job computes what a direct call computes.
     pd.testing.assert_frame_equal(whole[whole["strategy"] == "random"].reset_index(drop=True), partial)
     judge = at.selectbox(key="eff_judge").value
-    rows = Store(synthetic["db"]).judgments("synthetic", judges=[judge])
+    rows = Store(synthetic["db"]).verdicts.table("synthetic", judges=[judge])
     methods = tuple(data.EFFICIENCY_METHODS)
     direct = data._efficiency_tables(efficiency_curve(rows, methods=methods, repeats=5, seed=0, max_questions=40),
                                      methods)["table"]
@@ -114,11 +114,11 @@ def test_efficiency_takeaway_names_the_fastest_scorer_and_what_random_needs():
 
 def test_efficiency_defaults_to_a_judge_the_health_check_does_not_flag(synthetic):
     store = Store(synthetic["db"])
-    charlie = store.judgments("synthetic", judges=["local:charlie"])
+    charlie = store.verdicts.table("synthetic", judges=["local:charlie"])
     # Same comparisons, probabilities on every one, and first in name order: the default before this
     # change. It always picks the first answer, so the health check flags it.
     stuck = charlie.assign(judge="aaa:stuck", winner="model_a", p_a=0.97, rationale=None)
-    store.add_judgments("synthetic", judgments_from_frame(stuck))
+    store.verdicts.add("synthetic", judgments_from_frame(stuck))
     at = open_page(app_test(), "efficiency")
     assert problems(at) == []
     assert at.selectbox(key="eff_judge").value == "local:charlie"
@@ -140,8 +140,8 @@ def _arena(store: Store, n: int, *, models: int = 100, per_prompt: int = 10, see
     tie = rng.random(n) < 0.1
     a_wins = rng.random(n) < 1 / (1 + np.exp(strength[b] - strength[a]))
     names = np.array([f"model-{k:03d}" for k in range(models)])
-    store.create_study("arena")
-    store.add_judgments("arena", judgments_from_frame(pd.DataFrame({
+    store.studies.create("arena")
+    store.verdicts.add("arena", judgments_from_frame(pd.DataFrame({
         "question_id": pd.Series(np.arange(n) // per_prompt).map("p{:07d}".format),
         "model_a": names[a], "model_b": names[b], "judge": "arena",
         "winner": np.where(tie, "tie", np.where(a_wins, "model_a", "model_b")),

@@ -29,11 +29,11 @@ def _arena(store: Store, name: str = "arena") -> dict:
     models = [f"a-rather-long-model-name-{k:02d}-instruct" for k in range(N_MODELS)]
     strength = np.linspace(-1.5, 1.5, N_MODELS)
     questions = [f"q{k:02d}" for k in range(30)]
-    store.create_study(name)
-    store.add_questions(name, pd.DataFrame({"question_id": questions, "text": [f"Question {q}?" for q in questions],
+    store.studies.create(name)
+    store.questions.add(name, pd.DataFrame({"question_id": questions, "text": [f"Question {q}?" for q in questions],
                                             "category": ["coding" if k % 2 else "writing" for k in range(30)]}))
-    store.add_answers(name, pd.DataFrame([{"question_id": q, "model": m, "answer": "x" * (10 + 5 * k)}
-                                          for q in questions for k, m in enumerate(models)]))
+    store.questions.add_answers(name, pd.DataFrame([{"question_id": q, "model": m, "answer": "x" * (10 + 5 * k)}
+                                                    for q in questions for k, m in enumerate(models)]))
     rows = []
     for q in questions:
         for _ in range(40):
@@ -41,7 +41,7 @@ def _arena(store: Store, name: str = "arena") -> dict:
             p = 1 / (1 + np.exp(strength[j] - strength[i]))
             rows.append({"question_id": q, "model_a": models[i], "model_b": models[j], "judge": "judge-x",
                          "winner": "model_a" if rng.random() < p else "model_b"})
-    store.add_judgments(name, pd.DataFrame(rows))
+    store.verdicts.add(name, pd.DataFrame(rows))
     return {"models": models, "best": models[::-1][:5]}
 
 

@@ -118,7 +118,7 @@ def test_first_run_imports_the_sample_folder(db_file, tmp_path):
     assert ensure_sample_study(store, folder) == "sample"
     assert counts(store, "sample")["judgments"] == 2
     assert ensure_sample_study(store, folder) is None  # a database with a study is left alone
-    assert store.studies()["name"].tolist() == ["sample"]
+    assert store.studies.table()["name"].tolist() == ["sample"]
 
 
 def require_sample() -> None:
@@ -153,7 +153,7 @@ def test_the_sample_debates_can_be_adjudicated(db_file):
     at.button(key="adj_tie").click().run()
     assert problems(at) == []
     assert at.subheader[0].value != first
-    assert len(Store(db_file).adjudications("sample")) == 1
+    assert len(Store(db_file).debates.adjudications("sample")) == 1
 
 
 def test_agent_names_are_code_and_replies_keep_their_lines(db_file):
@@ -217,7 +217,7 @@ def test_estimate_then_launch_a_review_with_live_progress(synthetic_on_both):
         rerun_until(at, "Run finished")
         assert any("Run finished: 9 of 9" in s.value for s in at.success), texts(at.warning) + texts(at.error)
         assert "9/9 finished" in texts(at.code)
-        judgments = Store(synthetic_on_both["db"]).judgments("synthetic", judges=["fake"])
+        judgments = Store(synthetic_on_both["db"]).verdicts.table("synthetic", judges=["fake"])
         assert len(judgments) == 9
         at.button(key="rv_clear").click().run()
         metrics = {m.label: m.value for m in at.metric}
@@ -233,16 +233,16 @@ def test_cancel_and_resume_an_interrupted_run(synthetic_on_both):
         at.button(key="rv_cancel").click().run()
         rerun_until(at, "cancelled", where=("warning", "success", "info"))
         store = Store(synthetic_on_both["db"])
-        stopped = store.runs("synthetic").query("status == 'cancelled'")
+        stopped = store.runs.table("synthetic").query("status == 'cancelled'")
         assert len(stopped) == 1 and stopped["n_done"].iloc[0] < stopped["n_items"].iloc[0]
         at.button(key="rv_clear").click().run()
         assert at.selectbox(key="rv_resume_pick").value == stopped["id"].iloc[0]
         at.button(key="rv_resume").click().run()
         rerun_until(at, "Run finished", seconds=30)
         assert any("Run finished: 18 of 18" in s.value for s in at.success), texts(at.error) + texts(at.warning)
-        run = store.run(stopped["id"].iloc[0])
+        run = store.runs.get(stopped["id"].iloc[0])
         assert run["status"] == "finished" and run["n_done"] == 18
-        assert len(store.judgments("synthetic", judges=["fake"])) == 18
+        assert len(store.verdicts.table("synthetic", judges=["fake"])) == 18
 
 
 def test_a_bad_reviewer_is_refused_with_a_reason(synthetic):
@@ -284,16 +284,16 @@ def test_a_compact_debate_is_launched_from_the_page_and_resumes_with_its_templat
         prompts = [m["content"] for r in server.request_log for m in r["body"]["messages"] if m["role"] == "user"]
         assert prompts and all("Verdict: 1 if Submission 1 is better" in p for p in prompts)
     store = Store(synthetic_on_both["db"])
-    run = store.runs("synthetic").query("kind == 'debate'").iloc[0]
-    config = store.run(run["id"])["config"]["job"]
+    run = store.runs.table("synthetic").query("kind == 'debate'").iloc[0]
+    config = store.runs.get(run["id"])["config"]["job"]
     assert (config["initial_template"], config["discussion_template"]) == ("scaleeval_compact_initial",
                                                                           "scaleeval_compact_discussion")
-    debates = store.debates("synthetic", kind="debate")
+    debates = store.debates.table("synthetic", kind="debate")
     mine = debates[debates["metadata"].map(lambda m: m.get("run_id")) == run["id"]]
     assert len(mine) > 0 and set(mine["status"]) == {"agreed"}  # both agents read as "1" every time
     from peercore.ui import runs as ui_runs
 
-    job, kind = ui_runs.job_from_run("synthetic", store.run(run["id"]))  # what the Resume button rebuilds
+    job, kind = ui_runs.job_from_run("synthetic", store.runs.get(run["id"]))  # what the Resume button rebuilds
     assert kind == "debate" and job.run_id() == run["id"]
     assert job.templates == ("scaleeval_compact_initial", "scaleeval_compact_discussion")
 
@@ -308,11 +308,11 @@ def test_launch_without_a_key_names_the_variable_and_starts_nothing(synthetic, m
     at.button(key="FormSubmitter:add_reviewer-Add reviewer").click().run()
     at.multiselect(key="rv_contestants").set_value(["alpha", "bravo"]).run()
     assert any(m.label == "Cost" and m.value.startswith("$") for m in at.metric)  # priced before any key is needed
-    runs_before = len(Store(synthetic["db"]).runs("synthetic"))
+    runs_before = len(Store(synthetic["db"]).runs.table("synthetic"))
     at.button(key="rv_launch").click().run()
     assert "OPENAI_API_KEY" in texts(at.error)
     assert at.session_state["run_handle"] is None
-    assert len(Store(synthetic["db"]).runs("synthetic")) == runs_before
+    assert len(Store(synthetic["db"]).runs.table("synthetic")) == runs_before
 
 
 def test_a_key_in_streamlit_secrets_counts_as_set_and_is_never_shown(synthetic, monkeypatch):

@@ -47,7 +47,7 @@ def _table(at, column: str):
 @pytest.fixture
 def fresh(db_file, monkeypatch):
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
-    Store(db_file).create_study("votes")
+    Store(db_file).studies.create("votes")
     return db_file
 
 

@@ -55,13 +55,13 @@ def preview(at) -> dict[str, str]:
 
 
 def judgments_of(db, study: str):
-    return Store(db).judgments(study)
+    return Store(db).verdicts.table(study)
 
 
 @pytest.fixture
 def fresh(db_file, monkeypatch):
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
-    Store(db_file).create_study("prd-upload")
+    Store(db_file).studies.create("prd-upload")
     return db_file
 
 
@@ -86,7 +86,7 @@ def test_a_human_ratings_file_is_a_human_judge(fresh):
     at = upload(open_page(app_test(), "data"), name, votes)
     at.button(key="data_import").click().run()
     assert problems(at) == []
-    assert Store(fresh).judges("prd-upload").set_index("name").loc["human:prd", "kind"] == "human"
+    assert Store(fresh).judges.table("prd-upload").set_index("name").loc["human:prd", "kind"] == "human"
     assert len(judgments_of(fresh, "prd-upload")) == 2  # two votes on one pair, both kept
 
 
@@ -109,7 +109,7 @@ def test_prd_answers_are_answers_not_questions(fresh):
     assert "Imported into" not in texts(at.success)  # the questions' banner went with the new file
     at.button(key="data_import").click().run()
     assert problems(at) == []
-    answers = Store(fresh).answers("prd-upload")
+    answers = Store(fresh).questions.answers("prd-upload")
     assert answers[["question_id", "model", "answer"]].values.tolist() == [["1", "gpt4", "Plan your day."],
                                                                             ["2", "gpt4", "Exercise."]]
 
@@ -119,7 +119,7 @@ def test_answers_to_questions_the_study_lacks_are_refused_naming_line_and_field(
     at.button(key="data_import").click().run()
     error = texts(at.error)
     assert "Nothing was imported" in error and "line 1" in error and "field ‘question_id’" in error
-    assert len(Store(fresh).answers("prd-upload")) == 0
+    assert len(Store(fresh).questions.answers("prd-upload")) == 0
 
 
 def test_an_old_success_banner_never_stays_above_a_new_error(fresh):

@@ -72,7 +72,7 @@ def test_the_wide_debate_tables_show_few_whole_columns_and_every_column_on_deman
 @pytest.fixture
 def fresh(db_file, monkeypatch):
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
-    Store(db_file).create_study("alpaca")
+    Store(db_file).studies.create("alpaca")
     return db_file
 
 
@@ -123,6 +123,6 @@ def test_the_preview_of_an_alpacaeval_folder_counts_the_baseline_once_as_the_sto
 
     at.button(key="data_import").click().run()
     assert problems(at) == []
-    stored = Store(fresh).answers("alpaca")
+    stored = Store(fresh).questions.answers("alpaca")
     assert f"{len(stored):,}" == promised["Answers"]
-    assert f"{len(Store(fresh).judgments('alpaca')):,}" == promised["Judgments"]
+    assert f"{len(Store(fresh).verdicts.table('alpaca')):,}" == promised["Judgments"]

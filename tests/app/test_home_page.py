@@ -98,12 +98,12 @@ def test_only_studies_with_judgments_are_shown_and_the_gallery_is_bounded(synthe
     from peercore.judgments import judgments_from_frame
 
     store = Store(synthetic["db"])
-    store.create_study("empty one")
+    store.studies.create("empty one")
     one = judgments_from_frame(pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
                                              "judge": ["j"], "winner": ["model_a"]}))
     for number in range(6):
-        store.create_study(f"extra-{number}")
-        store.add_judgments(f"extra-{number}", one)
+        store.studies.create(f"extra-{number}")
+        store.verdicts.add(f"extra-{number}", one)
     at = app_test(page=None)
     assert problems(at) == []
     shown = cards(at)
@@ -148,4 +148,4 @@ def test_a_first_start_draws_the_frame_before_it_prepares_the_studies(db_file, m
     bars = [p.proto.text for p in at.get("progress")]
     assert bars and bars[-1].startswith("First start: preparing the bundled studies (sample, file 2 of")
     open_page(at, "leaderboard")  # the navigation (titled pages) was registered before the import began
-    assert Store(db_file).studies().empty  # nothing half-written: the import is one transaction
+    assert Store(db_file).studies.table().empty  # nothing half-written: the import is one transaction

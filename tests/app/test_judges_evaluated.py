@@ -17,8 +17,8 @@ def test_judges_evaluated_counts_the_judges_scored_not_every_judge_with_verdicts
     rows += [dict(question_id="q9", model_a="m3", model_b="m4", judge=judge, winner="model_b")
              for judge in ("openai:unscored-1", "openai:unscored-2")]
     store = Store(db_file)
-    store.create_study("one-scored")
-    store.add_judgments("one-scored", judgments_from_frame(pd.DataFrame(rows)))
+    store.studies.create("one-scored")
+    store.verdicts.add("one-scored", judgments_from_frame(pd.DataFrame(rows)))
     at = open_page(app_test(), "meta_evaluation")
     assert problems(at) == []
     assert [m.value for m in at.metric if m.label == "Judges evaluated"] == ["1"]

@@ -126,13 +126,13 @@ def test_a_study_without_human_labels_is_told_so_not_failed(db_file, monkeypatch
 def _request_and_decide(store: Store, study: str, judged: pd.DataFrame, k: int, annotator: str) -> None:
     """Queue a label request on the judge's ``k``-th comparison and decide it, as the Adjudication page does."""
     row = judged.iloc[k]
-    counts = store.add_label_requests(study, [{"question_id": row["question_id"], "model_a": row["model_a"],
-                                               "model_b": row["model_b"], "criterion": row["criterion"]}],
+    counts = store.debates.add_label_requests(study, [{"question_id": row["question_id"], "model_a": row["model_a"],
+                                                       "model_b": row["model_b"], "criterion": row["criterion"]}],
                                       requested_by="test", reason="anchored leaderboard test")
     assert counts.added == 1
-    requests = store.debates(study, kind="label_request")
+    requests = store.debates.table(study, kind="label_request")
     request = requests[(requests["question_id"] == row["question_id"]) & (requests["status"] == "unresolved")]
-    assert store.adjudicate(int(request["id"].iloc[0]), annotator, "model_a") is True
+    assert store.debates.adjudicate(int(request["id"].iloc[0]), annotator, "model_a") is True
 
 
 def test_a_decided_label_request_is_one_more_label_at_once(synthetic):
@@ -145,7 +145,7 @@ def test_a_decided_label_request_is_one_more_label_at_once(synthetic):
     assert_shows(at, before, decimals=3)
     assert "human:,adjudicator:" not in at.selectbox(key="lb_anchor_reference").options  # nobody decided yet
 
-    frame = store.judgments(name)
+    frame = store.verdicts.table(name)
     # Comparisons no human labelled yet: a decision there is a new labelled comparison, not one more vote on one.
     unit = frame["question_id"] + "|" + [" vs ".join(sorted(p)) for p in zip(frame["model_a"], frame["model_b"])]
     labelled = set(unit[frame["judge"].str.startswith("human:")])
@@ -182,7 +182,7 @@ def test_which_judge_and_which_labels_a_selection_anchors(synthetic):
     assert anchor_judge(study, ["openai:alpha", "local:charlie"]) is None
     assert anchor_judge(study, ["human:ann"]) is None
     assert label_references(study) == ["human:", "human:ann", "human:ben"]
-    frame = store.judgments(synthetic["name"])
+    frame = store.verdicts.table(synthetic["name"])
     _request_and_decide(store, synthetic["name"], frame[frame["judge"] == "openai:alpha"].reset_index(drop=True), 0,
                         "alice")
     study = Study(store, synthetic["name"])

@@ -23,20 +23,20 @@ N_INSTRUCTIONS = 40
 def build_alpaca_study(store: Store) -> None:
     """AlpacaEval 2's shape: every comparison is the baseline (first) against one model, a weighted judge."""
     rng = np.random.default_rng(3)
-    store.create_study(ALPACA_STUDY, description="AlpacaEval-shaped import", source={"kind": "alpaca_eval"})
+    store.studies.create(ALPACA_STUDY, description="AlpacaEval-shaped import", source={"kind": "alpaca_eval"})
     qids = [f"alpaca-{k:03d}" for k in range(N_INSTRUCTIONS)]
-    store.add_questions(ALPACA_STUDY, pd.DataFrame({"question_id": qids, "text": [f"Instruction {q}" for q in qids]}))
+    store.questions.add(ALPACA_STUDY, pd.DataFrame({"question_id": qids, "text": [f"Instruction {q}" for q in qids]}))
     lengths = {BASELINE: 1500, **{m: length for m, (_, length) in ALPACA_MODELS.items()}}
-    store.add_answers(ALPACA_STUDY, pd.DataFrame([
+    store.questions.add_answers(ALPACA_STUDY, pd.DataFrame([
         {"question_id": q, "model": m, "answer": "x" * int(length + rng.integers(-200, 200))}
         for q, (m, length) in itertools.product(qids, lengths.items())]))
-    store.add_judges(ALPACA_STUDY, [{"name": "weighted_alpaca_eval_gpt4_turbo", "kind": "llm"}])
+    store.judges.add(ALPACA_STUDY, [{"name": "weighted_alpaca_eval_gpt4_turbo", "kind": "llm"}])
     rows = []
     for q, (model, (strength, _)) in itertools.product(qids, ALPACA_MODELS.items()):
         p_model = float(np.clip(strength + rng.normal(0, 0.2), 0.01, 0.99))
         rows.append({"question_id": q, "model_a": BASELINE, "model_b": model, "judge": "weighted_alpaca_eval_gpt4_turbo",
                      "winner": "model_b" if p_model > 0.5 else "model_a", "p_a": round(1 - p_model, 4)})
-    store.add_judgments(ALPACA_STUDY, judgments_from_frame(pd.DataFrame(rows)))
+    store.verdicts.add(ALPACA_STUDY, judgments_from_frame(pd.DataFrame(rows)))
 
 
 def _table(at, *columns: str) -> pd.DataFrame:

@@ -27,11 +27,11 @@ NAMES = [f"model-{k:04d}" for k in range(N_MODELS)]
 def many_models(db_file, monkeypatch):
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
     store = Store(db_file)
-    store.create_study("many")
-    store.add_judgments("many", arena_judgments(N_MODELS, N_BATTLES, seed=5, judges=("judge-x", "judge-y"),
-                                                per_question=10))
-    store.set_judge("many", "judge-x", kind="llm", model_alias=str(NAMES[0]))
-    store.set_judge("many", "judge-y", kind="llm", model_alias=str(NAMES[1]))
+    store.studies.create("many")
+    store.verdicts.add("many", arena_judgments(N_MODELS, N_BATTLES, seed=5, judges=("judge-x", "judge-y"),
+                                               per_question=10))
+    store.judges.set("many", "judge-x", kind="llm", model_alias=str(NAMES[0]))
+    store.judges.set("many", "judge-y", kind="llm", model_alias=str(NAMES[1]))
     store.close()
     at = app_test(timeout=600)
     at.session_state["study"] = "many"

@@ -28,7 +28,7 @@ def one_way(db_file) -> str:
     """The NLG study plus a judge that picked the response shown first in every comparison."""
     store = Store(db_file)
     build_nlg_study(store)
-    store.add_judgments("nlg", judgments_from_frame(pd.DataFrame([
+    store.verdicts.add("nlg", judgments_from_frame(pd.DataFrame([
         {"question_id": c, "model_a": a, "model_b": b, "judge": ONE_WAY, "winner": "model_a", "criterion": "coherence"}
         for c in CONTEXTS for a, b in itertools.permutations(SYSTEMS, 2)])))
     store.close()

@@ -22,23 +22,23 @@ SCORER = "local:judge~score,coherence"
 def build_nlg_study(store: Store, name: str = "nlg") -> dict:
     """Contexts with human scores on two attributes, a biased comparative judge and an absolute scorer."""
     rng = np.random.default_rng(4)
-    store.create_study(name)
-    store.add_questions(name, pd.DataFrame({"question_id": CONTEXTS, "text": [f"Conversation {c}" for c in CONTEXTS]}))
-    store.add_answers(name, pd.DataFrame([{"question_id": c, "model": m, "answer": f"{m} says hi in {c}"}
-                                          for c in CONTEXTS for m in SYSTEMS]))
+    store.studies.create(name)
+    store.questions.add(name, pd.DataFrame({"question_id": CONTEXTS, "text": [f"Conversation {c}" for c in CONTEXTS]}))
+    store.questions.add_answers(name, pd.DataFrame([{"question_id": c, "model": m, "answer": f"{m} says hi in {c}"}
+                                                    for c in CONTEXTS for m in SYSTEMS]))
     quality = {(c, m): float(v) for c in CONTEXTS for m, v in zip(SYSTEMS, rng.permutation(4) + 1)}
     human = [{"question_id": c, "model": m, "attribute": "coherence", "value": quality[(c, m)]} for c, m in quality]
     human += [{"question_id": c, "model": m, "attribute": "engagingness", "value": float(rng.integers(1, 4))}
               for c, m in quality]
-    store.add_human_scores(name, pd.DataFrame(human))
+    store.scores.add_human_scores(name, pd.DataFrame(human))
     rows = []
     for c in CONTEXTS:
         for a, b in itertools.permutations(SYSTEMS, 2):
             p = float(np.clip(0.5 + 0.12 * (quality[(c, a)] - quality[(c, b)]) + 0.2, 0.02, 0.98))
             rows.append({"question_id": c, "model_a": a, "model_b": b, "judge": JUDGE, "p_a": p,
                          "winner": "model_a" if p > 0.5 else "model_b", "criterion": "coherence"})
-    store.add_judgments(name, judgments_from_frame(pd.DataFrame(rows)))
-    store.add_judge_scores(name, pd.DataFrame([
+    store.verdicts.add(name, judgments_from_frame(pd.DataFrame(rows)))
+    store.scores.add_judge_scores(name, pd.DataFrame([
         {"question_id": c, "model": m, "judge": SCORER, "attribute": "coherence", "score": quality[(c, m)] + 4,
          "expected": quality[(c, m)] + 4.2} for c, m in quality]))
     return {"comparisons": len(rows), "scores": len(quality)}
@@ -141,8 +141,8 @@ def test_hostile_names_stay_text(db_file):
     build_synthetic_study(store)  # another study first, so the NLG one is picked explicitly
     name = "nlg"
     build_nlg_study(store, name)
-    store.add_human_scores(name, pd.DataFrame({"question_id": ["dlg-0"], "model": ["sys-a"],
-                                               "attribute": ["**bold** [x](http://evil.invalid)"], "value": [1.0]}))
+    store.scores.add_human_scores(name, pd.DataFrame({"question_id": ["dlg-0"], "model": ["sys-a"],
+                                                      "attribute": ["**bold** [x](http://evil.invalid)"], "value": [1.0]}))
     store.close()
     at = app_test()
     at.selectbox(key="study").set_value(name).run()

@@ -100,11 +100,11 @@ def test_creating_a_study_twice_is_refused(synthetic):
     at.button(key="FormSubmitter:create_study-Create study").click()
     at.run()
     assert any("already exists" in e.value for e in at.error)
-    assert len(Store(synthetic["db"]).studies()) == 1
+    assert len(Store(synthetic["db"]).studies.table()) == 1
 
 
 def test_switching_study_in_the_sidebar(synthetic):
-    Store(synthetic["db"]).create_study("other")
+    Store(synthetic["db"]).studies.create("other")
     at = app_test()
     at.sidebar.selectbox(key="study").set_value("other").run()
     assert at.header[0].value == "other"
@@ -299,7 +299,7 @@ def test_adjudicate_an_item_shrinks_the_queue_and_moves_the_meta_evaluation(synt
     assert problems(at) == []
     assert at.subheader[0].value.startswith("Debate #2")
     assert "3 left" in page_text(at)
-    decided = Store(synthetic["db"]).adjudications("synthetic")
+    decided = Store(synthetic["db"]).debates.adjudications("synthetic")
     assert decided[["debate_id", "annotator", "verdict", "note"]].values.tolist() == [[1, "alice", "model_a", "1 is right"]]
 
     open_page(at, "meta_evaluation")
@@ -317,7 +317,7 @@ def test_skip_and_undo(synthetic):
     assert at.subheader[0].value.startswith("Debate #3")
     at.button(key="adj_undo").click().run()         # undoes debate 1
     assert problems(at) == []
-    assert len(Store(synthetic["db"]).adjudications("synthetic")) == 0
+    assert len(Store(synthetic["db"]).debates.adjudications("synthetic")) == 0
     assert at.subheader[0].value.startswith("Debate #1")
 
 
@@ -327,7 +327,7 @@ def test_same_annotator_twice_keeps_one_decision_and_two_annotators_agree(synthe
         at.text_input(key="annotator").input(name).run()
     first.button(key="adj_one").click().run()
     second.button(key="adj_tie").click().run()  # second session still showed debate 1
-    rows = Store(synthetic["db"]).adjudications("synthetic")
+    rows = Store(synthetic["db"]).debates.adjudications("synthetic")
     assert len(rows) == 1 and rows["verdict"].tolist() == ["tie"]
 
     other = open_page(app_test(), "adjudication")
@@ -348,10 +348,10 @@ def test_two_tabs_one_annotator_undo_removes_only_that_tabs_decision(synthetic):
     second.button(key="adj_tie").click().run()
     first.button(key="adj_undo").click().run()
     assert "decided again in another tab" in page_text(first)
-    rows = Store(synthetic["db"]).adjudications("synthetic")
+    rows = Store(synthetic["db"]).debates.adjudications("synthetic")
     assert rows[["annotator", "verdict"]].values.tolist() == [["carol", "tie"]]
     second.button(key="adj_undo").click().run()  # the tab that made it can undo it
-    assert len(Store(synthetic["db"]).adjudications("synthetic").query("annotator == 'carol'")) == 0
+    assert len(Store(synthetic["db"]).debates.adjudications("synthetic").query("annotator == 'carol'")) == 0
 
 
 def test_adjudication_needs_a_name(synthetic):
@@ -393,11 +393,11 @@ def test_judges_editor_stores_which_contestant_a_judge_is(synthetic):
     at.run()
     next(b for b in at.button if b.label == "Save judges").click().run()
     assert problems(at) == []
-    assert Store(synthetic["db"]).judge_aliases("synthetic")["human:ann"] == "delta"
+    assert Store(synthetic["db"]).judges.aliases("synthetic")["human:ann"] == "delta"
 
 
 def test_open_another_study_then_delete_it(synthetic):
-    Store(synthetic["db"]).create_study("scratch")
+    Store(synthetic["db"]).studies.create("scratch")
     at = app_test()
     at.radio(key="studies_pick").set_value("scratch").run()
     assert at.session_state["study"] == "scratch" and at.header[0].value == "scratch"
@@ -406,7 +406,7 @@ def test_open_another_study_then_delete_it(synthetic):
     at.text_input(key="studies_delete_confirm").input("scratch").run()
     next(b for b in at.button if b.label == "Delete study").click().run()
     assert problems(at) == []
-    assert Store(synthetic["db"]).studies()["name"].tolist() == ["synthetic"]
+    assert Store(synthetic["db"]).studies.table()["name"].tolist() == ["synthetic"]
     assert at.session_state["study"] == "synthetic"
 
 
@@ -443,5 +443,5 @@ def test_prd_discussion_examples_import_and_show_the_papers_opinion_counts(db_fi
     at.toggle(key="deb_opinion_all").set_value(True).run()  # changes after agreement: one toggle away
     counts = table(at, "altering rate")
     assert counts[["held", "altered", "changed after agreement"]].sum().tolist() == [14, 5, 2]
-    turns = Store(db_file).debate_turns(Store(db_file).debates("prd-discussions")["id"])
+    turns = Store(db_file).debates.turns(Store(db_file).debates.table("prd-discussions")["id"])
     assert not turns.duplicated(["debate_id", "round"]).loc[turns["round"] > 0].any()  # one speaker per turn

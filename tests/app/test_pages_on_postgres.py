@@ -145,7 +145,7 @@ def test_first_run_on_postgres_seeds_and_every_page_runs(pg_cluster, new_pg_url,
     assert at.session_state["study"] == "sample"
     store = Store(url)
     try:
-        assert set(store.studies()["name"]) == BUNDLED
+        assert set(store.studies.table()["name"]) == BUNDLED
         assert Study(store, "sample").counts()["judgments"] > 0
     finally:
         store.close()
@@ -204,7 +204,7 @@ def test_a_decision_on_adjudication_is_in_postgres_for_the_next_session(pg_clust
 
     store = Store(url)
     try:
-        decided = store.adjudications("sample")
+        decided = store.debates.adjudications("sample")
     finally:
         store.close()
     assert len(decided) == 1

@@ -41,7 +41,7 @@ def studies(tmp_path_factory):
     path = tmp_path_factory.mktemp("parity") / "parity.sqlite"
     store = Store(path)
     ensure_sample_study(store, REPO / "sample_data")
-    names = store.studies()["name"].tolist()  # sample, and the bundled prd-vicuna80 and topicalchat-usr
+    names = store.studies.table()["name"].tolist()  # sample, and the bundled prd-vicuna80 and topicalchat-usr
     folder = shared_data_dir() / "prd_vicuna80"
     if folder.is_dir():
         import_path(folder, store=store, study="prd")

@@ -66,7 +66,7 @@ def study(tmp_path, monkeypatch) -> str:
 def _queued(db: str) -> set[tuple]:
     store = Store(db, create=False)
     try:
-        frame = store.debates("s", kind="label_request")
+        frame = store.debates.table("s", kind="label_request")
         return {(q, *sorted((a, b))) for q, a, b in zip(frame["question_id"], frame["model_a"], frame["model_b"])}
     finally:
         store.close()
@@ -152,7 +152,7 @@ def test_a_cascade_run_from_the_page_queues_what_the_command_queues_and_a_second
 def test_a_viewer_sees_no_run_button_and_a_forced_click_stores_nothing(study, monkeypatch):
     store = Store(study)
     for who, role in ROLES.items():
-        store.grant_role(who, role, granted_by="configuration")
+        store.access.grant_role(who, role, granted_by="configuration")
     store.close()
     sign_in(monkeypatch, VIEWER)
     at = _cascade_page()
@@ -209,8 +209,8 @@ def test_reviewers_of_the_page_run_as_stages_each_review_a_recorded_run(tmp_path
     assert "stage 2 of 2: openai:gpt-4o reviews with openai:gpt-4o" in log
     store = Store(db, create=False)
     try:
-        runs = store.runs("s")
-        actions = store.audit_log()["action"].tolist()
+        runs = store.runs.table("s")
+        actions = store.access.audit_log()["action"].tolist()
     finally:
         store.close()
     assert sorted(runs["status"]) == ["finished", "finished"]

@@ -44,7 +44,7 @@ def shown_reviewers(at) -> list[str]:
 def kept(db, study: str = STUDY) -> list[dict]:
     store = Store(db)
     try:
-        return store.study_settings(study)["reviewers"]
+        return store.studies.settings(study)["reviewers"]
     finally:
         store.close()
 
@@ -137,7 +137,7 @@ def test_another_study_keeps_its_own_reviewers(synthetic):
 def test_a_viewer_cannot_change_the_kept_reviewers(synthetic, monkeypatch):
     store = Store(synthetic["db"])
     for who, role in ROLES.items():
-        store.grant_role(who, role, granted_by="configuration")
+        store.access.grant_role(who, role, granted_by="configuration")
     store.close()
     sign_in(monkeypatch, EDITOR)
     fill(open_page(app_test(), "reviewers"), name="editors")

@@ -25,20 +25,20 @@ HOSTILE = "**bold** <b>html</b> [link](http://x)"
 
 def _study(store: Store, name: str = "inspect") -> str:
     """Two questions, two models; one run whose judge disagrees with itself across orders on q1."""
-    store.create_study(name)
-    store.add_questions(name, pd.DataFrame({"question_id": ["q1", "q2"], "text": ["Why is the sky blue?", HOSTILE]}))
-    store.add_answers(name, pd.DataFrame({"question_id": ["q1", "q1", "q2", "q2"], "model": ["a", "b", "a", "b"],
-                                          "answer": ["Rayleigh scattering.", "Because.", HOSTILE, "Plain b."]}))
-    run_id = store.create_run(name, "review", {"job": {}}, items=["i1", "i2", "i3", "i4", "i5"])
-    store.add_judgments(name, pd.DataFrame({
+    store.studies.create(name)
+    store.questions.add(name, pd.DataFrame({"question_id": ["q1", "q2"], "text": ["Why is the sky blue?", HOSTILE]}))
+    store.questions.add_answers(name, pd.DataFrame({"question_id": ["q1", "q1", "q2", "q2"], "model": ["a", "b", "a", "b"],
+                                                    "answer": ["Rayleigh scattering.", "Because.", HOSTILE, "Plain b."]}))
+    run_id = store.runs.create(name, "review", {"job": {}}, items=["i1", "i2", "i3", "i4", "i5"])
+    store.verdicts.add(name, pd.DataFrame({
         "question_id": ["q1", "q1", "q2", "q2"], "model_a": ["a", "b", "a", "b"], "model_b": ["b", "a", "b", "a"],
         "judge": ["j1", "j1", "j1", "j1"], "winner": ["model_a", "model_a", "model_a", "model_b"],
         "p_a": [0.91234, 0.8, 0.7, 0.2], "rationale": ["first is better", "first is better", HOSTILE, "a wins"],
     }), run_id=run_id)
-    store.add_judgments(name, pd.DataFrame({
+    store.verdicts.add(name, pd.DataFrame({
         "question_id": ["q1"], "model_a": ["a"], "model_b": ["b"], "judge": ["j2"], "winner": [None],
         "valid": [0], "raw": ["I cannot decide."]}), run_id=run_id)
-    store.add_judgments(name, pd.DataFrame({  # an import: not part of the run
+    store.verdicts.add(name, pd.DataFrame({  # an import: not part of the run
         "question_id": ["q2"], "model_a": ["a"], "model_b": ["b"], "judge": ["human:zoe"], "winner": ["tie"]}))
     return run_id
 

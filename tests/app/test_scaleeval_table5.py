@@ -52,16 +52,16 @@ def study(tmp_path, monkeypatch):
     monkeypatch.setenv("PEERBOARD_DB", str(db))
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
     store = Store(db)
-    store.create_study("t5")
+    store.studies.create("t5")
     questions = [f"q{i}" for i in range(6)]
-    store.add_questions("t5", pd.DataFrame({"question_id": questions, "text": [f"Question {q}?" for q in questions]}))
-    store.add_answers("t5", pd.DataFrame(
+    store.questions.add("t5", pd.DataFrame({"question_id": questions, "text": [f"Question {q}?" for q in questions]}))
+    store.questions.add_answers("t5", pd.DataFrame(
         [{"question_id": q, "model": m, "answer": f"{'GOOD' if m == 'strong' else 'BAD'} answer to {q}"}
          for q in questions for m in ("strong", "weak")]))
     for q in questions:  # the gold: the panel agreed that the strong answer is better on helpfulness
-        store.add_debate("t5", {"debate_key": q, "question_id": q, "model_a": "strong", "model_b": "weak",
-                                "criterion": "helpfulness", "status": "agreed", "consensus": "model_a",
-                                "panel": "debate:gold"}, [])
+        store.debates.add("t5", {"debate_key": q, "question_id": q, "model_a": "strong", "model_b": "weak",
+                                 "criterion": "helpfulness", "status": "agreed", "consensus": "model_a",
+                                 "panel": "debate:gold"}, [])
     return db
 
 
@@ -105,5 +105,5 @@ def test_a_debate_runs_a_varied_rubric(study, capsys):
                      "--no-progress"])
         assert code == 0, capsys.readouterr()
         assert server.requests_total == 2 * 6  # two agents, one round, six debates (the server checked the rubric)
-    debates = Store(study).debates("t5")
+    debates = Store(study).debates.table("t5")
     assert set(debates.loc[debates["panel"] != "debate:gold", "criterion"]) == {"helpfulness/flipped"}

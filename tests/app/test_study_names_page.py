@@ -22,7 +22,7 @@ def test_the_studies_page_refuses_a_bad_name_with_a_message(name, db_file):
     next(b for b in at.button if b.label == "Create study").click().run()
     assert not at.exception  # before: the study was created (or a StoreError traceback)
     assert any("study name" in e.value for e in at.error)
-    assert name not in set(Store(db_file).studies()["name"])
+    assert name not in set(Store(db_file).studies.table()["name"])
 
 
 def test_the_data_page_shows_the_look_alike_warning_of_an_import(synthetic):
@@ -34,4 +34,4 @@ def test_the_data_page_shows_the_look_alike_warning_of_an_import(synthetic):
     assert not at.exception
     (warning,) = [w.value for w in at.warning if "look alike" in w.value]
     assert "U+0061 LATIN SMALL LETTER A / U+0430 CYRILLIC SMALL LETTER A" in warning  # before: no word
-    assert "\u0430lpha" in set(Store(synthetic["db"]).judgments("synthetic")["model_a"])
+    assert "\u0430lpha" in set(Store(synthetic["db"]).verdicts.table("synthetic")["model_a"])

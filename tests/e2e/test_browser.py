@@ -46,7 +46,7 @@ def wait_for_head(page, expected: int | None, timeout_ms: int = 60_000) -> None:
 def decisions(server) -> list[tuple[int, str, str]]:
     store = Store(server.db)
     try:
-        frame = store.adjudications("synthetic")
+        frame = store.debates.adjudications("synthetic")
         return sorted(zip(frame["debate_id"].astype(int), frame["annotator"], frame["verdict"]))
     finally:
         store.close()
@@ -56,7 +56,7 @@ def forget_decisions(server) -> None:
     store = Store(server.db)
     try:
         for debate_id, annotator, _ in decisions(server):
-            store.undo_adjudication(debate_id, annotator)
+            store.debates.undo_adjudication(debate_id, annotator)
     finally:
         store.close()
 

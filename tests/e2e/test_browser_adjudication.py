@@ -39,7 +39,7 @@ def wait_for_head(page, expected: int | None, timeout_ms: int = 60_000) -> None:
 def stored(server, study: str = "synthetic") -> list[tuple]:
     store = Store(server.db)
     try:
-        frame = store.adjudications(study)
+        frame = store.debates.adjudications(study)
         return sorted(zip(frame["debate_id"].astype(int), frame["annotator"], frame["decision"], frame["note"]))
     finally:
         store.close()
@@ -52,10 +52,10 @@ def clean(server):
         store = Store(server.db)
         try:
             for debate_id, annotator, *_ in stored(server):
-                store.undo_adjudication(debate_id, annotator)
+                store.debates.undo_adjudication(debate_id, annotator)
             store.connect().execute("DELETE FROM adjudication_skips")
             store.connect().execute("DELETE FROM adjudication_leases")  # pages hold what they show (issue 13)
-            store.update_study_settings("synthetic", overlap=0, rubric="")
+            store.studies.update_settings("synthetic", overlap=0, rubric="")
         finally:
             store.close()
     reset()
@@ -150,7 +150,7 @@ def test_blind_mode_hides_the_agents_until_the_decision(chromium, clean, screens
 
 def test_two_annotators_with_an_overlap_of_two_see_their_agreement(chromium, clean, screenshots):
     store = Store(clean.db)
-    store.update_study_settings("synthetic", overlap=2, rubric="Correct beats fluent. Both bad: neither answers.")
+    store.studies.update_settings("synthetic", overlap=2, rubric="Correct beats fluent. Both bad: neither answers.")
     store.close()
     plan = {"ovl-ann": ["1", "2", "0"], "ovl-ben": ["1", "0", "0"]}
     for annotator, keys in plan.items():

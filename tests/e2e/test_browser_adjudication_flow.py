@@ -37,7 +37,7 @@ def wait_for(page, condition, timeout_ms: int = 20_000) -> bool:
 def decisions(server, study: str = "synthetic") -> list[tuple]:
     store = Store(server.db)
     try:
-        frame = store.adjudications(study)
+        frame = store.debates.adjudications(study)
         return sorted(zip(frame["debate_id"].astype(int), frame["annotator"], frame["decision"]))
     finally:
         store.close()
@@ -50,7 +50,7 @@ def clean(server):
         store = Store(server.db)
         try:
             for debate_id, annotator, _ in decisions(server):
-                store.undo_adjudication(debate_id, annotator)
+                store.debates.undo_adjudication(debate_id, annotator)
             store.connect().execute("DELETE FROM adjudication_skips")
             store.connect().execute("DELETE FROM adjudication_leases")
         finally:
@@ -123,7 +123,7 @@ def test_both_submissions_the_decision_bar_and_the_guidelines_of_the_sample_at_1
                 f"{name!r} at y={button['y']:.0f}..{button['y'] + button['height']:.0f}, below the fold ({height} px)"
             assert button["x"] + button["width"] <= LAPTOP["width"]
 
-        guidelines = Store(sample_server.db).study_settings("sample")["rubric"]
+        guidelines = Store(sample_server.db).studies.settings("sample")["rubric"]
         assert guidelines.startswith("Adjudication guidelines for the sample study")
         first_line = guidelines.splitlines()[0]
         assert page.get_by_text(first_line).count() >= 1  # the sample's guidelines are on the page

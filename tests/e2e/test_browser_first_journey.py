@@ -23,7 +23,7 @@ def test_an_empty_database_to_a_leaderboard_a_health_report_and_a_decision(chrom
     assert seen["saved"].startswith("Saved: debate #")
     store = Store(tmp_path / "empty.sqlite")
     try:
-        decided = store.adjudications("sample")
+        decided = store.debates.adjudications("sample")
     finally:
         store.close()
     assert list(decided["annotator"]) == ["newcomer"] and list(decided["decision"]) == ["model_a"]

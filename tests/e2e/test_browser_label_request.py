@@ -33,11 +33,11 @@ def request_server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e-label-request")
     store = Store(folder / "e2e.sqlite")
     build_synthetic_study(store)
-    for debate_id in store.debates("synthetic", status="unresolved", kind="debate")["id"]:
-        store.adjudicate(int(debate_id), ANNOTATOR, "tie")
+    for debate_id in store.debates.table("synthetic", status="unresolved", kind="debate")["id"]:
+        store.debates.adjudicate(int(debate_id), ANNOTATOR, "tie")
     requests = label_requests(Study(store, "synthetic"), judge=JUDGE, reference=REFERENCE, k=1, seed=0)
     queue_label_requests(store, "synthetic", requests)
-    request = store.debates("synthetic", kind="label_request").iloc[0]
+    request = store.debates.table("synthetic", kind="label_request").iloc[0]
     connection = store.connect()
     for model in (request["model_a"], request["model_b"]):
         connection.execute("UPDATE answers SET text = ? WHERE question_id = ? AND model = ?",
@@ -91,7 +91,7 @@ MAIN_SCROLL = "() => document.querySelector('[data-testid=stMain]').scrollTop"
 def _decisions(server) -> list[tuple]:
     store = Store(server.db)
     try:
-        frame = store.adjudications("synthetic")
+        frame = store.debates.adjudications("synthetic")
         frame = frame[frame["kind"] == "label_request"]
         return list(zip(frame["annotator"], frame["decision"]))
     finally:

@@ -59,7 +59,7 @@ def _rank(db: Path, capsys, *args: str) -> tuple[dict[str, float], dict]:
 
 def test_the_first_run_seeds_the_prd_study_beside_the_others(seeded):
     store = Store(seeded)
-    assert {"prd-vicuna80", "sample", "topicalchat-usr"} <= set(store.studies()["name"])
+    assert {"prd-vicuna80", "sample", "topicalchat-usr"} <= set(store.studies.table()["name"])
     counts = Study(store, STUDY).counts()
     assert (counts["questions"], counts["answers"], counts["contestants"]) == (80, 400, 5)
     assert counts["judgments"] == 9760 and counts["human_votes"] == 1760 and counts["invalid_judgments"] == 0
@@ -68,11 +68,11 @@ def test_the_first_run_seeds_the_prd_study_beside_the_others(seeded):
     assert judges.loc[MODELS, "n_judgments"].tolist() == [1600] * 5
     assert judges.loc[MODELS, "model_alias"].tolist() == MODELS  # each reviewer is its own contestant (Peer Rank)
     assert judges.loc["human:prd", "kind"] == "human"
-    with_text = store.judgments(STUDY)
+    with_text = store.verdicts.table(STUDY)
     reviews = with_text[with_text["judge"] != "human:prd"]
     lengths = reviews["rationale"].fillna("").str.len()
     assert (lengths > 0).sum() == 8000 - 18 and lengths.median() > 500  # the review texts (18 of Bard's are empty)
-    source = store.study_source(STUDY)
+    source = store.studies.source(STUDY)
     assert source["made_by"] == "scripts/make_prd_bundle.py" and "MIT" in source["licence"]
     assert "bcdnlp/PRD" in source["data"]
 

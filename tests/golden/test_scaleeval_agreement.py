@@ -9,7 +9,7 @@ Data: ``../shared/data/scaleeval`` (GAIR-NLP/scaleeval, see its README). No huma
 were released, so the gold here is the debate consensus: the 783 debates whose three
 speakers ended on one verdict. The expected values are computed twice, independently:
 by hand from ``scores_long.csv`` below, and through the project (import into a store,
-``Store.judgments(include_invalid=True)``, :func:`peercore.agreement.agreement`).
+``Store.verdicts.table(include_invalid=True)``, :func:`peercore.agreement.agreement`).
 
 Claude-2 vs the consensus: 767 examples, 8 of them unparsed, 651 equal verdicts:
 651 / 767 = 0.8488 (the unparsed counted as misses, the default); 651 / 759 = 0.8577
@@ -76,7 +76,7 @@ def test_hand_count_from_the_csv(by_hand):
 
 
 def test_claude2_vs_debate_consensus_counts_unparsed_verdicts_as_misses(store):
-    judgments = store.judgments("s", include_invalid=True)
+    judgments = store.verdicts.table("s", include_invalid=True)
     claude = judgments[judgments["judge"] == "scaleeval:claude2"].reset_index(drop=True)
     consensus = judgments[judgments["judge"] == "debate:scaleeval"].reset_index(drop=True)
     result = agreement(claude, consensus)
@@ -86,12 +86,12 @@ def test_claude2_vs_debate_consensus_counts_unparsed_verdicts_as_misses(store):
     assert (excluded.n, excluded.unparsed) == (N_EXAMPLES - N_UNPARSED, N_UNPARSED)
     assert excluded.agreement == pytest.approx(N_EQUAL / (N_EXAMPLES - N_UNPARSED))  # 0.8577
     # Without the unparsed rows (the store's default read) there is nothing to count.
-    parsed_only = agreement(store.judgments("s", judges=["scaleeval:claude2"]), consensus)
+    parsed_only = agreement(store.verdicts.table("s", judges=["scaleeval:claude2"]), consensus)
     assert (parsed_only.n, parsed_only.unparsed) == (N_EXAMPLES - N_UNPARSED, 0)
 
 
 def test_scaleeval_table_cells_add_up_to_the_same_n(store):
-    judgments = store.judgments("s", include_invalid=True)
+    judgments = store.verdicts.table("s", include_invalid=True)
     single = judgments[judgments["judge"].str.startswith("scaleeval:")].reset_index(drop=True)
     consensus = judgments[judgments["judge"] == "debate:scaleeval"].reset_index(drop=True)
     table = scaleeval_agreement(single, consensus)

@@ -70,7 +70,7 @@ def scaleeval(db):
 def test_prd_counts(prd, db):
     folder, report = prd
     expected = json.loads((folder / "expected_results.json").read_text())
-    judgments = Store(db).judgments("prd")
+    judgments = Store(db).verdicts.table("prd")
     five = judgments["model_a"].isin(PRD_MODELS) & judgments["model_b"].isin(PRD_MODELS)
     human = judgments["judge"] == PRD_HUMAN_JUDGE
     assert int((~human & five).sum()) == expected["n_auto_reviews"] == 8000
@@ -88,7 +88,7 @@ def test_prd_counts(prd, db):
 
 def test_prd_store_round_trip_equals_the_reader(prd, db):
     folder, _ = prd
-    pd.testing.assert_frame_equal(Store(db).judgments("prd"), read_prd_judgments(folder))
+    pd.testing.assert_frame_equal(Store(db).verdicts.table("prd"), read_prd_judgments(folder))
 
 
 def test_prd_reimport_adds_nothing(prd, db):
@@ -96,7 +96,7 @@ def test_prd_reimport_adds_nothing(prd, db):
     again = import_path(folder, store=Store(db), study="prd")
     assert {k: v.added for k, v in again.counts.items()} == {"questions": 0, "answers": 0, "judgments": 0, "debates": 0}
     assert again.counts["judgments"].skipped == 15040
-    assert len(Store(db).imports("prd")) == 2  # both recorded as provenance
+    assert len(Store(db).studies.imports("prd")) == 2  # both recorded as provenance
 
 
 def test_rank_on_the_study_reproduces_prd_table_2(prd, db, capsys):
@@ -121,7 +121,7 @@ def test_rank_on_the_study_reproduces_prd_table_2(prd, db, capsys):
 def test_agreement_from_the_store_reproduces_prd_table_3(prd, db):
     folder, _ = prd
     expected = json.loads((folder / "expected_results.json").read_text())
-    judgments = Store(db).judgments("prd")
+    judgments = Store(db).verdicts.table("prd")
     human = judgments[judgments["judge"] == PRD_HUMAN_JUDGE]
     want = expected["agreement_vs_human_majority"]["gpt-4"]  # paper: 0.6425, kappa 0.406
     got = agreement(judgments[judgments["judge"] == "gpt4"], human, ties="include", reference_mode="majority")
@@ -131,7 +131,7 @@ def test_agreement_from_the_store_reproduces_prd_table_3(prd, db):
 
 
 def test_prd_reviewers_are_registered_as_their_own_contestants(prd, db):
-    assert Store(db).judge_aliases("prd") == {m: m for m in PRD_MODELS}
+    assert Store(db).judges.aliases("prd") == {m: m for m in PRD_MODELS}
 
 
 # ---------------------------------------------------------------------- ScaleEval
@@ -153,7 +153,7 @@ def test_scaleeval_every_single_verdict_is_stored(scaleeval, db):
     n_singles = sum(len(v) for v in singles.values())
     unparsed = sum(1 for v in singles.values() for r in v if str(r["Score"]).strip() not in ("0", "1", "2"))
     assert n_singles == 4920 and report.notes["single_verdicts"] == n_singles
-    stored = Store(db).judgments("scaleeval", include_invalid=True)
+    stored = Store(db).verdicts.table("scaleeval", include_invalid=True)
     by_judges = stored[stored["judge"].str.startswith("scaleeval:")]
     assert len(by_judges) == n_singles
     assert by_judges["judge"].value_counts().to_dict() == {
@@ -181,9 +181,9 @@ def test_scaleeval_every_debate_with_its_rounds(scaleeval, db):
     n_debates = sum(len(v) for v in debates_raw.values())
     n_turns = sum(1 for v in debates_raw.values() for r in v for key in r if key.startswith("Speaker "))
     store = Store(db)
-    debates = store.debates("scaleeval")
+    debates = store.debates.table("scaleeval")
     assert len(debates) == n_debates == 1620
-    turns = store.debate_turns(debates["id"])
+    turns = store.debates.turns(debates["id"])
     assert len(turns) == n_turns == 10896
     per_debate = turns.groupby("debate_id").agg(rounds=("round", "max"), n=("round", "size"))
     merged = debates.set_index("id").join(per_debate)
@@ -191,7 +191,7 @@ def test_scaleeval_every_debate_with_its_rounds(scaleeval, db):
     assert (merged["n"] == 3 * (merged["rounds"] + 1)).all()
     assert set(debates["scenario"]) == {"brainstorming", "code", "dialog", "judgement", "math",
                                         "opendomain_general", "opendomain_science", "write"}
-    assert set(store.questions("scaleeval")["category"]) == set(debates["scenario"])
+    assert set(store.questions.table("scaleeval")["category"]) == set(debates["scenario"])
 
 
 def test_scaleeval_unresolved_debates_counted_independently(scaleeval, db):
@@ -207,26 +207,26 @@ def test_scaleeval_unresolved_debates_counted_independently(scaleeval, db):
     assert len(agreed) == 1620
     store = Store(db)
     assert report.notes["unresolved_debates"] == n_unresolved == 837
-    assert len(store.debates("scaleeval", status="unresolved")) == n_unresolved
-    assert len(store.adjudication_queue("scaleeval")) == n_unresolved
+    assert len(store.debates.table("scaleeval", status="unresolved")) == n_unresolved
+    assert len(store.debates.queue("scaleeval")) == n_unresolved
     assert Study(store, "scaleeval").counts()["unresolved_debates"] == n_unresolved
-    consensus = store.judgments("scaleeval", judges=[SCALEEVAL_DEBATE_JUDGE])
+    consensus = store.verdicts.table("scaleeval", judges=[SCALEEVAL_DEBATE_JUDGE])
     assert len(consensus) == 1620 - n_unresolved
 
 
 def test_scaleeval_presentation_order_and_speakers_are_recovered(scaleeval, db):
     folder, _ = scaleeval
     store = Store(db)
-    debates = store.debates("scaleeval").set_index("debate_key")
+    debates = store.debates.table("scaleeval").set_index("debate_key")
     # Submission 1 of this example is gemini's answer ("Sorry, I can't open the developer tools ...").
     first = debates.loc["claude_vs_gemini/helpfulness/code/1"]
     assert (first["model_a"], first["model_b"]) == ("gemini", "claude-instant")
-    answers = store.answers("scaleeval").set_index(["question_id", "model"])["answer"]
+    answers = store.questions.answers("scaleeval").set_index(["question_id", "model"])["answer"]
     assert answers[("code:1", "gemini")].startswith("Sorry, I can't open the developer tools")
     # Speakers are named by the single judge whose initial reasoning they repeat, word for word.
-    turns = store.debate_turns([int(first["id"])])
+    turns = store.debates.turns([int(first["id"])])
     initial = turns[turns["round"] == 0].set_index("speaker")["rationale"]
-    singles = store.judgments("scaleeval", include_invalid=True)
+    singles = store.verdicts.table("scaleeval", include_invalid=True)
     singles = singles[(singles["question_id"] == "code:1") & (singles["criterion"] == "helpfulness")
                       & (singles["model_a"] == "gemini")]
     for speaker, rationale in initial.items():
@@ -241,4 +241,4 @@ def test_scaleeval_presentation_order_and_speakers_are_recovered(scaleeval, db):
 
 def test_scaleeval_import_keeps_the_store_consistent(scaleeval, prd, db):
     assert Store(db).integrity_problems() == []
-    assert np.isfinite(Store(db).revision("scaleeval"))
+    assert np.isfinite(Store(db).studies.revision("scaleeval"))

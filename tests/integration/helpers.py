@@ -11,13 +11,13 @@ from peercore.store import Store
 
 def make_review_study(store: Store, name: str = "faults", *, questions: int = 25, models: int = 5) -> str:
     """``questions`` x ``models`` distinct answers: questions x models x (models - 1) ordered pairs."""
-    store.create_study(name)
-    store.add_questions(name, pd.DataFrame({
+    store.studies.create(name)
+    store.questions.add(name, pd.DataFrame({
         "question_id": [f"q{i:03d}" for i in range(questions)],
         "text": [f"Explain idea number {i} in one paragraph." for i in range(questions)],
         "category": ["explanation"] * questions,
     }))
-    store.add_answers(name, pd.DataFrame([
+    store.questions.add_answers(name, pd.DataFrame([
         {"question_id": f"q{i:03d}", "model": f"model-{m}", "answer": f"Answer {m} to question {i}: " + "word " * (5 + m)}
         for i in range(questions) for m in range(models)
     ]))

@@ -39,13 +39,13 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     store = Store(args.db, create=False)
-    overlap = store.study_settings(args.study)["overlap"]
+    overlap = store.studies.settings(args.study)["overlap"]
     decided = 0
     print("ready", flush=True)
     while True:
         item = assignment.next_item(store, args.study, args.annotator, lease=args.lease)
         if item is None:
-            if store.adjudication_queue(args.study, annotator=args.annotator, overlap=overlap).empty:
+            if store.debates.queue(args.study, annotator=args.annotator, overlap=overlap).empty:
                 break  # nothing needs this annotator any more
             time.sleep(0.05)  # what is left is held by others: wait for them or for their leases to run out
             continue

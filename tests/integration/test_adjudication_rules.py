@@ -26,18 +26,18 @@ from peercore.app import Study
 def location(db) -> str:
     """A study 'team' (overlap 1): debates #1 and #2 unresolved, #3 agreed on model_a, #4 a PRD discussion."""
     store = Store(db)
-    store.create_study("team")
-    store.add_debates("team", [
+    store.studies.create("team")
+    store.debates.add_many("team", [
         ({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b", "status": "unresolved"},
          [{"round": 0, "position": 0, "speaker": "x", "verdict": "model_a"},
           {"round": 0, "position": 1, "speaker": "y", "verdict": "model_b"}]) for k in (1, 2)])
-    store.add_debate("team", {"debate_key": "d3", "question_id": "q3", "model_a": "a", "model_b": "b",
-                              "status": "agreed", "consensus": "model_a", "panel": "debate:panel"},
+    store.debates.add("team", {"debate_key": "d3", "question_id": "q3", "model_a": "a", "model_b": "b",
+                               "status": "agreed", "consensus": "model_a", "panel": "debate:panel"},
                      [{"round": 0, "position": 0, "speaker": "x", "verdict": "model_a"},
                       {"round": 0, "position": 1, "speaker": "y", "verdict": "model_a"}])
-    store.add_debate("team", {"debate_key": "p4", "question_id": "q4", "model_a": "a", "model_b": "b",
-                              "status": "unresolved", "kind": "discussion"}, [])
-    store.update_study_settings("team", overlap=1)
+    store.debates.add("team", {"debate_key": "p4", "question_id": "q4", "model_a": "a", "model_b": "b",
+                               "status": "unresolved", "kind": "discussion"}, [])
+    store.studies.update_settings("team", overlap=1)
     store.close()
     return str(db)
 
@@ -73,7 +73,7 @@ def test_an_agreed_debate_cannot_be_decided_so_its_gold_label_stays_one(capsys, 
     assert gold(location) == [(3, "debate:panel", "model_a")]  # before: a second, opposite label (adjudicator:ann)
     # the same with overlap 0 (no lease rule at all), and for a PRD discussion
     with Store(location, create=False) as store:
-        store.update_study_settings("team", overlap=0)
+        store.studies.update_settings("team", overlap=0)
     assert refused(capsys, location, "ann", "--decide", "3", "tie").startswith("debate #3 is not waiting for people")
     code, _, err = adjudicate(capsys, location, "ann", "--decide", "4", "tie")
     assert code == 2 and err == ["peercore: error: --decide: study 'team' has no debate #4 (take one with --next)"]
@@ -100,7 +100,7 @@ def test_a_debate_another_annotator_holds_is_refused_and_the_holder_decides_it(c
 
 def test_overlap_two_keeps_a_place_for_each_holder(capsys, location):
     with Store(location, create=False) as store:
-        store.update_study_settings("team", overlap=2)
+        store.studies.update_settings("team", overlap=2)
     for who in ("ann", "ben"):
         assert json.loads(adjudicate(capsys, location, who, "--next")[1])["debate_id"] == 1
     assert refused(capsys, location, "cat", "--decide", "1", "tie").startswith(
@@ -110,4 +110,4 @@ def test_overlap_two_keeps_a_place_for_each_holder(capsys, location):
         "debate #1 is held by ben and decided by ann, which fills the 2 decision(s) it needs")
     assert adjudicate(capsys, location, "ben", "--decide", "1", "model_b")[0] == 0
     with Store(location, create=False) as store:
-        assert sorted(store.adjudications("team")["annotator"]) == ["ann", "ben"]
+        assert sorted(store.debates.adjudications("team")["annotator"]) == ["ann", "ben"]

@@ -33,13 +33,13 @@ LEASE = 3.0  # seconds: long enough for a decision under load, short enough to w
 
 def make_queue(path: Path, *, debates: int, overlap: int) -> None:
     store = Store(path)
-    store.create_study("team")
-    store.add_debates("team", [({"debate_key": f"d{k:04d}", "question_id": f"q{k:04d}", "model_a": "a",
-                                 "model_b": "b", "status": "unresolved"},
+    store.studies.create("team")
+    store.debates.add_many("team", [({"debate_key": f"d{k:04d}", "question_id": f"q{k:04d}", "model_a": "a",
+                                      "model_b": "b", "status": "unresolved"},
                                 [{"round": 0, "position": 0, "speaker": "judge-x", "verdict": "model_a"},
                                  {"round": 0, "position": 1, "speaker": "judge-y", "verdict": "model_b"}])
                                for k in range(debates)])
-    store.update_study_settings("team", overlap=overlap)
+    store.studies.update_settings("team", overlap=overlap)
     store.close()
 
 
@@ -118,7 +118,7 @@ def test_five_annotators_one_killed_every_decision_stored_once(tmp_path, db):
     successors = [h for h in claims[held] if h[0] != "eve"]
     assert len(successors) == 1 and successors[0][1] >= eve_claim[2] > killed_at - LEASE - 5
     assert [(debate, name) for debate, name, _ in rows if debate == held] == [(held, successors[0][0])]
-    leases = Store(path).leases("team")
+    leases = Store(path).debates.leases("team")
     assert leases.empty or not leases["live"].any(), leases  # eve's lease is gone, nobody holds anything
 
 
@@ -149,7 +149,7 @@ def test_an_annotator_killed_inside_its_claim_transaction_leaves_nothing_behind(
     assert not any(e[0] == "claim" for e in events(logs["zed"]))  # zed never got a debate
     first = min(float(e[2]) for name in ("ann", "ben") for e in events(logs[name]) if e[0] == "claim")
     assert first >= killed_at  # nobody got a debate while zed held the lock
-    leases = Store(path).leases("team")
+    leases = Store(path).debates.leases("team")
     assert "zed" not in set(leases["annotator"]) and Store(path).integrity_problems() == []
 
 

@@ -92,15 +92,15 @@ def test_cli_batch_run_stores_the_live_verdicts_at_half_the_price(tmp_path, prov
     if provider == "openai":  # a fresh run looks for nothing: upload, create, poll, download
         assert set(counts) == {"POST /v1/files", "POST /v1/batches", "GET /v1/batches/{id}",
                                "GET /v1/files/{id}/content"}
-    run = store.runs("b").iloc[0]
+    run = store.runs.table("b").iloc[0]
     assert (run["status"], run["n_done"], run["n_items"]) == ("finished", 18, 18)
-    batch, reference = store.run_judgments(run["id"]), live_store.run_judgments(live.run_id)
+    batch, reference = store.runs.judgments(run["id"]), live_store.runs.judgments(live.run_id)
     assert len(batch) == 18 and _sorted(batch).equals(_sorted(reference))  # same verdicts, rationales, raw
-    accounting = store.run_accounting(run["id"])
+    accounting = store.runs.accounting(run["id"])
     assert (accounting["calls_paid"], accounting["verdicts"], accounting["unaccounted"]) == (18, 18, 0)
     store.checkpoint()
     assert not any(key.encode() in db.read_bytes() for key in KEYS.values())  # keys never reach the database
-    live_cost = live_store.runs("b").iloc[0]["cost_usd"]
+    live_cost = live_store.runs.table("b").iloc[0]["cost_usd"]
     assert live_cost > 0 and run["cost_usd"] == pytest.approx(live_cost / 2, rel=1e-9)
 
 
@@ -110,7 +110,7 @@ def test_batch_refused_for_a_local_model_with_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "--batch is for the OpenAI and Anthropic batch APIs" in err and "local:smollm2-135m" in err
-    assert store.runs("b").empty  # nothing stored
+    assert store.runs.table("b").empty  # nothing stored
 
 
 def test_dry_run_prices_at_the_batch_rate(tmp_path, keys, capsys):
@@ -150,12 +150,12 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, backend, k
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         assert f"killing this process at batch stage {stage!r}" in killed.stderr
         run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
-        row = store.batches(run_id)[0]
+        row = store.runs.batches(run_id)[0]
         before = {"uploaded": "planned", "creating": "creating", "created": "creating", "polled": "submitted",
                   "fetching": "ended"}[stage]
         assert row["status"] == before  # the kill landed where it was meant to
         if stage == "fetching":
-            stored = store.run_accounting(run_id)["calls_paid"]
+            stored = store.runs.accounting(run_id)["calls_paid"]
             assert 0 < stored < n  # part of the results were stored before the kill
 
         if (provider, stage) == ("openai", "polled"):  # a live run would pay again for the calls in flight: refused
@@ -195,7 +195,7 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, backend, k
             assert result.status == "finished" and result.run_id == run_id
             said = "\n".join(lines)
         counts = server.endpoint_counts
-        answered = _answered(server, {b["batch_id"] for b in store.batches(run_id)})
+        answered = _answered(server, {b["batch_id"] for b in store.runs.batches(run_id)})
 
     created = "POST /v1/batches" if provider == "openai" else "POST /v1/messages/batches"
     assert counts[created] == 1 + ((provider, stage) == ("anthropic", "created"))  # ours once (+ the other's)
@@ -203,10 +203,10 @@ def test_sigkill_at_each_stage_then_resume(tmp_path, provider, stage, backend, k
         assert counts["POST /v1/files"] == 1  # the uploaded file was found again, not uploaded twice
     assert counts.get("POST /v1/chat/completions", 0) == counts.get("POST /v1/messages", 0) == 0
     assert len(answered) == n and max(answered.values()) == 1  # every request answered once: 0 repeated
-    accounting = store.run_accounting(run_id)
+    accounting = store.runs.accounting(run_id)
     assert (accounting["items_done"], accounting["verdicts"], accounting["calls_paid"]) == (n, n, n)  # 0 lost
     assert accounting["unaccounted"] == accounting["items_failed"] == 0
-    assert store.run(run_id)["status"] == "finished"
+    assert store.runs.get(run_id)["status"] == "finished"
     if stage in ("created", "uploaded"):
         assert "before the interruption" in said
     if stage == "creating":  # nothing was created before the kill: the resume created it, once
@@ -236,7 +236,7 @@ def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_th
         assert len(reasons) == missing and all("no result for this call" in text for text in reasons.values())
         said = "invalid request (fake batch error)" if mode == "partial" else "expired"
         assert all(said in text for text in reasons.values())  # the provider's own reason, per line
-        assert len(store.run_judgments(first.run_id)) == n - missing
+        assert len(store.runs.judgments(first.run_id)) == n - missing
 
         server.batch_mode = "ok"
         second = run_batch_sync(job(), store, poll_s=0.05)
@@ -247,9 +247,9 @@ def test_lines_without_a_result_fail_their_items_then_a_resume_resubmits_only_th
         assert third.status == "finished" and third.calls == 0 and sum(server.endpoint_counts.values()) == requests
     assert second.status == "finished" and second.done == n and second.calls == missing
     assert created == 2 and second.accounting["batches"] == 2
-    assert store.batches(second.run_id)[1]["n_requests"] == missing  # only the lines without a result were resent
+    assert store.runs.batches(second.run_id)[1]["n_requests"] == missing  # only the lines without a result were resent
     assert len(answered) == n and max(answered.values()) == 1
-    assert len(store.run_judgments(second.run_id)) == n
+    assert len(store.runs.judgments(second.run_id)) == n
 
 
 # ------------------------------------------------------------------------------ debates
@@ -280,21 +280,21 @@ def test_cli_debate_batch_sends_one_batch_per_round_and_stores_the_live_debates(
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
         live_db, live_store = _study(tmp_path, "debate-live")
         live = run_job_sync(DebateJob("b", [parse_judge_spec(a) for a in AGENTS], max_rounds=3), live_store)
-    run = store.runs("b").iloc[0]
-    batch = store.run_judgments(run["id"])
-    reference = live_store.run_judgments(live.run_id)
+    run = store.runs.table("b").iloc[0]
+    batch = store.runs.judgments(run["id"])
+    reference = live_store.runs.judgments(live.run_id)
     key = ["question_id", "model_a", "model_b", "judge", "round"]
     assert live_calls_during_batch == 0 and live.status == "finished"
     assert batch.sort_values(key).reset_index(drop=True).equals(reference.sort_values(key).reset_index(drop=True))
     debates = ["question_id", "model_a", "model_b", "status", "consensus", "n_rounds"]
     ordered = lambda frame: frame[debates].sort_values(debates[:3]).reset_index(drop=True)  # noqa: E731
-    assert ordered(store.debates("b")).equals(ordered(live_store.debates("b")))
-    turns = live_store.debate_turns(live_store.debates("b")["id"])
+    assert ordered(store.debates.table("b")).equals(ordered(live_store.debates.table("b")))
+    turns = live_store.debates.turns(live_store.debates.table("b")["id"])
     rounds = int(turns["round"].max()) + 1  # round 0 holds the initial verdicts
     assert rounds == 3
     assert created == rounds * len(AGENTS)  # one batch per round for each agent's model
-    assert store.run_accounting(run["id"])["calls_paid"] == live.calls
-    assert run["cost_usd"] == pytest.approx(live_store.runs("b").iloc[0]["cost_usd"] / 2, rel=1e-9)
+    assert store.runs.accounting(run["id"])["calls_paid"] == live.calls
+    assert run["cost_usd"] == pytest.approx(live_store.runs.table("b").iloc[0]["cost_usd"] / 2, rel=1e-9)
 
 
 @pytest.mark.slow
@@ -316,18 +316,18 @@ def test_debate_killed_between_rounds_resumes_without_a_second_batch(tmp_path, b
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         run_id = job().run_id()
         # round 0 done; in round 1 the first batch submitted, the second being created
-        assert [b["status"] for b in store.batches(run_id)] == ["fetched"] * 3 + ["submitted", "creating", "planned"]
+        assert [b["status"] for b in store.runs.batches(run_id)] == ["fetched"] * 3 + ["submitted", "creating", "planned"]
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
         resumed = run_batch_sync(job(), store, run_id=run_id, poll_s=0.05)
         created, answered = server.batches_created(), _answered(server)
         live_db, live_store = _study(tmp_path, "debate-kill-live")
         live = run_job_sync(job(), live_store)
     assert resumed.status == "finished" and live.status == "finished"
-    assert created == 9 and len(store.batches(run_id)) == 9  # 3 rounds x 3 models, none twice
+    assert created == 9 and len(store.runs.batches(run_id)) == 9  # 3 rounds x 3 models, none twice
     assert len(answered) == live.calls and max(answered.values()) == 1  # 0 repeated, 0 lost
     key = ["question_id", "model_a", "model_b", "judge", "round"]
-    assert store.run_judgments(run_id).sort_values(key).reset_index(drop=True).equals(
-        live_store.run_judgments(live.run_id).sort_values(key).reset_index(drop=True))
+    assert store.runs.judgments(run_id).sort_values(key).reset_index(drop=True).equals(
+        live_store.runs.judgments(live.run_id).sort_values(key).reset_index(drop=True))
 
 
 @pytest.mark.slow
@@ -357,8 +357,8 @@ def test_cli_discussion_batch_sends_one_batch_per_turn_and_stores_the_live_discu
     def rows(frame):  # a discussion's reviewers give several verdicts on one key, numbered in commit order
         return frame.drop(columns="vote").astype(str).sort_values(list(frame.columns.drop("vote")))
 
-    assert rows(store.run_judgments(batch["run_id"])).reset_index(drop=True).equals(
-        rows(live_store.run_judgments(live.run_id)).reset_index(drop=True))
+    assert rows(store.runs.judgments(batch["run_id"])).reset_index(drop=True).equals(
+        rows(live_store.runs.judgments(live.run_id)).reset_index(drop=True))
 
 
 # -------------------------------------------------------------------- transient errors
@@ -395,7 +395,7 @@ def test_a_refused_key_stops_the_batch_run_with_the_variable_named(tmp_path, key
     assert refused.returncode == 2
     assert "OPENAI_API_KEY" in refused.stderr and KEYS["OPENAI_API_KEY"] not in refused.stderr
     assert again.returncode == 0, again.stderr
-    assert (batches, files) == (1, 1) and len(store.judgments("b")) == 18
+    assert (batches, files) == (1, 1) and len(store.verdicts.table("b")) == 18
 
 
 def test_a_large_run_is_cut_into_batches_within_the_limits(tmp_path, keys, monkeypatch):
@@ -406,7 +406,7 @@ def test_a_large_run_is_cut_into_batches_within_the_limits(tmp_path, keys, monke
                                 max_requests=7)
         answered, created = _answered(server), server.batches_created()
     assert result.status == "finished" and result.done == 18 and result.calls == 18
-    assert created == 3 and [b["n_requests"] for b in store.batches(result.run_id)] == [7, 7, 4]
+    assert created == 3 and [b["n_requests"] for b in store.runs.batches(result.run_id)] == [7, 7, 4]
     assert len(answered) == 18 and max(answered.values()) == 1
 
 
@@ -442,13 +442,13 @@ def test_a_bad_result_line_fails_its_own_item_and_every_good_line_is_stored(tmp_
         code, out, err = _cli_in_process(capsys, *_review(db, provider))
         print(f"first run: exit {code}\nstdout: {out}\nstderr: {err}")
         run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
-        [batch] = store.batches(run_id)
+        [batch] = store.runs.batches(run_id)
         where = f"line {BAD_LINE + 1} of the {FILE[provider]} of batch {batch['batch_id']}"
         # the bad line fails its own item, named by its line; the 17 others are stored
         assert code == 1, err
         assert "Traceback" not in err and where in err
         assert f"first failure: " in out and where in out
-        accounting = store.run_accounting(run_id)
+        accounting = store.runs.accounting(run_id)
         assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n - 1, n - 1, 1)
         assert accounting["unaccounted"] == 0
         assert (batch["n_succeeded"], batch["n_failed"]) == (n - 1, 1)
@@ -460,13 +460,13 @@ def test_a_bad_result_line_fails_its_own_item_and_every_good_line_is_stored(tmp_
         code, out, err = _cli_in_process(capsys, *_review(db, provider, "--run-id", run_id))
         print(f"resume: exit {code}\nstdout: {out}\nstderr: {err}")
         assert code == 0, err
-        batches = store.batches(run_id)
+        batches = store.runs.batches(run_id)
         answered = _answered(server, {b["batch_id"] for b in batches[1:]})
     assert [b["n_requests"] for b in batches] == [n, 1]
     assert sum(answered.values()) == 1  # only the bad line was sent again
-    accounting = store.run_accounting(run_id)
+    accounting = store.runs.accounting(run_id)
     assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n, n, 0)
-    assert store.run(run_id)["status"] == "finished"
+    assert store.runs.get(run_id)["status"] == "finished"
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -481,11 +481,11 @@ def test_a_result_line_with_an_unknown_custom_id_is_reported_and_ignored(tmp_pat
         code, out, err = _cli_in_process(capsys, *_review(db, provider))
         print(f"exit {code}\nstdout: {out}\nstderr: {err}")
         run_id = ReviewJob("b", [parse_judge_spec(SPECS[provider])]).run_id()
-        [batch] = store.batches(run_id)
+        [batch] = store.runs.batches(run_id)
     assert code == 0, err
     line = f"line {BAD_LINE + 2} of the {FILE[provider]} of batch {batch['batch_id']}"
     assert line in err and f"'unknown-{BAD_LINE}'" in err and "ignored" in err
-    accounting = store.run_accounting(run_id)
+    accounting = store.runs.accounting(run_id)
     assert (accounting["verdicts"], accounting["calls_paid"], accounting["items_failed"]) == (n, n, 0)
     assert (batch["n_succeeded"], batch["n_failed"]) == (n, 0)
-    assert store.run(run_id)["status"] == "finished"
+    assert store.runs.get(run_id)["status"] == "finished"

@@ -28,10 +28,10 @@ QUESTIONS = 80
 
 def _with_answers(db: str) -> str:
     store = Store(db, create=False)
-    store.add_questions("s", pd.DataFrame({"question_id": [f"q{q}" for q in range(QUESTIONS)],
+    store.questions.add("s", pd.DataFrame({"question_id": [f"q{q}" for q in range(QUESTIONS)],
                                            "text": [f"Question {q}?" for q in range(QUESTIONS)]}))
-    store.add_answers("s", pd.DataFrame([{"question_id": f"q{q}", "model": m, "answer": f"{m} answers {q}"}
-                                         for q in range(QUESTIONS) for m in MODELS]))
+    store.questions.add_answers("s", pd.DataFrame([{"question_id": f"q{q}", "model": m, "answer": f"{m} answers {q}"}
+                                                   for q in range(QUESTIONS) for m in MODELS]))
     return db
 
 
@@ -57,7 +57,7 @@ def _request(capsys, db, k, *extra, judge="prob", reference="human:,adjudicator:
 
 
 def _label_requests(db: str) -> pd.DataFrame:
-    return Store(db, create=False).debates("s", kind="label_request")
+    return Store(db, create=False).debates.table("s", kind="label_request")
 
 
 def test_request_queues_k_unlabelled_comparisons_with_their_probability(db, capsys):
@@ -80,7 +80,7 @@ def test_request_queues_k_unlabelled_comparisons_with_their_probability(db, caps
     assert {m["requested_by"] for m in meta} == {"peercore calibrate --request"}
     by_question = {(r["question_id"], r["model_a"], r["model_b"]): r["probability"] for r in rows}
     assert sorted(m["probability"] for m in meta) == pytest.approx(sorted(by_question.values()))
-    queue = Store(db, create=False).adjudication_queue("s", annotator="carol")
+    queue = Store(db, create=False).debates.queue("s", annotator="carol")
     assert (queue["kind"] == "label_request").sum() == 6
 
 
@@ -139,7 +139,7 @@ def test_without_human_labels_requests_start_the_labels_and_the_leaderboard_says
 
 
 def test_a_decided_request_is_one_more_label(db, capsys):
-    """Deciding a request (Store.adjudicate) makes a vote of adjudicator:<annotator> on the comparison; with
+    """Deciding a request (Store.debates.adjudicate) makes a vote of adjudicator:<annotator> on the comparison; with
     ``--reference human:,adjudicator:`` the PPI++ leaderboard counts it: one more label on one more comparison."""
     def board(reference):
         status, out, err = _run(capsys, "calibrate", "--study", "s", "--db", db, "--judge", "prob", "--reference",
@@ -151,7 +151,7 @@ def test_a_decided_request_is_one_more_label(db, capsys):
     assert before["labels"] == 300
     _request(capsys, db, 3)
     request = _label_requests(db).iloc[0]
-    Store(db, create=False).adjudicate(int(request["id"]), "carol", "model_a")
+    Store(db, create=False).debates.adjudicate(int(request["id"]), "carol", "model_a")
     after = board("human:,adjudicator:")
     assert after["labels"] == before["labels"] + 1
     assert after["labelled_comparisons"] == before["labelled_comparisons"] + 1

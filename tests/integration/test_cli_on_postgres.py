@@ -119,7 +119,7 @@ def fingerprint(url: str) -> dict[str, tuple[int, str]]:
 
 def summaries(location: str) -> dict:
     with contextlib.closing(Store(location, create=False)) as store:
-        return {name: Study(store, name).counts() for name in store.studies()["name"]}
+        return {name: Study(store, name).counts() for name in store.studies.table()["name"]}
 
 
 # ------------------------------------------------------------------------- fixtures
@@ -336,7 +336,7 @@ def test_review_runs_account_for_every_paid_call_and_keep_secrets_out(backend, t
         # the key did reach the provider (so the checks below look for something that was there)
         assert {e["key_sha256"] for e in server.request_log} == {hashlib.sha256(API_KEY.encode()).hexdigest()}
         with contextlib.closing(Store(location, create=False)) as store:
-            stored = store.judgments("s", include_invalid=True)
+            stored = store.verdicts.table("s", include_invalid=True)
         valid, invalid = int(stored["valid"].sum()), int((~stored["valid"].astype(bool)).sum())
         assert paid == 18 == len(stored) == valid + invalid and valid > 0 and invalid > 0
         assert f"paid calls: 18 calls paid by this run -> 18 verdicts stored ({valid} valid + {invalid} invalid)" in out
@@ -373,8 +373,8 @@ def test_two_annotators_adjudicate_at_overlap_one_without_sharing_a_debate(backe
     code, out, err = cli(capsys, "import", str(SAMPLE / "sample-panel.jsonl"), "--study", "panel", "--db", location)
     assert code == 0, err
     with contextlib.closing(Store(location)) as store:
-        store.update_study_settings("panel", overlap=1)
-        unresolved = set(store.debates("panel", kind="debate").query("status == 'unresolved'")["id"])
+        store.studies.update_settings("panel", overlap=1)
+        unresolved = set(store.debates.table("panel", kind="debate").query("status == 'unresolved'")["id"])
     assert len(unresolved) == 9
 
     def adjudicate(who: str, *action: str) -> tuple[int, object, str]:

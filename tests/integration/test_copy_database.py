@@ -68,7 +68,7 @@ def source(tmp_path_factory):
     for annotator in ("alice", "bob"):
         assert main(["adjudicate", "--study", "panel", "--annotator", annotator, "--next", "--db", db]) == 0
     store = Store(db)
-    debate = int(store.leases("panel").set_index("annotator").loc["alice", "debate_id"])
+    debate = int(store.debates.leases("panel").set_index("annotator").loc["alice", "debate_id"])
     assert main(["adjudicate", "--study", "panel", "--annotator", "alice", "--decide", str(debate), "model_a",
                  "--note", "clearer", "--db", db]) == 0
     return {"db": db, "paid": paid}
@@ -116,10 +116,10 @@ def test_after_the_move_a_resume_pays_nothing_and_new_work_lands_after_the_copie
              for name in ("studies", "imports", "verdicts")}
     assert all(after[name] > before[name] for name in before), (before, after)
     assert Study(store, "after-the-move").counts()["judgments"] == 2
-    bob = int(store.leases("panel").set_index("annotator").loc["bob", "debate_id"])
+    bob = int(store.debates.leases("panel").set_index("annotator").loc["bob", "debate_id"])
     assert main(["adjudicate", "--study", "panel", "--annotator", "bob", "--decide", str(bob), "tie",
                  "--db", target]) == 0
-    assert sorted(store.adjudications("panel")["annotator"]) == ["alice", "bob"]
+    assert sorted(store.debates.adjudications("panel")["annotator"]) == ["alice", "bob"]
     assert KEY not in json.dumps({k: [list(map(str, r)) for r in v] for k, v in table_rows(target).items()})
 
 
@@ -129,7 +129,7 @@ def test_postgresql_copied_back_into_a_file_is_the_same_database(source, pg_url,
     back = str(tmp_path / "back.sqlite")
     assert main(["copy", pg_url, back]) == 0
     assert table_rows(back) == table_rows(source["db"])
-    assert Store(back).runs("reviews")["id"].tolist() == Store(source["db"]).runs("reviews")["id"].tolist()
+    assert Store(back).runs.table("reviews")["id"].tolist() == Store(source["db"]).runs.table("reviews")["id"].tolist()
 
 
 def test_a_target_that_holds_data_is_refused_and_left_as_it_was(source, pg_url, tmp_path, capsys):

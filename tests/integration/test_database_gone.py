@@ -121,7 +121,7 @@ def judgments_file(path: Path, n: int = 40) -> Path:
 
 def stored_judgments(location: str, study: str) -> int:
     with contextlib.closing(Store(location, create=False)) as store:
-        return len(store.judgments(study, include_invalid=True)) if store.has_study(study) else 0
+        return len(store.verdicts.table(study, include_invalid=True)) if store.studies.exists(study) else 0
 
 
 def snapshot(location: str) -> str:
@@ -181,12 +181,12 @@ def panel_study(tmp_path: Path, location: str) -> int:
     done = run(tmp_path, "import", str(PANEL), "--study", "panel", "--db", location)
     assert done.returncode == 0, done.stderr
     with contextlib.closing(Store(location, create=False)) as store:
-        return int(store.debates("panel", kind="debate").query("status == 'unresolved'")["id"].min())
+        return int(store.debates.table("panel", kind="debate").query("status == 'unresolved'")["id"].min())
 
 
 def decisions(location: str, debate_id: int) -> list[tuple]:
     with contextlib.closing(Store(location, create=False)) as store:
-        made = store.adjudications("panel").query("debate_id == @debate_id")
+        made = store.debates.adjudications("panel").query("debate_id == @debate_id")
     return list(zip(made["annotator"], made["decision"]))
 
 
@@ -346,7 +346,7 @@ def test_a_review_whose_server_stops_mid_run_ends_with_one_line_and_resumes_payi
         assert llm.requests_total - first_paid == 12 - kept
     assert paid_calls_stored(tmp_path, url) == 12
     with contextlib.closing(Store(url, create=False)) as store:
-        stored = store.judgments("s", include_invalid=True)
+        stored = store.verdicts.table("s", include_invalid=True)
     assert len(stored) == 12 and not stored.duplicated(["question_id", "model_a", "model_b"]).any()
 
 

@@ -37,14 +37,14 @@ def make_store(request, tmp_path):
 
 def three_debates(store: Store) -> list[int]:
     """Study ``s``: three questions, each with one unresolved debate of ``alpha`` and ``bravo``."""
-    store.create_study("s")
-    store.add_questions("s", pd.DataFrame({"question_id": [f"q{k}" for k in range(3)],
+    store.studies.create("s")
+    store.questions.add("s", pd.DataFrame({"question_id": [f"q{k}" for k in range(3)],
                                            "text": [f"question {k}" for k in range(3)]}))
     for k in range(3):
-        store.add_debate("s", {"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "alpha", "model_b": "bravo",
-                               "criterion": "helpfulness", "status": "unresolved", "n_rounds": 1},
+        store.debates.add("s", {"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "alpha", "model_b": "bravo",
+                                "criterion": "helpfulness", "status": "unresolved", "n_rounds": 1},
                          [{"round": 0, "position": 0, "speaker": "judge", "verdict": "model_a", "rationale": "x"}])
-    return [int(i) for i in store.debates("s")["id"]]
+    return [int(i) for i in store.debates.table("s")["id"]]
 
 
 def gold(store: Store) -> dict:
@@ -60,17 +60,17 @@ def test_an_edit_appends_history_and_the_gold_set_uses_the_latest_decision(make_
     for debate_id, verdict in ((first, "model_a"), (second, "model_b"), (third, "tie")):
         adjudicate(store, eve, debate_id, verdict)
     assert gold(store) == {"q0": "model_a", "q1": "model_b", "q2": "tie"}
-    revision = store.revision("s")
+    revision = store.studies.revision("s")
 
     assert edit_decision(store, eve, first, "both_bad", reason="neither is right")  # not the last decision
     assert edit_decision(store, eve, first, "model_b", reason="re-checked: 2 is right")
     assert not edit_decision(store, eve, first, "model_b", reason="again")  # unchanged: nothing written
-    assert store.revision("s") > revision  # caches keyed on the revision recompute
+    assert store.studies.revision("s") > revision  # caches keyed on the revision recompute
     assert gold(store) == {"q0": "model_b", "q1": "model_b", "q2": "tie"}
-    decided = store.adjudications("s")
+    decided = store.debates.adjudications("s")
     assert len(decided) == 3 and decided.set_index("debate_id").loc[first, "decision"] == "model_b"
 
-    history = store.decision_history("s")
+    history = store.debates.decision_history("s")
     assert history[["debate_id", "annotator", "changed_by", "before", "after", "reason"]].values.tolist() == [
         [first, "eve", "eve", None, "model_a", ""],
         [second, "eve", "eve", None, "model_b", ""],
@@ -79,13 +79,13 @@ def test_an_edit_appends_history_and_the_gold_set_uses_the_latest_decision(make_
         [first, "eve", "eve", "both_bad", "model_b", "re-checked: 2 is right"],
     ]
     assert history["at"].is_monotonic_increasing and history["at"].str.match(r"\d{4}-\d\d-\d\dT").all()
-    assert len(store.decision_history("s", annotator="nobody")) == 0
-    audit = store.audit_log("s")
+    assert len(store.debates.decision_history("s", annotator="nobody")) == 0
+    audit = store.access.audit_log("s")
     edits = audit[audit["action"] == "edit_decision"]
     assert len(edits) == 2 and (edits["actor"] == "eve").all()
 
-    store.undo_adjudication(first, "eve")  # an undo is history too
-    assert store.decision_history("s").iloc[-1][["before", "after", "reason"]].tolist() == [
+    store.debates.undo_adjudication(first, "eve")  # an undo is history too
+    assert store.debates.decision_history("s").iloc[-1][["before", "after", "reason"]].tolist() == [
         "model_b", None, "undone"]
     assert gold(store) == {"q1": "model_b", "q2": "tie"}
 
@@ -93,19 +93,19 @@ def test_an_edit_appends_history_and_the_gold_set_uses_the_latest_decision(make_
 def test_an_edit_needs_a_reason_a_decision_and_the_annotator_role(make_store):
     store = make_store()
     first, *_ = three_debates(store)
-    store.adjudicate(first, "ann@example.org", "model_a")
-    before = (store.adjudications("s").to_dict("records"), store.decision_history("s").to_dict("records"))
+    store.debates.adjudicate(first, "ann@example.org", "model_a")
+    before = (store.debates.adjudications("s").to_dict("records"), store.debates.decision_history("s").to_dict("records"))
     ann = Actor.signed_in_as("ann@example.org")
     with pytest.raises(AccessDenied, match="needs the annotator role"):
         edit_decision(store, ann, first, "tie", reason="changed my mind")  # no role in this study
-    store.grant_role("ann@example.org", "annotator", study="s", granted_by="test")
+    store.access.grant_role("ann@example.org", "annotator", study="s", granted_by="test")
     with pytest.raises(ValueError, match="needs a reason"):
         edit_decision(store, ann, first, "tie", reason="  ")
     with pytest.raises(StoreError, match="no decision on debate"):
         edit_decision(store, Actor("bob", signed_in=False, local=True), first, "tie", reason="r")
-    assert (store.adjudications("s").to_dict("records"), store.decision_history("s").to_dict("records")) == before
+    assert (store.debates.adjudications("s").to_dict("records"), store.debates.decision_history("s").to_dict("records")) == before
     assert edit_decision(store, ann, first, "tie", reason="changed my mind")
-    assert store.adjudications("s")["decision"].tolist() == ["tie"]
+    assert store.debates.adjudications("s")["decision"].tolist() == ["tie"]
 
 
 def _rows(store: Store) -> dict[str, list]:
@@ -128,10 +128,10 @@ def test_a_version_11_database_upgrades_with_identical_data(make_store, monkeypa
         old = make_store()
         assert old.schema_version() == 11
         first, second, _ = three_debates(old)
-        old.adjudicate(first, "ann", "model_a", note="clear")
-        old.adjudicate(first, "ben", "both_bad")
-        old.adjudicate(second, "ann", "tie", blind=True)
-        old.grant_role("ada@example.com", "owner", granted_by="configuration")
+        old.debates.adjudicate(first, "ann", "model_a", note="clear")
+        old.debates.adjudicate(first, "ben", "both_bad")
+        old.debates.adjudicate(second, "ann", "tie", blind=True)
+        old.access.grant_role("ada@example.com", "owner", granted_by="configuration")
         held = _rows(old)
         old.close()
     assert "adjudication_history" not in held
@@ -145,11 +145,11 @@ def test_a_version_11_database_upgrades_with_identical_data(make_store, monkeypa
     assert {row[-1] for row in now["studies"]} == {"[]"}  # migration 13's column: no reviewers configured yet
     now["studies"] = [row[:-1] for row in now["studies"]]
     assert now == held  # every row of every table as it was
-    frame = new.decision_history("s")
+    frame = new.debates.decision_history("s")
     assert frame[["debate_id", "annotator", "before", "after", "note"]].values.tolist() == [
         [first, "ann", None, "model_a", "clear"], [first, "ben", None, "both_bad", ""],
         [second, "ann", None, "tie", ""]]
-    assert frame["at"].tolist() == new.adjudications("s")["created_at"].tolist() and len(history) == 3
-    assert new.edit_adjudication(first, "ben", "model_b", reason="after the upgrade")
-    pd.testing.assert_series_equal(new.adjudications("s")["decision"],
+    assert frame["at"].tolist() == new.debates.adjudications("s")["created_at"].tolist() and len(history) == 3
+    assert new.debates.edit_adjudication(first, "ben", "model_b", reason="after the upgrade")
+    pd.testing.assert_series_equal(new.debates.adjudications("s")["decision"],
                                    pd.Series(["model_a", "model_b", "tie"], name="decision"))

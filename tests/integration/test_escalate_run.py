@@ -71,12 +71,12 @@ def build_study(tmp_path, *, labelled: int = LABELLED, extra: list[dict] | None 
     """Questions and tagged answers in a new store; the human votes (and ``extra`` rows) through ``peercore import``."""
     db = str(tmp_path / "escalate.sqlite")
     store = Store(db)
-    store.create_study("s")
-    store.add_questions("s", pd.DataFrame({"question_id": [f"q{i:02d}" for i in range(QUESTIONS)],
+    store.studies.create("s")
+    store.questions.add("s", pd.DataFrame({"question_id": [f"q{i:02d}" for i in range(QUESTIONS)],
                                            "text": [f"Explain idea {i}." for i in range(QUESTIONS)],
                                            "category": ["general"] * QUESTIONS}))
-    store.add_answers("s", pd.DataFrame([{"question_id": f"q{i:02d}", "model": m,
-                                          "answer": f"[[q{i:02d}:{m}]] An answer of {m} to idea {i}."}
+    store.questions.add_answers("s", pd.DataFrame([{"question_id": f"q{i:02d}", "model": m,
+                                                    "answer": f"[[q{i:02d}:{m}]] An answer of {m} to idea {i}."}
                                          for i in range(QUESTIONS) for m in MODELS]))
     store.close()
     rows = [{"question_id": f"q{q:02d}", "model_a": a, "model_b": b, "judge": "human:alice" if q % 2 else "human:bob",
@@ -112,7 +112,7 @@ def _run(capsys, argv) -> dict:
 def _queued(db: str) -> pd.DataFrame:
     store = Store(db, create=False)
     try:
-        return store.debates("s", kind="label_request")
+        return store.debates.table("s", kind="label_request")
     finally:
         store.close()
 
@@ -143,7 +143,7 @@ def test_a_cascade_of_specs_runs_each_stage_on_what_it_needs_and_queues_the_rest
     assert report["queued"] == 6 and report["already_requested"] == 0 and report["status"] == "finished"
 
     store = Store(db, create=False)
-    stored = store.judgments("s", include_invalid=True)
+    stored = store.verdicts.table("s", include_invalid=True)
     store.close()
     counts = stored["judge"].value_counts()
     assert counts[MINI] == 240 and counts[BIG] == 210

@@ -66,11 +66,11 @@ def test_500_reviews_at_30_percent_faults_are_stored_exactly_once(tmp_path, keys
               f"attempts {dict(kinds)}; {result.elapsed_s:.1f} s")
 
         # every review stored exactly once
-        judgments = store.judgments(study)
+        judgments = store.verdicts.table(study)
         assert len(judgments) == 500
         assert not judgments.duplicated(["question_id", "model_a", "model_b", "judge"]).any()
         assert Study(store, study).counts()["invalid_judgments"] == 0
-        run_row = store.run(result.run_id)
+        run_row = store.runs.get(result.run_id)
         assert (run_row["n_done"], run_row["status"]) == (500, "finished")
         assert run_row["prompt_tokens"] == result.prompt_tokens > 0
 
@@ -79,7 +79,7 @@ def test_500_reviews_at_30_percent_faults_are_stored_exactly_once(tmp_path, keys
         again = run_job_sync(ReviewJob(study, [backend_for(api, server)]), store, concurrency=16, retry=RETRY)
         assert again.run_id == result.run_id and again.status == "finished"
         assert server.requests_total == 0 and again.calls == 0
-        assert len(store.judgments(study)) == 500
+        assert len(store.verdicts.table(study)) == 500
 
 
 def test_a_new_job_with_the_same_requests_is_served_from_the_cache(tmp_path, keys):
@@ -105,7 +105,7 @@ def test_logprobs_through_the_openai_sdk(tmp_path, keys):
         assert result.status == "finished" and result.calls == 4
         sent = server.request_log[0]["body"]
         assert sent["logprobs"] is True and sent["top_logprobs"] == 20
-    p = store.judgments(study)["p_a"]
+    p = store.verdicts.table(study)["p_a"]
     assert p.notna().all() and ((p > 0) & (p < 1)).all()
 
 
@@ -126,8 +126,8 @@ def test_debate_and_discussion_through_the_anthropic_sdk(tmp_path, keys):
                                                 questions=["q000"]), store, concurrency=4, retry=RETRY)
         assert discussion.status == "finished" and discussion.done == 12
         assert server.requests_total == debate.calls + debate.retries + discussion.calls + discussion.retries
-    assert len(store.debates(study, kind="debate")) == 6
-    assert len(store.debates(study, kind="discussion")) == 12
+    assert len(store.debates.table(study, kind="debate")) == 6
+    assert len(store.debates.table(study, kind="discussion")) == 12
 
 
 @pytest.mark.parametrize("faults, max_attempts, retries", [

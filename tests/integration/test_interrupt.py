@@ -90,16 +90,16 @@ def test_ctrl_c_on_a_live_run_prints_one_line_and_the_resume_pays_nothing_twice(
         assert code == EXIT_INTERRUPTED == 130
         assert len(lines) == 1 and out == ""  # one line, no traceback, no summary
         assert lines[0].startswith("peercore: interrupted; nothing paid is lost (")
-        run = store.run(run_id)
+        run = store.runs.get(run_id)
         assert 0 < run["n_done"] < 120 and run["status"] == "cancelled"
 
         resumed = _resume(lines[0], server, run_id)
         assert resumed.returncode == 0, resumed.stderr
         asked = Counter(messages_of(r["body"], r["api"]) for r in server.request_log)
     assert len(asked) == 120 and set(asked.values()) == {1}  # nothing paid twice, nothing left out
-    accounting = store.run_accounting(run_id)
+    accounting = store.runs.accounting(run_id)
     assert (accounting["calls_paid"], accounting["verdicts"], accounting["items_done"]) == (120, 120, 120)
-    assert store.run(run_id)["status"] == "finished"
+    assert store.runs.get(run_id)["status"] == "finished"
 
 
 @pytest.mark.slow
@@ -123,8 +123,8 @@ def test_ctrl_c_on_a_batch_run_prints_one_line_and_the_resume_reads_the_same_bat
         assert len(said) == 1 and said[0] == lines[-1], lines
         assert said[0].startswith("peercore: interrupted; nothing paid is lost (0/18 items stored)")
         assert "s3cret-pw" not in said[0]
-        assert store.run(run_id)["status"] == "interrupted"
-        assert [b["status"] for b in store.batches(run_id)] == ["submitted"]
+        assert store.runs.get(run_id)["status"] == "interrupted"
+        assert [b["status"] for b in store.runs.batches(run_id)] == ["submitted"]
 
         server.batch_delay_s = 0.0
         resumed = _resume(said[0], server, run_id)
@@ -134,6 +134,6 @@ def test_ctrl_c_on_a_batch_run_prints_one_line_and_the_resume_reads_the_same_bat
                            if e["outcome"] == "succeeded")
     assert counts[CREATED[provider]] == 1  # the resume read the batch sent before Ctrl-C
     assert len(answered) == 18 and set(answered.values()) == {1}
-    accounting = store.run_accounting(run_id)
+    accounting = store.runs.accounting(run_id)
     assert (accounting["calls_paid"], accounting["verdicts"], accounting["items_done"]) == (18, 18, 18)
-    assert store.run(run_id)["status"] == "finished"
+    assert store.runs.get(run_id)["status"] == "finished"

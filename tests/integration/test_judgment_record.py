@@ -48,7 +48,7 @@ def _cli(db: str, *args: str) -> int:
 
 
 def _stored(store: Store) -> pd.DataFrame:
-    return store.judgments("s", include_invalid=True)
+    return store.verdicts.table("s", include_invalid=True)
 
 
 @pytest.mark.parametrize("second", [
@@ -80,7 +80,7 @@ def test_a_second_review_with_another_configuration_keeps_both_results(setup, ca
     runs = json.loads(capsys.readouterr().out)
     assert sum(r["accounting"]["calls_paid"] for r in runs) == server.requests_total
     assert sum(r["accounting"]["verdicts"] for r in runs) == 36
-    judges = store.judges("s").set_index("name")
+    judges = store.judges.table("s").set_index("name")
     assert judges.loc["openai:gpt-4o", "settings"]["method"] == "verdict"
     assert judges.loc["openai:gpt-4o", "settings"]["template"] == "prd_review"
     assert judges.loc[names[1], "origin"] == "run"
@@ -93,7 +93,7 @@ def test_the_same_configuration_again_pays_nothing_and_finds_its_name(setup, cap
     paid = server.requests_total
     assert _cli(db, "review", "--study", "s", "--reviewer", "openai:gpt-4o", "--method", "verdict") == 0
     assert server.requests_total == paid and len(_stored(store)) == 36
-    assert sorted(store.judges("s")["name"]) == ["openai:gpt-4o", "openai:gpt-4o~verdict"]
+    assert sorted(store.judges.table("s")["name"]) == ["openai:gpt-4o", "openai:gpt-4o~verdict"]
 
 
 def test_a_review_under_an_imported_judges_name_gets_its_own_name(setup, tmp_path, capsys):
@@ -136,12 +136,12 @@ def test_forcing_a_taken_name_is_refused_before_any_call(setup, capsys):
 def test_a_refused_resume_leaves_the_finished_run_as_it_was(setup, capsys):
     store, server, db = setup
     assert _cli(db, "review", "--study", "s", "--reviewer", "openai:gpt-4o", "--method", "verdict") == 0
-    run_id = store.runs("s")["id"].iloc[0]
+    run_id = store.runs.table("s")["id"].iloc[0]
     paid = server.requests_total
     code = _cli(db, "review", "--study", "s", "--reviewer", "openai:gpt-4o", "--method", "logprobs", "--run-id", run_id)
     assert code == 2
     assert "left as it was and nothing was spent" in capsys.readouterr().err
-    run = store.run(run_id)
+    run = store.runs.get(run_id)
     assert run["status"] == "finished" and run["error"] is None and run["n_items"] == 18
     assert server.requests_total == paid
 
@@ -151,7 +151,7 @@ def test_a_reviewers_temperature_is_sent_with_the_verdict_method_and_recorded(se
     assert _cli(db, "review", "--study", "s", "--reviewer", "openai:gpt-4o?temperature=0.9", "--method", "verdict") == 0
     sent = {entry["body"]["temperature"] for entry in server.request_log}
     assert sent == {0.9}
-    settings = store.judges("s").set_index("name").loc["openai:gpt-4o", "settings"]
+    settings = store.judges.table("s").set_index("name").loc["openai:gpt-4o", "settings"]
     assert settings["temperature"] == 0.9 and settings["method"] == "verdict"
 
 
@@ -190,7 +190,7 @@ def test_a_write_lock_held_for_35_seconds_mid_run_delays_it_and_loses_nothing(tm
         runner.start()
         reader = Store(db)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(reader.judgments("s")) == 0:
+        while time.monotonic() < deadline and len(reader.verdicts.table("s")) == 0:
             time.sleep(0.05)
         holder = subprocess.Popen([sys.executable, "-c", (
             "import sqlite3, time\n"
@@ -203,9 +203,9 @@ def test_a_write_lock_held_for_35_seconds_mid_run_delays_it_and_loses_nothing(tm
         holder.wait(60)
     assert outcome["code"] == 0
     assert time.monotonic() - locked_at > 30  # it waited for the lock instead of dying
-    stored = store.judgments("s", include_invalid=True)
+    stored = store.verdicts.table("s", include_invalid=True)
     assert server.requests_total == 18 == len(stored)
-    assert store.run_accounting(store.runs("s")["id"].iloc[0])["unaccounted"] == 0
+    assert store.runs.accounting(store.runs.table("s")["id"].iloc[0])["unaccounted"] == 0
 
 
 # ------------------------------------------------------------------------------ debates
@@ -216,7 +216,7 @@ def test_a_debate_rerun_with_another_configuration_is_a_new_panel_with_its_own_g
     agents = ["--agent", "a=openai:gpt-4o", "--agent", "b=openai:gpt-4o-mini", "--agent", "c=openai:gpt-4.1"]
     assert _cli(db, "debate", "--study", "s", *agents, "--max-rounds", "2") == 0
     assert _cli(db, "debate", "--study", "s", *agents, "--max-rounds", "2", "--seed", "7") == 0
-    debates = store.debates("s")
+    debates = store.debates.table("s")
     panels = sorted(debates["panel"].unique())
     assert len(panels) == 2 and panels[0] == "debate:scaleeval" and panels[1].startswith("debate:scaleeval~")
     stored = _stored(store)
@@ -225,7 +225,7 @@ def test_a_debate_rerun_with_another_configuration_is_a_new_panel_with_its_own_g
         rows = stored[stored["judge"] == panel]
         assert len(rows) == len(agreed)
     # every call paid ended in a stored debate (the second panel reused 18 identical first-round calls)
-    accounts = [store.run_accounting(run_id) for run_id in store.runs("s")["id"]]
+    accounts = [store.runs.accounting(run_id) for run_id in store.runs.table("s")["id"]]
     assert server.requests_total == sum(a["calls_paid"] for a in accounts) == 36
     assert all(a["unaccounted"] == 0 and a["items_failed"] == 0 and a["debates"] == 9 for a in accounts)
     assert panels[1] == "debate:scaleeval~layout_seed=7"
@@ -278,4 +278,4 @@ def test_a_servers_key_comes_from_a_named_variable_and_never_reaches_disk_or_out
     for path in [db, Path(f"{db}-wal"), export, log]:
         if path.exists():
             assert marker.encode() not in path.read_bytes(), path
-    assert marker not in json.dumps(store.runs("s").to_dict())
+    assert marker not in json.dumps(store.runs.table("s").to_dict())

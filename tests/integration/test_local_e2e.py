@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 def test_answers_review_debate_and_ranking_with_local_models(tmp_path):
     store = Store(tmp_path / "e2e.sqlite")
-    store.create_study("e2e")
-    store.add_questions("e2e", pd.DataFrame({
+    store.studies.create("e2e")
+    store.questions.add("e2e", pd.DataFrame({
         "question_id": ["capital", "sum"],
         "text": ["What is the capital of France? Answer in one sentence.", "What is 12 plus 30? Answer briefly."],
     }))
@@ -36,21 +36,21 @@ def test_answers_review_debate_and_ranking_with_local_models(tmp_path):
 
     answers = run_job_sync(AnswerJob("e2e", contestants, max_tokens=40), store)
     assert answers.status == "finished" and answers.done == 4
-    assert len(store.answers("e2e")) + answers.invalid == 4
+    assert len(store.questions.answers("e2e")) + answers.invalid == 4
 
     review = run_job_sync(ReviewJob("e2e", [Judge(qwen)], method="logits"), store)
     assert review.status == "finished" and review.calls == 4
-    judgments = store.judgments("e2e")
+    judgments = store.verdicts.table("e2e")
     assert len(judgments) == 4 and judgments["p_a"].between(0, 1).all()
 
     agents = [Judge(qwen, name="local:qwen@t0", temperature=0.0), Judge(smol, name="local:smol@t0.7", temperature=0.7)]
     debate = run_job_sync(DebateJob("e2e", agents, questions=["capital"], max_rounds=2, max_tokens=48), store)
     assert debate.status == "finished" and debate.done == 1
-    stored = store.debates("e2e", kind="debate")
+    stored = store.debates.table("e2e", kind="debate")
     assert len(stored) == 1 and stored["status"].item() in ("agreed", "unresolved")
-    assert len(store.debate_turns(stored["id"])) in (2, 4)
+    assert len(store.debates.turns(stored["id"])) in (2, 4)
 
-    board = leaderboard(Study.from_frame(store.judgments("e2e", judges=["local:qwen2.5-coder-1.5b"])), method="winrate")
+    board = leaderboard(Study.from_frame(store.verdicts.table("e2e", judges=["local:qwen2.5-coder-1.5b"])), method="winrate")
     assert set(board.table["model"]) == {"local:smollm2-135m", "local:smollm2-135m@t1.0"}
 
     again = run_job_sync(ReviewJob("e2e", [Judge(qwen)], method="logits"), store)

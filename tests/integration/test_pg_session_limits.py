@@ -159,7 +159,7 @@ def test_an_import_past_the_statement_timeout_exits_2_with_one_line(pg_url, tmp_
     assert len(lines) == 1, child.stderr
     assert "statement timeout (1 s" in lines[0] and STATEMENT_TIMEOUT in lines[0], lines[0]
     with Store(pg_url) as store:
-        assert not store.has_study("s")
+        assert not store.studies.exists("s")
 
 
 def test_the_server_ends_the_work_of_a_client_killed_mid_import(pg_cluster, pg_url, tmp_path):

@@ -103,7 +103,7 @@ def test_peercore_review_sends_a_refused_call_again_only_after_retry_after(tmp_p
     stamps = [t for _, t in log]
     assert stamps[1] - stamps[0] >= wait_s and stamps[2] - stamps[1] >= wait_s  # lower bounds: never a race
     assert "2 calls paid, 0 from cache, 2 retries;" in out.splitlines()[0], out
-    assert len(Store(db).judgments("w")) == 2
+    assert len(Store(db).verdicts.table("w")) == 2
 
 
 @pytest.mark.parametrize("provider, create, read", [

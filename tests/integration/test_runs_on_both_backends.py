@@ -40,7 +40,7 @@ def _review(store: Store, server: FakeLLMServer, **options):
 
 
 def _verdicts(store: Store) -> pd.DataFrame:
-    return store.judgments("s", include_invalid=True).sort_values(KEY, kind="stable").reset_index(drop=True)
+    return store.verdicts.table("s", include_invalid=True).sort_values(KEY, kind="stable").reset_index(drop=True)
 
 
 def test_a_review_run_stores_the_same_verdicts_on_sqlite_and_postgresql(tmp_path, pg_url, keys):
@@ -58,8 +58,8 @@ def test_a_review_run_stores_the_same_verdicts_on_sqlite_and_postgresql(tmp_path
         here, there = (_verdicts(store) for store in stores)
         assert len(here) == 24 and set(here["winner"].dropna()) <= {"model_a", "model_b", "tie"}
         pd.testing.assert_frame_equal(here, there, check_exact=True)
-        pd.testing.assert_frame_equal(stores[0].judges("s"), stores[1].judges("s"))
-        accounts = [store.run_accounting(result.run_id) for store, result in zip(stores, results)]
+        pd.testing.assert_frame_equal(stores[0].judges.table("s"), stores[1].judges.table("s"))
+        accounts = [store.runs.accounting(result.run_id) for store, result in zip(stores, results)]
         assert accounts[0] == accounts[1] and accounts[1]["unaccounted"] == 0
         assert Study(stores[0], "s").counts() == Study(stores[1], "s").counts()
         # a second run of the same job pays nothing on PostgreSQL either
@@ -104,8 +104,8 @@ def test_a_write_lock_held_mid_run_on_postgresql_delays_the_run_and_loses_nothin
     assert not run.is_alive()
     result = outcome["result"]
     assert result.status == "finished" and (result.done, result.failed) == (24, 0), result.failed_items[:2]
-    assert server.requests_total == 24 == len(store.judgments("s", include_invalid=True))
-    assert store.run_accounting(result.run_id)["unaccounted"] == 0
+    assert server.requests_total == 24 == len(store.verdicts.table("s", include_invalid=True))
+    assert store.runs.accounting(result.run_id)["unaccounted"] == 0
     for s in (store, holder):
         s.close()
 
@@ -116,20 +116,20 @@ def test_a_batch_that_breaks_a_constraint_is_stored_item_by_item_on_both(tmp_pat
     # psycopg.errors.CheckViolation): the runner stores that batch's items one by one, as it always did on SQLite.
     store = Store(tmp_path / "c.sqlite" if backend == "sqlite" else request.getfixturevalue("pg_url"))
     make_review_study(store, name="s", questions=2, models=3)
-    add = store.add_judgments
+    add = store.verdicts.add
     broken = []
 
     def add_once_broken(study, frame, **kwargs):
         if not broken:
             broken.append(len(frame))
             store.connect().execute("INSERT INTO verdict_columns (study_id, name) VALUES (?, 'nonsense')",
-                                    (store.study_id(study),))
+                                    (store.studies.study_id(study),))
         return add(study, frame, **kwargs)
 
-    store.add_judgments = add_once_broken
+    store.verdicts.add = add_once_broken
     with FakeLLMServer(seed=5) as server:
         result = _review(store, server)
     assert broken and result.status == "finished" and (result.done, result.failed) == (12, 0)
-    assert len(store.judgments("s")) == 12 == server.requests_total
-    assert store.run_accounting(result.run_id)["unaccounted"] == 0
+    assert len(store.verdicts.table("s")) == 12 == server.requests_total
+    assert store.runs.accounting(result.run_id)["unaccounted"] == 0
     store.close()

@@ -72,7 +72,7 @@ def test_sigkill_halfway_then_resume_repeats_no_finished_item(tmp_path):
         finished_before = _done_items(store, run_id)
         log_at_kill = len(server.request_log)
         assert 60 <= len(finished_before) < 120
-        assert store.run(run_id)["status"] == "running"  # killed: no chance to record anything
+        assert store.runs.get(run_id)["status"] == "running"  # killed: no chance to record anything
 
         result = run_job_sync(ReviewJob(study, [parse_judge_spec(spec)]), store, concurrency=CONCURRENCY,
                               retry=RetryPolicy(max_attempts=4, base_s=0.01))
@@ -98,9 +98,9 @@ def test_sigkill_halfway_then_resume_repeats_no_finished_item(tmp_path):
               f"{len(repeated)} item(s) asked twice (in flight at the kill)")
         assert len(repeated) <= CONCURRENCY and all(asked[item] == 2 for item in repeated)
 
-    judgments = store.judgments(study)
+    judgments = store.verdicts.table(study)
     assert len(judgments) == 120
     assert not judgments.duplicated(["question_id", "model_a", "model_b", "judge"]).any()
-    row = store.run(run_id)
+    row = store.runs.get(run_id)
     assert (row["n_done"], row["n_items"], row["status"]) == (120, 120, "finished")
     assert len(_done_items(store, run_id)) == 120

@@ -79,7 +79,7 @@ def study(tmp_path_factory):
 
 def _both_orders(store: Store, judge: str) -> dict[str, float]:
     """question -> P(strong better), both presentation orders combined (Liusie et al. 2024)."""
-    rows = store.judgments("clear", judges=[judge])
+    rows = store.verdicts.table("clear", judges=[judge])
     p = {(r.question_id, r.model_a): r.p_a for r in rows.itertuples()}
     return {q: (p[(q, "strong")] + 1 - p[(q, "weak")]) / 2 for q in sorted({k[0] for k in p})}
 
@@ -88,7 +88,7 @@ def test_the_default_command_picks_the_better_answer(study, capsys):
     assert main(["review", "--study", "clear", "--db", str(study), "--reviewer", JUDGE, "--no-progress"]) == 0
     out = capsys.readouterr().out
     store = Store(study)
-    settings = store.judges("clear").set_index("name").loc[JUDGE, "settings"]
+    settings = store.judges.table("clear").set_index("name").loc[JUDGE, "settings"]
     assert settings["method"] == "logits" and settings["template"] == "liusie_classifier_numeric"
     combined = _both_orders(store, JUDGE)
     correct = sum(p > 0.5 for p in combined.values())

@@ -58,7 +58,7 @@ def fingerprint(path) -> tuple[list[str], str]:
 @pytest.fixture
 def store(tmp_path):
     store = Store(tmp_path / "fuzz.sqlite")
-    store.create_study("fuzz")
+    store.studies.create("fuzz")
     return store
 
 
@@ -137,7 +137,7 @@ def test_fuzz_strategies_can_produce_valid_and_invalid_inputs(store, tmp_path):
     broken.write_text(SEEDS["judgments.csv"].replace("tie", "tye"))
     with pytest.raises(PeercoreError, match="broken.csv, line 3, column 'winner'"):
         read_path(broken)
-    assert np.isfinite(store.revision("fuzz"))
+    assert np.isfinite(store.studies.revision("fuzz"))
 
 
 # ------------------------------------------------ the fast and careful paths on whole files

@@ -1,7 +1,7 @@
 """Who may do what (issue 20, items 2-4): every role x every action, through :mod:`peercore.app.access`.
 
 Each action is called as the pages will call it (the real store writes: ``import_path``,
-``Store.delete_study``, ``update_study_settings``, ``Store.adjudicate``, ``runner.start_run``
+``Store.studies.delete``, ``update_study_settings``, ``Store.debates.adjudicate``, ``runner.start_run``
 with an in-process fake backend). An allowed action changes the store and leaves exactly one
 audit record; a refused one raises :class:`AccessDenied` naming the role it needs, and the
 SQLite database (its file, its write-ahead log and a full dump) is byte-identical afterwards.
@@ -61,15 +61,15 @@ def world(tmp_path):
     path = tmp_path / "pb.sqlite"
     store = Store(path)
     make_study(store, "alpha", questions=2, models=("m1", "m2"))
-    store.add_debate("alpha", {"debate_key": "d1", "question_id": "q0", "model_a": "m1", "model_b": "m2",
-                               "status": "unresolved"},
+    store.debates.add("alpha", {"debate_key": "d1", "question_id": "q0", "model_a": "m1", "model_b": "m2",
+                                "status": "unresolved"},
                      [{"round": 0, "position": 0, "speaker": "agent-1", "verdict": "model_a"}])
     assert access.seed_roles(store, CONFIG) == 4
     csv = tmp_path / "more.csv"
     pd.DataFrame({"question_id": ["q0"], "model_a": ["m1"], "model_b": ["m2"], "judge": ["human:zoe"],
                   "winner": ["model_b"]}).to_csv(csv, index=False)
     world = {"path": path, "store": store, "csv": csv,
-             "debate": int(store.debates("alpha")["id"].iloc[0])}
+             "debate": int(store.debates.table("alpha")["id"].iloc[0])}
     yield world
     store.close()
 
@@ -141,8 +141,8 @@ def test_every_role_and_every_action(world, who, what):
     actor, held = ACTORS[who]
     action, call = CALLS[what]
     if what == "edit a decision":  # the actor's own decision to edit, made as the store allows anyone
-        store.adjudicate(world["debate"], actor.name, "model_b")
-    before_log = len(store.audit_log())
+        store.debates.adjudicate(world["debate"], actor.name, "model_b")
+    before_log = len(store.access.audit_log())
     if held is None or held < NEEDS[action]:
         before = snapshot(path)
         with pytest.raises(AccessDenied) as refused:
@@ -154,7 +154,7 @@ def test_every_role_and_every_action(world, who, what):
         assert snapshot(path) == before  # byte-identical, and nothing recorded
         return
     call(store, actor, world)
-    log = store.audit_log()
+    log = store.access.audit_log()
     if what in CHECK_ONLY:
         assert len(log) == before_log
         return
@@ -165,7 +165,7 @@ def test_every_role_and_every_action(world, who, what):
         assert new["details"].iloc[0]["estimated_cost_usd"] == 0.0123
         finished = new["details"].iloc[1]
         assert finished["status"] == "finished" and finished["final_cost_usd"] > 0
-        assert len(store.judgments("alpha")) > 0
+        assert len(store.verdicts.table("alpha")) > 0
         return
     assert len(new) == 1
     record = new.iloc[0]
@@ -173,16 +173,16 @@ def test_every_role_and_every_action(world, who, what):
                 "grant a global role": "grant_role", "grant a role": "grant_role"}.get(what, action.value)
     assert record["action"] == expected
     if what == "delete the study":
-        assert not store.has_study("alpha") and record["study"] == "alpha"
+        assert not store.studies.exists("alpha") and record["study"] == "alpha"
         assert record["details"]["held"]["debates"] == 1
     if what == "import":
-        assert record["details"]["file"] == "more.csv" and "human:zoe" in set(store.judgments("alpha")["judge"])
+        assert record["details"]["file"] == "more.csv" and "human:zoe" in set(store.verdicts.table("alpha")["judge"])
     if what == "edit guidelines":
-        assert store.study_settings("alpha")["rubric"] == "Be fair." and record["details"]["after"] == "Be fair."
+        assert store.studies.settings("alpha")["rubric"] == "Be fair." and record["details"]["after"] == "Be fair."
     if what == "set overlap":
-        assert store.study_settings("alpha")["overlap"] == 2 and record["details"] == {"before": 0, "after": 2}
+        assert store.studies.settings("alpha")["overlap"] == 2 and record["details"] == {"before": 0, "after": 2}
     if what == "adjudicate":
-        decided = store.adjudications("alpha")
+        decided = store.debates.adjudications("alpha")
         assert decided["annotator"].tolist() == [actor.name]  # under their own name, never a typed one
 
 
@@ -200,7 +200,7 @@ def test_a_study_role_overrides_the_global_one_both_ways(world):
         access.delete_study(store, owner, "alpha")
     access.create_study(store, owner, "gamma")  # still an owner everywhere else
     access.delete_study(store, owner, "gamma")
-    assert [r["action"] for r in store.audit_log().to_dict("records")][-5:] == [
+    assert [r["action"] for r in store.access.audit_log().to_dict("records")][-5:] == [
         "grant_role", "grant_role", "set_overlap", "create_study", "delete_study"]
 
 
@@ -209,7 +209,7 @@ def test_a_domain_rule_gives_everyone_of_the_domain_a_role(world):
     access.grant(store, ACTORS["owner"][0], "@example.com", "annotator", study="alpha")
     newcomer = Actor.signed_in_as("New.Person@Example.com")
     assert access.adjudicate(store, newcomer, world["debate"], "tie") is True
-    assert store.adjudications("alpha")["annotator"].tolist() == ["new.person@example.com"]
+    assert store.debates.adjudications("alpha")["annotator"].tolist() == ["new.person@example.com"]
     with pytest.raises(AccessDenied, match="needs the editor role"):
         access.edit_guidelines(store, newcomer, "alpha", "x")
 
@@ -234,9 +234,9 @@ def test_importing_into_a_new_study_needs_the_right_to_create_one(world, tmp_pat
     access.import_file(store, viewer, world["csv"], study="alpha")  # an editor of alpha
     with pytest.raises(AccessDenied, match="Creating a study needs the editor role"):
         access.import_file(store, viewer, world["csv"], study="brand new")
-    assert not store.has_study("brand new")
+    assert not store.studies.exists("brand new")
     access.import_file(store, ACTORS["editor"][0], world["csv"], study="brand new")
-    assert store.audit_log("brand new")["details"].iloc[0]["created_study"] is True
+    assert store.access.audit_log("brand new")["details"].iloc[0]["created_study"] is True
 
 
 def test_a_failed_write_leaves_no_record(world):
@@ -244,10 +244,10 @@ def test_a_failed_write_leaves_no_record(world):
     bad = world["csv"].with_name("bad.csv")
     bad.write_text("question_id,model_a,model_b,judge,winner\nq0,m1,m1,j,model_a\n", encoding="utf-8")
     store = world["store"]
-    before = len(store.audit_log())
+    before = len(store.access.audit_log())
     with pytest.raises(ValueError):
         access.import_file(store, ACTORS["editor"][0], bad, study="alpha")
-    assert len(store.audit_log()) == before
+    assert len(store.access.audit_log()) == before
 
 
 def test_seed_roles_is_idempotent_and_the_first_owner_comes_from_the_configuration(world):
@@ -255,10 +255,10 @@ def test_seed_roles_is_idempotent_and_the_first_owner_comes_from_the_configurati
     before = snapshot(world["path"])
     assert access.seed_roles(store, CONFIG) == 0  # every start seeds again: nothing is written
     assert snapshot(world["path"]) == before
-    seeded = store.audit_log()
+    seeded = store.access.audit_log()
     assert set(seeded["actor"]) == {"configuration"} and len(seeded) == 4
     assert access.seed_roles(store, {"owner": ["ada@example.com"], "editor": ["vi@example.com"]}) == 1
-    assert store.role_of("vi@example.com") == "editor"
+    assert store.access.role_of("vi@example.com") == "editor"
     with pytest.raises(ValueError, match="names no owner"):
         access.seed_roles(store, {"editor": ["ed@example.com"]})
     with pytest.raises(ValueError, match="both editor and viewer"):
@@ -275,7 +275,7 @@ def test_signing_in_first_makes_nobody_an_owner(tmp_path):
         access.create_study(store, early, "mine")
     with pytest.raises(AccessDenied, match="Granting global roles needs the owner role"):
         access.grant(store, early, "first@example.com", "owner")
-    assert store.roles().empty and store.audit_log().empty
+    assert store.access.roles().empty and store.access.audit_log().empty
     store.close()
 
 
@@ -284,12 +284,12 @@ def test_a_decision_refused_by_the_overlap_is_recorded_nowhere(world):
     owner, annotator = ACTORS["owner"][0], ACTORS["annotator"][0]
     access.set_overlap(store, owner, "alpha", 1)
     access.adjudicate(store, owner, world["debate"], "model_a")
-    before = len(store.audit_log())
+    before = len(store.access.audit_log())
     from peercore.assignment import DecisionRefused
 
     with pytest.raises(DecisionRefused):
         access.adjudicate(store, annotator, world["debate"], "model_b")
-    assert len(store.audit_log()) == before
+    assert len(store.access.audit_log()) == before
 
 
 @pytest.mark.parametrize("who", list(ACTORS))
@@ -307,23 +307,23 @@ def test_allowed_answers_as_require_does_and_reads_only(world, who):
 
 def _rows(store) -> dict:
     """What a refused action must leave as it was, read through the store on either backend."""
-    return {"studies": store.studies().to_dict("records"), "roles": store.roles().to_dict("records"),
-            "audit": store.audit_log().to_dict("records"), "judgments": store.judgments("alpha").to_dict("records"),
-            "settings": store.study_settings("alpha"), "decisions": store.adjudications("alpha").to_dict("records")}
+    return {"studies": store.studies.table().to_dict("records"), "roles": store.access.roles().to_dict("records"),
+            "audit": store.access.audit_log().to_dict("records"), "judgments": store.verdicts.table("alpha").to_dict("records"),
+            "settings": store.studies.settings("alpha"), "decisions": store.debates.adjudications("alpha").to_dict("records")}
 
 
 def test_the_actions_and_their_records_on_both_backends(db, tmp_path):
     """The same calls on SQLite and PostgreSQL (COPY imports inside the record's transaction there)."""
     store = Store(db)
     make_study(store, "alpha", questions=2, models=("m1", "m2"))
-    store.add_debate("alpha", {"debate_key": "d1", "question_id": "q0", "model_a": "m1", "model_b": "m2",
-                               "status": "unresolved"}, [{"round": 0, "position": 0, "speaker": "s", "verdict": "tie"}])
+    store.debates.add("alpha", {"debate_key": "d1", "question_id": "q0", "model_a": "m1", "model_b": "m2",
+                                "status": "unresolved"}, [{"round": 0, "position": 0, "speaker": "s", "verdict": "tie"}])
     access.seed_roles(store, CONFIG)
     csv = tmp_path / "more.csv"
     pd.DataFrame({"question_id": ["q0"], "model_a": ["m1"], "model_b": ["m2"], "judge": ["human:zoe"],
                   "winner": ["model_b"]}).to_csv(csv, index=False)
     owner, annotator, viewer = ACTORS["owner"][0], ACTORS["annotator"][0], ACTORS["viewer"][0]
-    debate = int(store.debates("alpha")["id"].iloc[0])
+    debate = int(store.debates.table("alpha")["id"].iloc[0])
     before = _rows(store)
     for refused in (lambda: access.import_file(store, annotator, csv, study="alpha"),
                     lambda: access.adjudicate(store, viewer, debate, "tie"),
@@ -338,12 +338,12 @@ def test_the_actions_and_their_records_on_both_backends(db, tmp_path):
     access.adjudicate(store, annotator, debate, "model_a")
     access.grant(store, owner, "vi@example.com", "annotator", study="alpha")
     access.delete_study(store, owner, "alpha")
-    log = store.audit_log("alpha")
+    log = store.access.audit_log("alpha")
     assert log["action"].tolist() == ["import", "edit_guidelines", "adjudicate", "edit_decision", "grant_role",
                                       "delete_study"]
     assert log["actor"].tolist() == ["ed@example.com", "ada@example.com", "an@example.com", "an@example.com",
                                      "ada@example.com", "ada@example.com"]
     held = log["details"].iloc[-1]["held"]
     assert held["debates"] == 1 and held["imports"] == 1 and held["questions"] == 2
-    assert store.roles()["study"].isna().all()  # the study's roles went with it
+    assert store.access.roles()["study"].isna().all()  # the study's roles went with it
     store.close()

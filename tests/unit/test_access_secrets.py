@@ -106,9 +106,9 @@ def team(tmp_path):
 
     path = tmp_path / "team.sqlite"
     store = Store(path)
-    store.create_study("s")
-    store.grant_role("ed@example.org", "editor", granted_by="configuration")
-    store.grant_role("vic@example.org", "viewer", granted_by="configuration")
+    store.studies.create("s")
+    store.access.grant_role("ed@example.org", "editor", granted_by="configuration")
+    store.access.grant_role("vic@example.org", "viewer", granted_by="configuration")
     (tmp_path / "votes.csv").write_text(VOTES, encoding="utf-8")
     yield store, path, tmp_path / "votes.csv"
     store.close()
@@ -127,7 +127,7 @@ def test_a_parsed_upload_is_imported_by_an_editor_and_refused_to_a_viewer(team):
             import_bundle(store, Actor.signed_in_as("vic@example.org"), bundle, study=study, file_name="votes.csv")
     assert snapshot(path) == before and audit_table(store, "s").empty
     import_bundle(store, Actor.signed_in_as("ed@example.org"), bundle, study="s", file_name="/tmp/x/votes.csv")
-    assert len(store.judgments("s")) == 2
+    assert len(store.verdicts.table("s")) == 2
     log = audit_table(store, "s")
     assert log[["actor", "action"]].values.tolist() == [["ed@example.org", "import"]]
     assert '"file": "votes.csv"' in log["details"].iloc[0]  # the name, not the server's temporary path
@@ -146,8 +146,8 @@ def test_judges_are_configured_by_an_editor_and_only_changes_are_recorded(team):
     editor = Actor.signed_in_as("ed@example.org")
     assert configure_judges(store, editor, "s", rows) == 0  # as stored: nothing written
     assert configure_judges(store, editor, "s", [{**rows[0], "kind": "llm"}]) == 1
-    assert store.judges("s").set_index("name").loc["human:zoe", "kind"] == "llm"
-    log = store.audit_log("s")
+    assert store.judges.table("s").set_index("name").loc["human:zoe", "kind"] == "llm"
+    log = store.access.audit_log("s")
     assert log["action"].tolist() == ["import", "configure_judge"]
     assert log["details"].iloc[-1] == {"judge": "human:zoe", "before": {"kind": "human", "model_alias": None},
                                        "after": {"kind": "llm", "model_alias": None}}
@@ -162,9 +162,9 @@ def test_peercore_export_what_audit_writes_the_studys_audit_log(tmp_path, capsys
 
     path = tmp_path / "pb.sqlite"
     with Store(path) as store:
-        store.create_study("s")
+        store.studies.create("s")
         owner = Actor.signed_in_as("ada@example.org")
-        store.grant_role("ada@example.org", "owner", granted_by="configuration")
+        store.access.grant_role("ada@example.org", "owner", granted_by="configuration")
         edit_guidelines(store, owner, "s", "Prefer the correct answer.")
         grant(store, owner, "bob@example.org", "annotator", study="s")
     capsys.readouterr()

@@ -407,7 +407,7 @@ def test_scaleeval_agreement_without_groups_and_errors():
 # ScaleEval (Chern et al. 2024), section 3.3, eq. 2: example-level agreement is
 # (1/n) sum_i 1[v_i = g_i] over ALL n examples; section 8 measures a judge that fails
 # to answer. An unparsed verdict (winner missing, valid = 0, as
-# Store.judgments(include_invalid=True) returns it) is therefore a miss by default.
+# Store.verdicts.table(include_invalid=True) returns it) is therefore a miss by default.
 
 
 def with_invalid(rows) -> pd.DataFrame:

@@ -9,15 +9,15 @@ from peercore.store import Store
 
 
 def test_length_bias_takes_the_stores_judgments_and_answers(tmp_path):
-    # On main: length_bias(store.judgments(s), store.answers(s)) failed (turn NaN in the verdicts, 1 in the answers).
+    # On main: length_bias(store.verdicts.table(s), store.questions.answers(s)) failed (turn NaN in the verdicts, 1 in the answers).
     store = Store(tmp_path / "b.sqlite")
-    store.create_study("s")
-    store.add_questions("s", pd.DataFrame({"question_id": ["q1", "q2"], "text": ["?", "?"]}))
-    store.add_answers("s", pd.DataFrame({"question_id": ["q1", "q1", "q2", "q2"], "model": ["a", "b", "a", "b"],
-                                         "answer": ["short", "a much longer answer", "x", "yy"]}))
-    store.add_judgments("s", pd.DataFrame({"question_id": ["q1", "q2"], "model_a": ["a", "a"], "model_b": ["b", "b"],
-                                           "judge": ["j", "j"], "winner": ["model_b", "model_b"]}))
-    table = length_bias(store.judgments("s"), store.answers("s"))
+    store.studies.create("s")
+    store.questions.add("s", pd.DataFrame({"question_id": ["q1", "q2"], "text": ["?", "?"]}))
+    store.questions.add_answers("s", pd.DataFrame({"question_id": ["q1", "q1", "q2", "q2"], "model": ["a", "b", "a", "b"],
+                                                   "answer": ["short", "a much longer answer", "x", "yy"]}))
+    store.verdicts.add("s", pd.DataFrame({"question_id": ["q1", "q2"], "model_a": ["a", "a"], "model_b": ["b", "b"],
+                                          "judge": ["j", "j"], "winner": ["model_b", "model_b"]}))
+    table = length_bias(store.verdicts.table("s"), store.questions.answers("s"))
     assert table.loc["j", "n"] == 2 and table.loc["j", "longer_win_rate"] == 1.0
 
 

@@ -64,11 +64,11 @@ def stored(db, request):
     """(store, rows written): study ``s`` with the random verdicts and two answers, and an empty study."""
     store = Store(db)
     rows = _rows(np.random.default_rng(request.param))
-    store.create_study("s")
-    store.add_judgments("s", pd.DataFrame(rows))
-    store.add_answers("s", pd.DataFrame({"question_id": ["q-plain", "NA"], "model": ["m1", "lonely"],
-                                         "answer": ["one", "two"]}))
-    store.create_study("empty")
+    store.studies.create("s")
+    store.verdicts.add("s", pd.DataFrame(rows))
+    store.questions.add_answers("s", pd.DataFrame({"question_id": ["q-plain", "NA"], "model": ["m1", "lonely"],
+                                                   "answer": ["one", "two"]}))
+    store.studies.create("empty")
     yield store, rows
     store.close()
 
@@ -92,7 +92,7 @@ def test_odd_texts_come_back_as_written(stored):
     assert _decoded(every) == _written(rows)  # every verdict, readable or not, each vote
     assert set(ODD_QUESTIONS) <= set(every["question_id"])  # "NA", "null", "NaN", "\\N" stay texts, not NULL
     assert "NA" in study.verdicts().judges and set(every["criterion"].dropna()) == {"helpful", "NA"}
-    texts = store.judgments("s", include_invalid=True)["rationale"]
+    texts = store.verdicts.table("s", include_invalid=True)["rationale"]
     assert set(texts.dropna()) == {"", "NULL", "because, \"x\"\nso"}  # "" is a text, None is none
     assert len(Study(store, "empty").verdicts()) == 0
 
@@ -144,8 +144,8 @@ def test_a_write_is_seen_at_once(stored):
     store, _ = stored
     study = Study(store, "s")
     before = study.counts()["judgments"], len(study.judgments(Selection()))
-    store.add_judgments("s", pd.DataFrame({"question_id": ["new"], "model_a": ["m0"], "model_b": ["newcomer"],
-                                           "judge": ["gpt"], "winner": ["tie"]}))
+    store.verdicts.add("s", pd.DataFrame({"question_id": ["new"], "model_a": ["m0"], "model_b": ["newcomer"],
+                                          "judge": ["gpt"], "winner": ["tie"]}))
     assert study.counts()["judgments"] == before[0] + 1
     assert len(study.judgments(Selection())) == before[1] + 1
     assert "newcomer" in study.contestants()
@@ -156,8 +156,8 @@ def test_problems_limit_equals_slicing_and_progress_changes_nothing(tmp_path):
     of whole strategies only."""
     store = Store(tmp_path / "eff.sqlite")
     rows = [r for r in _rows(np.random.default_rng(3), n=900) if r["vote"] == 0]
-    store.create_study("s")
-    store.add_judgments("s", pd.DataFrame(rows))
+    store.studies.create("s")
+    store.verdicts.add("s", pd.DataFrame(rows))
     frame = Study(store, "s").judgments(Selection())
     for judge in ("gpt", "claude"):
         chosen = frame[frame["judge"] == judge]
@@ -189,10 +189,10 @@ def test_probabilities_come_back_bit_for_bit(db):
     store = Store(db)
     values = [0.9030385791534981, 0.6425714758734971, 0.0, 1.0, 2.0 ** -10, np.nextafter(2.0 ** -10, 0.0),
               1e-5, 3e-300, 5e-324, 0.1, 1.0 / 3.0, np.nan, 0.5]
-    store.create_study("p")
-    store.add_judgments("p", pd.DataFrame({"question_id": [f"q{k}" for k in range(len(values))],
-                                           "model_a": "m0", "model_b": "m1", "judge": "gpt",
-                                           "winner": "model_a", "p_a": values}))
+    store.studies.create("p")
+    store.verdicts.add("p", pd.DataFrame({"question_id": [f"q{k}" for k in range(len(values))],
+                                          "model_a": "m0", "model_b": "m1", "judge": "gpt",
+                                          "winner": "model_a", "p_a": values}))
     got = V.to_frame(Study(store, "p").verdicts(), include_invalid=True).sort_values("question_id", key=lambda q: q.str[1:].astype(int))
     assert [v.hex() for v in got["p_a"].fillna(-1.0)] == [v.hex() for v in pd.Series(values).fillna(-1.0)]
     store.close()

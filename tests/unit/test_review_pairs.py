@@ -32,7 +32,7 @@ def test_a_run_of_listed_pairs_calls_and_stores_only_those(store, study):
     backend = FakeBackend("r1")
     result = run_job_sync(ReviewJob(study, [backend], pairs=LISTED), store)
     assert result.status == "finished" and result.calls == len(backend.requests) == 3
-    stored = store.judgments(study, include_invalid=True)
+    stored = store.verdicts.table(study, include_invalid=True)
     assert sorted(zip(stored["question_id"], stored["model_a"], stored["model_b"])) == sorted(LISTED)
     assert result.accounting["verdicts"] == 3
 

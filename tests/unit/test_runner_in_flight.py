@@ -45,7 +45,7 @@ class GatedBackend(FakeBackend):
 @pytest.fixture
 def store(db):  # tests/conftest.py: a SQLite file path, then a PostgreSQL URL
     s = Store(db)
-    s.create_study("demo")
+    s.studies.create("demo")
     yield s
     s.close()
 

@@ -26,8 +26,8 @@ def store(tmp_path):
 
 
 def _add(store: Store, study: str, rows: list[dict]) -> None:
-    store.create_study(study, exist_ok=True)
-    store.add_judgments(study, pd.DataFrame(rows))
+    store.studies.create(study, exist_ok=True)
+    store.verdicts.add(study, pd.DataFrame(rows))
 
 
 def test_final_verdicts_keep_each_agents_last_round_only():
@@ -51,7 +51,7 @@ def test_majority_of_votes_reduces_repeated_votes_of_one_judge():
 def test_judge_kinds_come_from_the_store_not_the_name(store):
     _add(store, "s", [{"question_id": "q", "model_a": "a", "model_b": "b", "judge": "crowd-1", "winner": "model_a"},
                       {"question_id": "q", "model_a": "a", "model_b": "b", "judge": "gpt", "winner": "model_b"}])
-    store.set_judge("s", "crowd-1", kind="human", model_alias=None)
+    store.judges.set("s", "crowd-1", kind="human", model_alias=None)
     study = Study(store, "s")
     assert study.kinds()["crowd-1"] == "human"
     humans = study.judgments(Selection(kinds=("human",)))
@@ -93,14 +93,14 @@ def test_a_tiny_study_is_flagged_not_silently_ranked(store):
 
 
 def test_gold_is_per_debate_panel(store):
-    store.create_study("s")
+    store.studies.create("s")
     for panel, consensus in (("debate:p1", "model_a"), ("debate:p2", "model_b")):
-        store.add_debate("s", {"debate_key": panel, "question_id": "q", "model_a": "a", "model_b": "b",
-                               "status": "agreed", "consensus": consensus, "panel": panel}, [])
-    store.add_debate("s", {"debate_key": "open", "question_id": "q2", "model_a": "a", "model_b": "b",
-                           "status": "unresolved", "panel": "debate:p2"}, [])
-    debate_id = int(store.debates("s", status="unresolved")["id"].iloc[0])
-    store.adjudicate(debate_id, "alice", "tie")
+        store.debates.add("s", {"debate_key": panel, "question_id": "q", "model_a": "a", "model_b": "b",
+                                "status": "agreed", "consensus": consensus, "panel": panel}, [])
+    store.debates.add("s", {"debate_key": "open", "question_id": "q2", "model_a": "a", "model_b": "b",
+                            "status": "unresolved", "panel": "debate:p2"}, [])
+    debate_id = int(store.debates.table("s", status="unresolved")["id"].iloc[0])
+    store.debates.adjudicate(debate_id, "alice", "tie")
     study = Study(store, "s")
     assert study.panels() == ["debate:p2", "debate:p1"]
     assert study.gold("debate:p1")[["judge", "winner"]].values.tolist() == [["debate:p1", "model_a"]]
@@ -169,12 +169,12 @@ def _styled_study(store: Store, name: str = "styled") -> Study:
     """Four contestants on 12 questions in 3 categories and 2 criteria; answers stored; the judge likes length."""
     rng = np.random.default_rng(0)
     models = ["a", "b", "c", "d"]
-    store.create_study(name, exist_ok=True)
-    store.add_questions(name, pd.DataFrame({"question_id": [f"q{i}" for i in range(12)], "text": "?",
+    store.studies.create(name, exist_ok=True)
+    store.questions.add(name, pd.DataFrame({"question_id": [f"q{i}" for i in range(12)], "text": "?",
                                             "category": [["maths", "coding", "writing"][i % 3] for i in range(12)]}))
     answers = [{"question_id": f"q{i}", "model": m, "answer": "x" * int(50 + 100 * k + rng.integers(0, 40))
                 + ("\n# h\n- item" if m == "d" else "")} for i in range(12) for k, m in enumerate(models)]
-    store.add_answers(name, pd.DataFrame(answers))
+    store.questions.add_answers(name, pd.DataFrame(answers))
     rows = []
     for i in range(12):
         for a in models:
@@ -185,7 +185,7 @@ def _styled_study(store: Store, name: str = "styled") -> Study:
                         rows.append({"question_id": f"q{i}", "model_a": a, "model_b": b, "judge": "gpt",
                                      "criterion": criterion,
                                      "winner": "model_a" if (longer if rng.random() < 0.8 else not longer) else "model_b"})
-    store.add_judgments(name, pd.DataFrame(rows))
+    store.verdicts.add(name, pd.DataFrame(rows))
     return Study(store, name)
 
 
@@ -273,10 +273,10 @@ def test_alpha_and_judge_bias_through_the_study(store):
     rows = [{"question_id": f"q{i}", "model_a": "a", "model_b": "b", "judge": judge, "criterion": "helpfulness",
              "winner": "model_a" if (i + k) % 3 else "model_b"} for i in range(12) for k, judge in
             enumerate(["human:x", "human:y", "human:z"])]
-    store.add_judgments("styled", pd.DataFrame(rows))
+    store.verdicts.add("styled", pd.DataFrame(rows))
     result = alpha(study, ["human:"], rounds=100)
     assert result.raters == ("human:x", "human:y", "human:z") and result.units == 12
-    store.set_judge("styled", "gpt", kind="llm", model_alias="d")
+    store.judges.set("styled", "gpt", kind="llm", model_alias="d")
     bias = judge_bias(study, Selection(judges=("gpt",)))
     assert {"position", "self", "length"} == set(bias.table.index.get_level_values("bias"))
     assert bias.table.loc[("gpt", "length"), "coefficient"] > 0     # the judge likes length

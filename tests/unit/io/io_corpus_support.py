@@ -17,10 +17,10 @@ CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 def make_template_db(path: Path) -> Path:
     """A database with a study 'existing': question q1, an answer, and a few verdicts to contradict."""
     store = Store(path)
-    store.create_study("existing")
-    store.add_questions("existing", pd.DataFrame({"question_id": ["q1"], "text": ["What is 2+2?"]}))
-    store.add_answers("existing", pd.DataFrame({"question_id": ["q1"], "model": ["a"], "answer": ["4"]}))
-    store.add_judgments("existing", pd.DataFrame({
+    store.studies.create("existing")
+    store.questions.add("existing", pd.DataFrame({"question_id": ["q1"], "text": ["What is 2+2?"]}))
+    store.questions.add_answers("existing", pd.DataFrame({"question_id": ["q1"], "model": ["a"], "answer": ["4"]}))
+    store.verdicts.add("existing", pd.DataFrame({
         "question_id": ["q1", "q1", "q1", "q1", "q1"], "model_a": ["a", "b", "a", "a", "a"],
         "model_b": ["b", "a", "b", "b", "b"], "judge": ["j", "j", "human:arena", "human:alice", "gpt-4"],
         "winner": ["model_a", "tie", "model_a", "model_a", "model_a"]}))

@@ -247,12 +247,12 @@ def test_another_verdict_on_a_stored_comparison_is_a_repeated_vote_and_the_impor
 
     path = tmp_path / name
     path.write_text(REPEATS[name])
-    before = Store(db).judgments("existing", with_vote=True)
+    before = Store(db).verdicts.table("existing", with_vote=True)
     assert main(["import", str(path), "--study", "existing", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"of them repeated votes of a judge on a comparison it had voted on \(rankings count their "
                      r"majority by default; --each-vote counts each\)", out), out
-    after = Store(db).judgments("existing", with_vote=True)
+    after = Store(db).verdicts.table("existing", with_vote=True)
     added = after.iloc[len(before):]
     assert (added["vote"] > 0).any() and (added.loc[added["vote"] > 0, "question_id"] == "q1").all()
 

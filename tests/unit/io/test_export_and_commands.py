@@ -69,7 +69,7 @@ def test_import_prints_added_and_skipped(judgments_csv, tmp_path, capsys, db):
     assert "into study 'demo'" in out and "judgments          4 added, 0 skipped as already stored (identical)" in out
     assert main(["import", str(judgments_csv), "--db", str(db), "--study", "demo"]) == 0
     assert "judgments          0 added, 4 skipped as already stored (identical)" in capsys.readouterr().out
-    source = Store(db).study_source("demo")
+    source = Store(db).studies.source("demo")
     assert [i["format"] for i in source["imports"]] == ["canonical", "canonical"]
     assert source["imports"][0]["counts"]["judgments"] == {"added": 4, "skipped": 0}
 
@@ -102,7 +102,7 @@ def test_export_leaderboard_jsonl_and_parquet(judgments_csv, tmp_path, capsysbin
     target = tmp_path / "judgments.parquet"
     assert main(["export", "--study", "demo", "--what", "judgments", "--format", "parquet", "--output", str(target),
                  "--judge", "k", "--db", str(db)]) == 0
-    pd.testing.assert_frame_equal(pd.read_parquet(target), Store(db).judgments("demo", judges=["k"]))
+    pd.testing.assert_frame_equal(pd.read_parquet(target), Store(db).verdicts.table("demo", judges=["k"]))
 
 
 def test_export_errors_are_one_line(tmp_path, judgments_csv, capsys, db):

@@ -46,7 +46,7 @@ def test_one_row_per_vote_named_human_annotator(votes_file):
 def test_majority_and_agreement_are_derived_from_stored_votes(votes_file, tmp_path):
     store = Store(tmp_path / "pb.sqlite")
     import_path(votes_file, store=store, study="s")
-    stored = store.judgments("s")
+    stored = store.verdicts.table("s")
     assert len(stored) == 7  # the votes, not a majority in their place
     assert set(stored["judge"]) == {"human:ann", "human:bob", "human:cid"}
     majority = majority_labels(stored)

@@ -54,7 +54,7 @@ def test_a_parquet_binary_column_is_read_as_utf8_text(tmp_path, capsys):
                              "judge": ["j", "j"], "winner": ["model_a", "model_b"]}), path)
     db = tmp_path / "pb.sqlite"
     assert run(capsys, "import", str(path), "--study", "s", "--db", str(db))[0] == 0
-    stored = Store(db).judgments("s")
+    stored = Store(db).verdicts.table("s")
     assert stored["question_id"].tolist() == ["q1", "q2"]  # before: "b'q1'", "b'q2'"
     assert stored["model_a"].tolist() == ["gpt4", "gр\u00e9"]
 
@@ -81,8 +81,8 @@ def test_names_that_look_alike_are_imported_with_a_warning(db, tmp_path, capsys)
     assert "'judge-x' and 'judge-х' (character 7: U+0078 LATIN SMALL LETTER X / U+0445 CYRILLIC SMALL LETTER HA)" \
            in warnings[2]
     store = Store(db)
-    assert {"gpt4", "gрt4", "ｃｌａｕｄｅ"} <= set(store.judgments("s")["model_a"])  # imported as written
-    assert store.imports("s")["counts"].iloc[-1]["warnings"] == warnings_text(warnings)
+    assert {"gpt4", "gрt4", "ｃｌａｕｄｅ"} <= set(store.verdicts.table("s")["model_a"])  # imported as written
+    assert store.studies.imports("s")["counts"].iloc[-1]["warnings"] == warnings_text(warnings)
     store.close()
 
 
@@ -96,7 +96,7 @@ def test_an_invisible_character_in_a_large_file_is_refused_too(tmp_path, capsys)
     path.write_text(HEADER + "".join(rows) + "q-last,model-1,model-2,ju\u200bdge,model_b\n", encoding="utf-8")
     assert path.stat().st_size > 1 << 20
     db = tmp_path / "pb.sqlite"
-    Store(db).create_study("s")
+    Store(db).studies.create("s")
     message = refused(capsys, db, "import", str(path), "--study", "s", "--db", str(db))
     assert message.startswith("large.csv, line 40002, column 'judge': judge 'ju\\u200bdge' holds an invisible "
                               "character, U+200B ZERO WIDTH SPACE, at character 3")
@@ -120,7 +120,7 @@ def test_a_bad_study_name_is_refused_by_peercore_import(name, words, tmp_path, c
     message = refused(capsys, db, "import", str(source), "--study", name, "--db", str(db))
     assert message.startswith("--study: ") and words in message and len(message) < 300
     assert not db.exists()  # refused before the database is opened
-    Store(db).create_study("kept")  # and an existing database stays byte-identical
+    Store(db).studies.create("kept")  # and an existing database stays byte-identical
     refused(capsys, db, "import", str(source), "--study", name, "--db", str(db))
 
 
@@ -134,7 +134,7 @@ def test_a_slash_inside_a_study_name_is_kept_and_its_download_name_is_a_file_nam
     source.write_text(HEADER + "q1,a,b,j,model_a\n")
     db = tmp_path / "pb.sqlite"
     assert main(["import", str(source), "--study", "A/B test <b>x</b>", "--db", str(db)]) == 0
-    assert "A/B test <b>x</b>" in Store(db).studies()["name"].tolist()
+    assert "A/B test <b>x</b>" in Store(db).studies.table()["name"].tolist()
     assert file_name_part("A/B test <b>x</b>") == "A_B test _b_x__b_"
     assert file_name_part("../..") == "_.." and file_name_part("...") == "study"
 
@@ -148,7 +148,7 @@ def test_a_study_named_after_a_file_with_a_line_break_is_refused(tmp_path, capsy
 
 def test_looking_up_a_3000_character_study_name_gives_one_short_line(tmp_path, capsys):
     db = tmp_path / "pb.sqlite"
-    Store(db).create_study("s")
+    Store(db).studies.create("s")
     message = refused(capsys, db, "rank", "--study", "x" * 3000, "--db", str(db))
     assert message.startswith("no study named 'xxx") and len(message) < 300
 
@@ -157,9 +157,9 @@ def test_the_store_refuses_a_bad_new_study_name_on_both_backends(db):
     store = Store(db)
     for name in ("a\nb", "../x", "x" * 201, "a\u200bb", "..", "/etc", "a/../b"):
         with pytest.raises(StoreError, match="study name"):
-            store.create_study(name)
-    assert store.studies().empty
-    store.create_study("prd vicuna80 (2023)")  # ordinary punctuation is fine
+            store.studies.create(name)
+    assert store.studies.table().empty
+    store.studies.create("prd vicuna80 (2023)")  # ordinary punctuation is fine
     store.close()
 
 
@@ -186,7 +186,7 @@ def test_a_criterion_on_a_template_without_a_slot_is_refused_before_any_call(rev
         assert message.startswith("criterion 'X': template 'prd_review' has no place for a criterion (no "
                                   "{criterion} or {rubric})") and "nothing was run" in message
     assert server.requests_total == paid  # before: 0 calls, 4 cached replies stored as openai:gpt-4o~criterion=X
-    assert sorted(Store(db).judgments("s")["judge"].unique()) == ["openai:gpt-4o"]
+    assert sorted(Store(db).verdicts.table("s")["judge"].unique()) == ["openai:gpt-4o"]
     code, out, _ = run(capsys, *review, "--criterion", "helpfulness", "--template", "scaleeval_initial", "--dry-run")
     assert code == 0 and "4 of 4 items to do" in out  # a template that shows the criterion takes one
 

@@ -64,7 +64,7 @@ def test_the_summary_counts_unparsed_verdicts_apart(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "judgments          2 added (1 of them unparsed, kept as invalid), 3 skipped as already stored " \
            "(identical)" in out
-    assert Store(db).imports("s")["counts"].iloc[-1]["invalid_judgments_added"] == 1
+    assert Store(db).studies.imports("s")["counts"].iloc[-1]["invalid_judgments_added"] == 1
 
 
 # ------------------------------------------------------------------------ closed pipe
@@ -81,7 +81,7 @@ def test_a_closed_stdout_after_a_committed_import_is_not_an_error(tmp_path):
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) == 0, stderr
     assert stderr == ""
-    assert len(Store(db).judgments("s")) == 2  # and the import did commit
+    assert len(Store(db).verdicts.table("s")) == 2  # and the import did commit
 
 
 def test_head_in_a_shell_pipeline(tmp_path):
@@ -102,7 +102,7 @@ def test_head_in_a_shell_pipeline(tmp_path):
 def test_two_imports_of_one_question_id_at_once_cannot_cross(tmp_path):
     """On main the second import checked before taking the write lock, and its answer landed on the first's question."""
     db = tmp_path / "pb.sqlite"
-    Store(db).create_study("s")
+    Store(db).studies.create("s")
     first = tmp_path / "first.jsonl"
     first.write_text(json.dumps({"question_id": "q1", "question": "What is 2+2?", "model": "a", "answer": "4"}) + "\n")
     second = tmp_path / "second.jsonl"
@@ -124,7 +124,7 @@ def test_two_imports_of_one_question_id_at_once_cannot_cross(tmp_path):
     assert "second.jsonl, line 1, column 'question_id': question 'q1' is already in study 's' with a different " \
            "text" in err, err
     assert time.monotonic() - waited >= 3  # it waited for the first import's transaction
-    answers = Store(db).answers("s")
+    answers = Store(db).questions.answers("s")
     assert answers["model"].tolist() == ["a"]  # no 'Blue' answer under 'What is 2+2?'
 
 

@@ -102,10 +102,10 @@ def template_db(tmp_path_factory) -> Path:
     """A database with an existing study, to prove that rejected imports leave it alone."""
     path = tmp_path_factory.mktemp("db") / "template.sqlite"
     store = Store(path)
-    store.create_study("existing")
-    store.add_questions("existing", pd.DataFrame({"question_id": ["q1"], "text": ["What is 2+2?"]}))
-    store.add_answers("existing", pd.DataFrame({"question_id": ["q1"], "model": ["a"], "answer": ["4"]}))
-    store.add_judgments("existing", pd.DataFrame({
+    store.studies.create("existing")
+    store.questions.add("existing", pd.DataFrame({"question_id": ["q1"], "text": ["What is 2+2?"]}))
+    store.questions.add_answers("existing", pd.DataFrame({"question_id": ["q1"], "model": ["a"], "answer": ["4"]}))
+    store.verdicts.add("existing", pd.DataFrame({
         "question_id": ["q1", "q1"], "model_a": ["a", "b"], "model_b": ["b", "a"], "judge": ["j", "j"],
         "winner": ["model_a", "tie"]}))
     store.checkpoint()

@@ -124,7 +124,7 @@ def test_answers_import_only_beside_their_questions_and_leave_the_store_unchange
     store = Store(tmp_path / "db.sqlite")
     answers = tmp_path / "answer_gpt4.jsonl"
     write(answers, {"answer_id": "x", "question_id": 1, "model_id": "m", "text": "A"})
-    store.create_study("s")
+    store.studies.create("s")
     with pytest.raises(JudgmentError, match=r"line 1, column 'question_id': answer to question '1'"):
         import_path(answers, store=store, study="s")
     assert Study(store, "s").counts()["answers"] == 0
@@ -132,7 +132,7 @@ def test_answers_import_only_beside_their_questions_and_leave_the_store_unchange
     write(questions, {"question_id": 1, "text": "Q?", "category": "generic"})
     import_path(questions, store=store, study="s")
     import_path(answers, store=store, study="s")
-    assert store.answers("s")[["model", "answer"]].values.tolist() == [["gpt4", "A"]]
+    assert store.questions.answers("s")[["model", "answer"]].values.tolist() == [["gpt4", "A"]]
 
 
 GOOD_ANSWER = '{"answer_id": "x", "question_id": 1, "model_id": "m", "text": "A"}'

@@ -192,9 +192,9 @@ def test_a_sample_data_like_folder_imports_in_one_transaction(tmp_path):
     summary = Study(store, "sample_data").counts()
     assert (summary["questions"], summary["answers"], summary["human_votes"], summary["debates"]) == (2, 3, 2, 2)
     assert summary["unresolved_debates"] == 1 and summary["judgments"] == 2 + 2 + 1  # + the agreed consensus
-    judges = store.judges("sample_data").set_index("name")["kind"].to_dict()
+    judges = store.judges.table("sample_data").set_index("name")["kind"].to_dict()
     assert judges["human:ann"] == "human" and judges["debate:debates"] == "debate"
-    turns = store.debate_turns(store.debates("sample_data")["id"])
+    turns = store.debates.turns(store.debates.table("sample_data")["id"])
     assert turns["verdict"].isna().sum() == 1
     again = import_path(folder, store=store)
     assert sum(c.added for c in again.counts.values()) == 0
@@ -207,7 +207,7 @@ def test_answers_alone_need_their_questions_in_the_study(tmp_path):
                     {"question_id": "q2", "model": "a", "answer": "?"})
     with pytest.raises(JudgmentError, match=r"answers\.jsonl, line 1, column 'question_id': answer to question 'q1'"):
         import_path(answers, store=store, study="s")
-    assert not store.has_study("s")
+    assert not store.studies.exists("s")
     import_path(questions, store=store, study="s")
     with pytest.raises(JudgmentError, match=r"answers\.jsonl, line 2, column 'question_id': answer to question 'q2'"):
         import_path(answers, store=store, study="s")

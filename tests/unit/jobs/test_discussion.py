@@ -117,31 +117,31 @@ def test_debate_job_stores_debates_judgments_and_the_queue(store):
     job = DebateJob("demo", agents, max_rounds=2, name="panel")
     result = run_job_sync(job, store, retry=FAST)
     assert result.status == "finished" and result.done == 2
-    debates = store.debates("demo", kind="debate")
+    debates = store.debates.table("demo", kind="debate")
     assert len(debates) == 2 and set(debates["status"]) == {"unresolved"}
     assert set(debates["criterion"]) == {"helpfulness"} and set(debates["scenario"]) == {"cat"}
     assert set(debates["n_rounds"]) == {1}
-    assert len(store.adjudication_queue("demo")) == 2
-    turns = store.debate_turns(debates["id"])
+    assert len(store.debates.queue("demo")) == 2
+    turns = store.debates.turns(debates["id"])
     assert len(turns) == 2 * 3 * 2
-    judgments = store.judgments("demo")
+    judgments = store.verdicts.table("demo")
     initial = judgments[judgments["round"].isna()]
     final = judgments[judgments["round"] == 1]
     assert len(initial) == 2 * 3 and len(final) == 2 * 3
     assert not any(judgments["judge"].str.startswith("debate:"))  # no consensus when split
     again = run_job_sync(DebateJob("demo", agents, max_rounds=2, name="panel"), store, retry=FAST)
-    assert again.calls == 0 and len(store.debates("demo")) == 2
+    assert again.calls == 0 and len(store.debates.table("demo")) == 2
 
 
 def test_debate_job_consensus_is_a_judgment(store):
     make_study(store, questions=1, models=("m1", "m2"))
     agents = [agent("a", "2"), agent("b", "2")]
     run_job_sync(DebateJob("demo", agents), store, retry=FAST)
-    judgments = store.judgments("demo")
+    judgments = store.verdicts.table("demo")
     consensus = judgments[judgments["judge"] == "debate:scaleeval"]
     assert len(consensus) == 1 and consensus["winner"].item() == "model_b"
     assert consensus["criterion"].item() == "helpfulness"
-    assert store.judges("demo").set_index("name").loc["debate:scaleeval", "kind"] == "debate"
+    assert store.judges.table("demo").set_index("name").loc["debate:scaleeval", "kind"] == "debate"
 
 
 def test_debate_job_validates(study):
@@ -192,10 +192,10 @@ def test_discussion_job_runs_both_leader_orders_and_reuses_the_initial_reviews(s
     result = run_job_sync(job, store, retry=FAST)
     assert result.done == 4  # 2 ordered pairs x 2 leaders
     assert result.calls == 2 * 2 + 4 * 2  # initial reviews paid once per order, then 2 turns each
-    debates = store.debates("demo", kind="discussion")
+    debates = store.debates.table("demo", kind="discussion")
     assert len(debates) == 4
     assert sorted(m["leader"] for m in debates["metadata"]) == ["x", "x", "y", "y"]
-    judgments = store.judgments("demo", with_vote=True)
+    judgments = store.verdicts.table("demo", with_vote=True)
     finals = judgments[judgments["round"] == 2]
     assert len(finals) == 8 and set(finals["vote"]) == {0, 1}
     assert len(judgments[judgments["round"].isna()]) == 4  # initial reviews, stored once
@@ -266,12 +266,12 @@ def test_debate_job_runs_the_compact_templates(store):
     assert "Reply with exactly two lines:\nVerdict: 1 if Submission 1 is better" in first.messages[-1]["content"]
     assert "This is discussion round 1." in second.messages[-1]["content"]
     assert "[Your previous evaluation]\nVerdict: 1\nReason:" in second.messages[-1]["content"]
-    debate = store.debates("demo", kind="debate").iloc[0]
+    debate = store.debates.table("demo", kind="debate").iloc[0]
     assert (debate["status"], debate["consensus"], debate["n_rounds"]) == ("agreed", "model_b", 1)
     assert debate["metadata"]["templates"] == ["scaleeval_compact_initial", "scaleeval_compact_discussion"]
-    turns = store.debate_turns([debate["id"]])
+    turns = store.debates.turns([debate["id"]])
     assert turns["verdict"].notna().all() and len(turns) == 4
-    judgments = store.judgments("demo")
+    judgments = store.verdicts.table("demo")
     b_initial = judgments[(judgments["judge"] == "b") & judgments["round"].isna()].iloc[0]
     assert b_initial["winner"] == "model_a" and b_initial["rationale"] == "Reason: Submission 2 is not as clear."
     assert judgments.loc[judgments["judge"] == "debate:panel", "winner"].tolist() == ["model_b"]
@@ -305,7 +305,7 @@ def test_two_agents_of_one_model_at_one_temperature_sample_with_their_own_seeds(
     agents = [Judge(shared, name="warm-a", temperature=0.7, seed=1), Judge(shared, name="warm-b", temperature=0.7, seed=2)]
     run_job_sync(DebateJob("demo", agents, max_rounds=1, **COMPACT), store, retry=FAST)
     assert sorted(r.seed for r in shared.requests) == [1, 2]  # two calls: no shared cached reply
-    turns = store.debate_turns(store.debates("demo")["id"]).set_index("speaker")
+    turns = store.debates.turns(store.debates.table("demo")["id"]).set_index("speaker")
     assert turns.loc["warm-a", "verdict"] == "model_b" and turns.loc["warm-b", "verdict"] == "model_a"
     assert [a["seed"] for a in DebateJob("demo", agents).config()["agents"]] == [1, 2]
     assert "seed" not in Judge(shared).describe()  # unseeded judges keep the config they had

@@ -100,7 +100,7 @@ def test_estimate_of_a_debate_is_a_range(store, study):
 def test_estimate_spends_nothing(store, study):
     backend = FakeBackend()
     estimate(ReviewJob(study, [backend]), store, prices=PRICES)
-    assert backend.requests == [] and len(store.runs(study)) == 0
+    assert backend.requests == [] and len(store.runs.table(study)) == 0
 
 
 # ------------------------------------------------------------------------- specs
@@ -153,7 +153,7 @@ def test_dry_run_prints_the_estimate_and_sends_nothing(db, capsys):
     assert code == 0 and "18 of 18 items to do" in out and "$" in out
     from peercore.store import Store
 
-    assert len(Store(db).runs("demo")) == 0
+    assert len(Store(db).runs.table("demo")) == 0
 
 
 def test_dry_run_json(db, capsys):
@@ -182,7 +182,7 @@ def test_debate_command_takes_the_templates(db, capsys):
     assert payload["run_id"] == job.run_id()
     assert payload["run_id"] != DebateJob("demo", [parse_judge_spec(a) for a in agents], max_rounds=3,
                                           max_tokens=80).run_id()
-    assert len(Store(db).runs("demo")) == 0
+    assert len(Store(db).runs.table("demo")) == 0
     code = main(["debate", "--study", "demo", "--db", db, "--dry-run", "--agent", "a=openai:gpt-4o", "--agent",
                  "b=openai:gpt-4o", "--initial-template", "prd_review"])
     err = capsys.readouterr().err.strip()

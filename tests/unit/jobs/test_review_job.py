@@ -32,7 +32,7 @@ def test_answer_job_asks_each_contestant_each_question_once(store):
     b = FakeBackend("b", reply=lambda r: "B says " + r.messages[-1]["content"])
     result = run(AnswerJob("demo", [a, b], system_prompt=None), store)
     assert result.done == 6 and len(a.requests) == 3 and len(b.requests) == 3
-    answers = store.answers("demo")
+    answers = store.questions.answers("demo")
     assert set(answers["model"]) == {"fake:a", "fake:b"}
     row = answers[(answers["model"] == "fake:a") & (answers["question_id"] == "q1")]
     assert row["answer"].item() == "A says Question number 1?"
@@ -41,12 +41,12 @@ def test_answer_job_asks_each_contestant_each_question_once(store):
 
 def test_answer_job_keeps_existing_answers_and_skips_empty_ones(store):
     make_study(store, questions=2, answers=False)
-    store.add_answers("demo", pd.DataFrame({"question_id": ["q0"], "model": ["fake:a"], "answer": ["imported"]}))
+    store.questions.add_answers("demo", pd.DataFrame({"question_id": ["q0"], "model": ["fake:a"], "answer": ["imported"]}))
     a = FakeBackend("a", reply=lambda r: "" if "1" in r.messages[-1]["content"] else "generated")
     result = run(AnswerJob("demo", [a]), store)
     assert len(a.requests) == 1  # q0 already answered; q1 asked
     assert result.invalid == 1 and result.status == "finished"
-    answers = store.answers("demo")
+    answers = store.questions.answers("demo")
     assert answers["answer"].tolist() == ["imported"]  # the empty answer was not stored
 
 
@@ -124,10 +124,10 @@ def test_review_all_pairs_for_every_reviewer(store, study):
     assert len(items) == 3 * 6 * 2  # questions x ordered pairs of 3 models x reviewers
     result = run(job, store)
     assert result.done == 36 and result.calls == 36
-    judgments = store.judgments(study)
+    judgments = store.verdicts.table(study)
     assert len(judgments) == 36 and set(judgments["judge"]) == {"fake:r1", "fake:r2"}
     assert set(judgments["winner"]) <= {"model_a", "model_b", "tie"}
-    judges = store.judges(study).set_index("name")
+    judges = store.judges.table(study).set_index("name")
     assert judges.loc["fake:r1", "kind"] == "llm"
 
 
@@ -145,7 +145,7 @@ def test_review_request_shows_the_first_model_first(store, study):
 def test_review_judge_that_is_a_contestant_gets_an_alias(store):
     make_study(store, models=("fake:judge", "m2"))
     run(ReviewJob("demo", [FakeBackend()]), store)
-    assert store.judge_aliases("demo") == {"fake:judge": "fake:judge"}
+    assert store.judges.aliases("demo") == {"fake:judge": "fake:judge"}
 
 
 def test_review_budget_sets_k_per_question(store, study):
@@ -195,7 +195,7 @@ def test_review_unreadable_output_is_stored_invalid_with_raw_text(store, study):
     backend = FakeBackend(reply=lambda r: "Both have merits; hard to say.")
     result = run(ReviewJob(study, [backend], questions=["q0"], contestants=["m1", "m2"]), store)
     assert result.invalid == 2 and result.status == "finished"
-    assert len(store.judgments(study)) == 0
+    assert len(store.verdicts.table(study)) == 0
     rows = store.connect().execute("SELECT valid, winner, raw FROM judgments").fetchall()
     assert [tuple(r) for r in rows] == [(0, None, "Both have merits; hard to say.")] * 2
     assert Study(store, study).counts()["invalid_judgments"] == 2
@@ -209,7 +209,7 @@ def test_review_logprobs_gives_p_a_from_label_probabilities(store, study):
 
     backend = FakeBackend(reply=reply, capabilities=Capabilities(logprobs=True, prefill=True))
     run(ReviewJob(study, [backend], method="logprobs", questions=["q0"]), store)
-    judgments = store.judgments(study)
+    judgments = store.verdicts.table(study)
     assert judgments["p_a"].tolist() == pytest.approx([0.75] * 6)
     assert set(judgments["winner"]) == {"model_a"}
 
@@ -222,13 +222,13 @@ def test_review_samples_gives_the_share_of_first_answer_verdicts(store, study):
     run(ReviewJob(study, [backend], method="samples", samples=4, questions=["q0"], contestants=["m1", "m2"]), store)
     assert len(backend.requests) == 2 * 4
     assert {r.temperature for r in backend.requests} == {1.0}
-    judgments = store.judgments(study)
+    judgments = store.verdicts.table(study)
     assert judgments["p_a"].tolist() == pytest.approx([0.75, 0.75])
 
 
 def test_review_verdict_method_stores_no_probability(store, study):
     run(ReviewJob(study, [FakeBackend()], questions=["q0"]), store)
-    judgments = store.judgments(study)
+    judgments = store.verdicts.table(study)
     assert judgments["p_a"].isna().all() and judgments["rationale"].str.startswith("Reasoning").all()
 
 
@@ -288,7 +288,7 @@ def test_review_with_named_judges_of_one_backend(store, study):
     judges = [Judge(backend, name="cool", temperature=0.3), Judge(backend, name="warm", temperature=0.9)]
     run(ReviewJob(study, judges, method="samples", samples=2, questions=["q0"], contestants=["m1", "m2"]), store)
     assert sorted({r.temperature for r in backend.requests}) == [0.3, 0.9]
-    assert set(store.judgments(study)["judge"]) == {"cool", "warm"}
+    assert set(store.verdicts.table(study)["judge"]) == {"cool", "warm"}
 
 
 def test_a_review_refuses_per_judge_seeds(study):
@@ -302,5 +302,5 @@ def test_an_answer_request_carries_the_contestants_seed(store):
     backend = FakeBackend(reply=lambda request: f"answer with seed {request.seed}")
     contestants = [Judge(backend, name="c1", temperature=0.7, seed=1), Judge(backend, name="c2", temperature=0.7, seed=2)]
     run(AnswerJob("demo", contestants), store)
-    answers = store.answers("demo").set_index("model")["answer"]
+    answers = store.questions.answers("demo").set_index("model")["answer"]
     assert (answers["c1"], answers["c2"]) == ("answer with seed 1", "answer with seed 2")

@@ -64,7 +64,7 @@ def test_show_prompts_prints_the_exact_debate_prompts_and_spends_nothing(db, cap
     assert "[Criteria]" in out and NAMED not in out
     assert load_rubric("helpfulness/masked").render() in out  # the masked rubric itself, as sent
     assert "later call(s) of this item quote earlier replies" in out  # rounds after the first are not fixed
-    assert len(Store(db).runs("demo")) == 0  # nothing run, nothing stored
+    assert len(Store(db).runs.table("demo")) == 0  # nothing run, nothing stored
     assert main([*args, "--json"]) == 0
     prompts = json.loads(capsys.readouterr().out)
     assert [p["judge"] for p in prompts][:2] in (["openai:gpt-4o", "anthropic:claude-3-5-haiku"],
@@ -83,4 +83,4 @@ def test_show_prompts_for_review_and_discuss(db, capsys):
     prompts = json.loads(capsys.readouterr().out)
     # each discussion: the two initial reviews are fixed, its 2 turns quote them
     assert len(prompts) == 5 and {p["later_calls"] for p in prompts} == {2}
-    assert len(Store(db).runs("demo")) == 0
+    assert len(Store(db).runs.table("demo")) == 0

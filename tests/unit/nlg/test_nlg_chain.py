@@ -115,7 +115,7 @@ def test_known_scores_are_recovered_through_the_whole_chain(tmp_path, capsys):
 
 def test_bad_requests_exit_2_with_one_line(tmp_path, capsys):
     db = str(tmp_path / "pb.sqlite")
-    Store(db).create_study("empty")
+    Store(db).studies.create("empty")
     assert main(["nlg", "evaluate", "--study", "empty", "--db", db, "--attribute", "coherence"]) == 2
     assert "has no human scores on 'coherence'" in capsys.readouterr().err
     assert main(["nlg", "score", "--study", "empty", "--db", db, "--judge", "local:qwen2.5-coder-1.5b",

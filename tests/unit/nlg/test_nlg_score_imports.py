@@ -43,18 +43,18 @@ def test_usr_file_imports_360_rows_6_attributes_range_checked(store):
     report = import_path(path, store=store, study="tc")
     records = json.loads(path.read_text())
     assert len(records) == 360
-    scores = store.human_scores("tc")
+    scores = store.scores.human_scores("tc")
     assert len(scores) == 360 * 6 and report.counts["human_scores"].added == 2160
     assert list(dict.fromkeys(scores["attribute"])) == list(USR_SCALES)
     for attribute, (low, high) in USR_SCALES.items():
         values = scores.loc[scores["attribute"] == attribute, "value"]
         assert len(values) == 360 and values.between(low, high).all()
     # contexts by position: 60 of them although only 50 context strings are distinct
-    questions = store.questions("tc")
+    questions = store.questions.table("tc")
     assert len(questions) == 60 and questions["question_id"].iloc[0] == "topical_chat-00"
     assert len({r["context"] for r in records}) == 50
     assert scores.groupby("question_id")["model"].nunique().eq(6).all()
-    assert len(store.answers("tc")) == 360
+    assert len(store.questions.answers("tc")) == 360
     # the first record's coherence, as in the file
     first = scores[(scores["question_id"] == "topical_chat-00") & (scores["model"] == records[0]["system_id"])]
     assert first.set_index("attribute")["value"]["coherence"] == pytest.approx(records[0]["scores"]["coherence"])
@@ -86,7 +86,7 @@ def _usr_copy(tmp_path, edit):
 ])
 def test_usr_bad_records_are_refused_naming_line_and_field(tmp_path, store, edit, column, words):
     path, records = _usr_copy(tmp_path, edit)
-    store.create_study("tc")
+    store.studies.create("tc")
     before = _snapshot(store)
     with pytest.raises(JudgmentError) as caught:
         import_path(path, store=store, study="tc", format="usr")
@@ -113,7 +113,7 @@ def test_generic_score_table_reads_attribute_columns(tmp_path, store):
     assert bundle.notes["not_rated"] == 1 and bundle.notes["human_scores"] == 5
     report = import_path(path, store=store, study="s")
     assert report.counts["human_scores"].added == 5
-    scores = store.human_scores("s")
+    scores = store.scores.human_scores("s")
     assert scores.values.tolist() == [["d1", "sys-a", "coherence", 2.67], ["d1", "sys-b", "coherence", 1.33],
                                       ["d2", "sys-a", "coherence", 3.0], ["d1", "sys-a", "engagingness", 3.0],
                                       ["d2", "sys-a", "engagingness", 2.5]]
@@ -135,7 +135,7 @@ def test_generic_score_table_reads_attribute_columns(tmp_path, store):
 def test_generic_score_table_bad_rows_are_refused_naming_line_and_field(tmp_path, store, text, line, column, words):
     path = tmp_path / "scores.csv"
     path.write_text(text)
-    store.create_study("s")
+    store.studies.create("s")
     before = _snapshot(store)
     with pytest.raises(JudgmentError) as caught:
         import_path(path, store=store, study="s", format="human-scores")
@@ -170,18 +170,18 @@ def test_another_value_for_a_stored_score_is_refused_at_its_line(tmp_path, store
 
 
 def test_judge_scores_round_trip_and_refuse_bad_rows(tmp_path, store):
-    store.create_study("s")
-    store.add_judge_scores("s", pd.DataFrame([
+    store.studies.create("s")
+    store.scores.add_judge_scores("s", pd.DataFrame([
         {"question_id": "d1", "model": "a", "judge": "local:x", "attribute": "coherence", "score": 7.0,
          "expected": 6.5, "distribution": {"7": 0.5}},
         {"question_id": "d1", "model": "b", "judge": "local:x", "attribute": "coherence", "valid": 0,
          "raw": "Score: seven"},
     ]))
     path = tmp_path / "judge_scores.csv"
-    judge_scores_table(store.judge_scores("s", include_invalid=True)).to_csv(path, index=False)
+    judge_scores_table(store.scores.judge_scores("s", include_invalid=True)).to_csv(path, index=False)
     assert detect_format(path) == "judge-scores"
     import_path(path, store=store, study="copy")
-    copied = store.judge_scores("copy", include_invalid=True)
+    copied = store.scores.judge_scores("copy", include_invalid=True)
     assert copied[["model", "score", "expected", "valid", "raw"]].astype(object).where(copied.notna(), None)[
         ["model", "valid", "raw"]].values.tolist() == [["a", 1, None], ["b", 0, "Score: seven"]]
     assert copied["expected"].iloc[0] == 6.5 and copied["value"].iloc[0] == 6.5
@@ -193,8 +193,8 @@ def test_judge_scores_round_trip_and_refuse_bad_rows(tmp_path, store):
 
 
 def test_an_import_cannot_write_scores_under_a_run_judge(tmp_path, store):
-    store.create_study("s")
-    store.resolve_judge("s", "local:x", {"backend": "local", "model": "x", "role": "score"}, register=True)
+    store.studies.create("s")
+    store.judges.resolve("s", "local:x", {"backend": "local", "model": "x", "role": "score"}, register=True)
     path = tmp_path / "scores.csv"
     path.write_text("question_id,model,judge,score\nd1,a,local:x,7\n")
     before = _snapshot(store)
@@ -211,4 +211,4 @@ def test_a_folder_of_usr_and_scores_imports_each_part(tmp_path, store):
     (folder / "extra.csv").write_text("question_id,model,fluency\ntopical_chat-00,Argmax Decoding,2\n")
     report = import_path(folder, store=store, study="tc")
     assert report.counts["human_scores"].added == 2161
-    assert store.human_scores("tc", attribute="fluency")["value"].tolist() == [2.0]
+    assert store.scores.human_scores("tc", attribute="fluency")["value"].tolist() == [2.0]

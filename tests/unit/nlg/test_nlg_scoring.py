@@ -105,8 +105,8 @@ class ScoreBackend(Backend):
 
 
 def _study(store: Store) -> dict[str, int]:
-    store.create_study("s")
-    store.add_questions("s", pd.DataFrame({"question_id": ["q1", "q2"], "text": ["Context one.", "Context two."]}))
+    store.studies.create("s")
+    store.questions.add("s", pd.DataFrame({"question_id": ["q1", "q2"], "text": ["Context one.", "Context two."]}))
     quality = {}
     rows = []
     for q in ("q1", "q2"):
@@ -114,7 +114,7 @@ def _study(store: Store) -> dict[str, int]:
             text = f"answer {m} to {q}"
             quality[text] = value
             rows.append({"question_id": q, "model": m, "answer": text})
-    store.add_answers("s", pd.DataFrame(rows))
+    store.questions.add_answers("s", pd.DataFrame(rows))
     return quality
 
 
@@ -126,7 +126,7 @@ def test_the_score_job_stores_expected_scores_and_accounts_for_every_call(tmp_pa
     assert default_score_method(backend) == "auto" and job.settings["local:fake-scorer"].concrete == "logits"
     result = run_job_sync(job, store, concurrency=1)
     assert result.status == "finished" and result.invalid == 1
-    scores = store.judge_scores("s", include_invalid=True)
+    scores = store.scores.judge_scores("s", include_invalid=True)
     assert len(scores) == 6 and scores["attribute"].eq("coherence").all()
     good = scores[scores["valid"] == 1].set_index(["question_id", "model"])
     # P(8) = 0.6 / 0.9, P(9) = 0.3 / 0.9 -> 8 1/3; the text reading is the likeliest token
@@ -134,7 +134,7 @@ def test_the_score_job_stores_expected_scores_and_accounts_for_every_call(tmp_pa
     assert good.loc[("q1", "a"), "score"] == 8.0 and good.loc[("q1", "a"), "distribution"]["8"] == pytest.approx(2 / 3)
     bad = scores[scores["valid"] == 0].iloc[0]
     assert bad["model"] == "c" and bad["raw"] == "Score: \n" and math.isnan(bad["expected"])
-    accounting = store.run_accounting(result.run_id)
+    accounting = store.runs.accounting(result.run_id)
     assert accounting["calls_paid"] == 6 and accounting["scores"] == 6 and accounting["unaccounted"] == 0
     # the prompt: the context first (a shared prefix), the attribute's words, the scale, the prefill
     request = backend.requests[0]
@@ -146,7 +146,7 @@ def test_the_score_job_stores_expected_scores_and_accounts_for_every_call(tmp_pa
     again = run_job_sync(ScoreJob("s", [ScoreBackend(quality)], attribute="coherence"), store, concurrency=1)
     assert again.calls == 0 and again.done == 6
     # the judge is its configuration: role score, the attribute, the scale
-    judges = store.judges("s").set_index("name")
+    judges = store.judges.table("s").set_index("name")
     settings = judges.loc["local:fake-scorer", "settings"]
     assert settings["role"] == "score" and settings["criterion"] == "coherence" and settings["scale"] == "1-9"
     store.close()

@@ -77,14 +77,14 @@ class FakeBackend(Backend):
 
 def make_study(store: Store, name: str = "demo", *, questions: int = 3, models=("m1", "m2", "m3"),
                answers: bool = True) -> str:
-    store.create_study(name)
-    store.add_questions(name, pd.DataFrame({
+    store.studies.create(name)
+    store.questions.add(name, pd.DataFrame({
         "question_id": [f"q{i}" for i in range(questions)],
         "text": [f"Question number {i}?" for i in range(questions)],
         "category": ["cat"] * questions,
     }))
     if answers:
-        store.add_answers(name, pd.DataFrame([
+        store.questions.add_answers(name, pd.DataFrame([
             {"question_id": f"q{i}", "model": m, "answer": f"{m} answers question {i}."}
             for i in range(questions) for m in models
         ]))
@@ -129,8 +129,8 @@ class EchoJob(Job):
         completion = await ctx.complete(self.backend, self.request(item))
 
         def write(store, run_id):
-            store.add_answers(self.study, pd.DataFrame({"question_id": [item], "model": ["echo"],
-                                                        "answer": [completion.text]}), run_id=run_id)
+            store.questions.add_answers(self.study, pd.DataFrame({"question_id": [item], "model": ["echo"],
+                                                                  "answer": [completion.text]}), run_id=run_id)
             if item in self.fail_write:
                 self.fail_write.discard(item)
                 raise RuntimeError(f"simulated crash while committing {item}")

@@ -46,7 +46,7 @@ def store(db):  # tests/conftest.py: a SQLite file path, then a PostgreSQL URL
 
 @pytest.fixture
 def demo(store):
-    store.create_study("demo")
+    store.studies.create("demo")
     return "demo"
 
 
@@ -58,13 +58,13 @@ def test_every_item_is_stored_once_and_a_rerun_makes_no_call(store, demo):
     result = run(EchoJob(demo, backend, 12), store)
     assert result.status == "finished" and result.ok
     assert (result.done, result.total, result.calls, result.cached) == (12, 12, 12, 0)
-    answers = store.answers(demo)
+    answers = store.questions.answers(demo)
     assert sorted(answers["question_id"]) == sorted(f"i{k}" for k in range(12))
     assert set(answers["answer"]) == {f"ok i{k}" for k in range(12)}
     again = FakeBackend()
     result = run(EchoJob(demo, again, 12), store)
     assert result.status == "finished" and result.calls == 0 and again.requests == []
-    assert store.run(result.run_id)["n_done"] == 12
+    assert store.runs.get(result.run_id)["n_done"] == 12
 
 
 def test_a_new_job_with_identical_calls_reads_them_from_the_cache(store, demo):
@@ -95,13 +95,13 @@ def test_run_id_is_deterministic_and_names_the_kind(demo):
 def test_resuming_a_run_of_another_job_is_refused_and_leaves_the_run_as_it_was(store, demo):
     # Issue 8: a refused resume (--run-id with changed options) flipped the finished run to "failed".
     first = run(EchoJob(demo, FakeBackend(), 2), store)
-    before = store.run(first.run_id)
+    before = store.runs.get(first.run_id)
     backend = FakeBackend()
     with pytest.raises(RunnerError, match="was made by another job .*differ in n.*left as it was and nothing was spent"):
         run(EchoJob(demo, backend, 3), store, run_id=first.run_id)
-    after = store.run(first.run_id)
+    after = store.runs.get(first.run_id)
     assert after["status"] == "finished" == before["status"] and after["n_items"] == before["n_items"] == 2
-    assert store.pending_items(first.run_id) == [] and backend.requests == []
+    assert store.runs.pending_items(first.run_id) == [] and backend.requests == []
 
 
 # ----------------------------------------------------------------------- retries
@@ -123,7 +123,7 @@ def test_retries_exhausted_fail_the_item_and_the_next_run_retries_it(store, demo
     result = run(job, store, concurrency=1, retry=RetryPolicy(max_attempts=4, base_s=0.001))
     assert result.status == "failed" and result.failed == 1 and result.done == 1
     assert result.failed_items[0][0] == "i0" and "gave up after 4 attempts" in result.failed_items[0][1]
-    assert store.pending_items(result.run_id) == ["i0"]
+    assert store.runs.pending_items(result.run_id) == ["i0"]
     result = run(EchoJob(demo, backend, 2), store)
     assert result.status == "finished" and result.done == 2 and result.calls == 1
 
@@ -140,7 +140,7 @@ def test_missing_credentials_abort_the_run_with_the_message(store, demo):
     result = run(EchoJob(demo, backend, 20), store, concurrency=2)
     assert result.status == "failed" and "OPENAI_API_KEY" in result.error
     assert len(backend.requests) <= 2  # stopped at once, not once per item
-    assert store.run(result.run_id)["status"] == "failed"
+    assert store.runs.get(result.run_id)["status"] == "failed"
 
 
 @pytest.mark.parametrize("attempt", [0, 1, 3, 10])
@@ -252,24 +252,24 @@ def test_a_crash_between_the_call_and_the_commit_loses_nothing_and_pays_once(sto
     with pytest.raises(RuntimeError, match="simulated crash"):
         run(job, store, concurrency=1)
     run_id = job.run_id()
-    assert store.run(run_id)["status"] == "failed"
-    assert "i2" in store.pending_items(run_id)
-    assert "i2" not in set(store.answers(demo)["question_id"])  # rolled back with its done mark
+    assert store.runs.get(run_id)["status"] == "failed"
+    assert "i2" in store.runs.pending_items(run_id)
+    assert "i2" not in set(store.questions.answers(demo)["question_id"])  # rolled back with its done mark
     calls_before = len(backend.requests)
     result = run(job, store, concurrency=1)
-    assert result.status == "finished" and store.run(run_id)["n_done"] == 4
-    assert sorted(store.answers(demo)["question_id"]) == ["i0", "i1", "i2", "i3"]
+    assert result.status == "finished" and store.runs.get(run_id)["n_done"] == 4
+    assert sorted(store.questions.answers(demo)["question_id"]) == ["i0", "i1", "i2", "i3"]
     new = [r.messages[0]["content"] for r in backend.requests[calls_before:]]
     assert "i2" not in new  # its call came from the cache
     # tokens of the call paid before the crash are counted once, in the resumed item
-    assert store.run(run_id)["prompt_tokens"] == 4 * backend.prompt_tokens
+    assert store.runs.get(run_id)["prompt_tokens"] == 4 * backend.prompt_tokens
 
 
 def test_invalid_items_are_settled_and_not_redone(store, demo):
     backend = FakeBackend()
     result = run(EchoJob(demo, backend, 3, invalid={"i1"}), store)
     assert result.status == "finished" and result.invalid == 1 and result.done == 3
-    assert store.pending_items(result.run_id) == []
+    assert store.runs.pending_items(result.run_id) == []
 
 
 # ------------------------------------------------------------- cancel, progress
@@ -286,13 +286,13 @@ def test_cancel_stops_new_work_and_a_rerun_finishes_without_repeating(store, dem
     result = run(EchoJob(demo, backend, 40), store, concurrency=2, cancel=cancel, on_progress=progress,
                  commit_batch=1)
     assert result.status == "cancelled" and 5 <= result.done < 40
-    assert store.run(result.run_id)["status"] == "cancelled"
+    assert store.runs.get(result.run_id)["status"] == "cancelled"
     first = [r.messages[0]["content"] for r in backend.requests]
     result = run(EchoJob(demo, backend, 40), store, concurrency=2)
     assert result.status == "finished" and result.done == 40
     later = [r.messages[0]["content"] for r in backend.requests[len(first):]]
     assert not set(later) & set(first)  # no item asked twice
-    assert len(store.answers(demo)) == 40
+    assert len(store.questions.answers(demo)) == 40
 
 
 def test_progress_events_count_up_to_the_total(store, demo):
@@ -317,7 +317,7 @@ def test_cost_and_tokens_are_accounted_per_run(store, demo):
     result = run(EchoJob(demo, backend, 4), store)
     expected = 4 * (1000 * 1.0 + 500 * 2.0) / 1e6
     assert result.cost_usd == pytest.approx(expected)
-    row = store.run(result.run_id)
+    row = store.runs.get(result.run_id)
     assert row["cost_usd"] == pytest.approx(expected)
     assert (row["prompt_tokens"], row["completion_tokens"]) == (4000, 2000)
 
@@ -390,7 +390,7 @@ def test_finished_items_are_committed_in_batches_with_their_results(store, demo)
 
     def progress(event):
         events.append(event.done)
-        seen.append(len(store.answers(demo)))  # what is durable when the event fires
+        seen.append(len(store.questions.answers(demo)))  # what is durable when the event fires
 
     run(EchoJob(demo, FakeBackend(), 25), store, commit_batch=10, commit_interval_s=60, on_progress=progress)
     assert events == [0, 10, 20, 25, 25]
@@ -417,5 +417,5 @@ def test_a_cancelled_run_still_stores_the_items_it_finished(store, demo):
                  commit_interval_s=60)
     assert result.status == "cancelled"
     # nothing was committed before the cancel (batch of 1000); the final flush stored them
-    assert result.done == len(store.answers(demo)) >= 7
-    assert store.run(result.run_id)["n_done"] == result.done
+    assert result.done == len(store.questions.answers(demo)) >= 7
+    assert store.runs.get(result.run_id)["n_done"] == result.done

@@ -19,14 +19,14 @@ T0 = 1_800_000_000.0  # a fixed clock (2027-01-15); every call below passes now=
 @pytest.fixture
 def store(db):  # both backends (tests/conftest.py)
     s = Store(db)
-    s.create_study("s")
-    s.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
-                          "status": "unresolved", "criterion": "help" if k % 2 else "harm",
-                          "scenario": "math" if k < 3 else "code"},
+    s.studies.create("s")
+    s.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                               "status": "unresolved", "criterion": "help" if k % 2 else "harm",
+                               "scenario": "math" if k < 3 else "code"},
                          [{"round": 0, "position": 0, "speaker": "judge-x", "verdict": "model_a"}])
                         for k in range(1, 6)])
-    s.add_debate("s", {"debate_key": "agreed", "question_id": "q9", "model_a": "a", "model_b": "b",
-                       "status": "agreed", "consensus": "tie"}, [])
+    s.debates.add("s", {"debate_key": "agreed", "question_id": "q9", "model_a": "a", "model_b": "b",
+                        "status": "agreed", "consensus": "tie"}, [])
     yield s
     s.close()
 
@@ -37,50 +37,50 @@ def take(store, who, t, *, lease=60, **filters):
 
 
 def test_overlap_one_never_offers_a_held_debate_and_an_expired_lease_returns_it(store):
-    store.update_study_settings("s", overlap=1)
+    store.studies.update_settings("s", overlap=1)
     assert [take(store, who, T0) for who in ("ann", "ben", "cat")] == [1, 2, 3]
     assert [take(store, who, T0 + 30) for who in ("ann", "ben", "cat")] == [1, 2, 3]  # asking again renews
-    leases = store.leases("s", now=T0 + 30).set_index("annotator")
+    leases = store.debates.leases("s", now=T0 + 30).set_index("annotator")
     assert leases.loc["ann", "expires_at"] == stamp(T0 + 90) and leases["live"].all()
     # ann's process dies: nobody gets debate 1 until her lease runs out, then the next asker does.
     assert take(store, "dan", T0 + 89) == 4
     assert take(store, "eve", T0 + 89) == 5
     assert take(store, "fay", T0 + 89.9) is None
     assert take(store, "fay", T0 + 90) == 1  # expiry is exclusive: at T0+90 the lease is over
-    assert store.leases("s", now=T0 + 90)[["debate_id", "annotator"]].values.tolist()[0] == [1, "fay"]
-    assert "ann" not in set(store.leases("s")["annotator"])  # expired leases are cleared by the next claim
+    assert store.debates.leases("s", now=T0 + 90)[["debate_id", "annotator"]].values.tolist()[0] == [1, "fay"]
+    assert "ann" not in set(store.debates.leases("s")["annotator"])  # expired leases are cleared by the next claim
 
 
 def test_one_lease_per_annotator_and_a_decision_ends_it(store):
     assert take(store, "ann", T0) == 1
-    store.skip_debate(1, "ann")
+    store.debates.skip(1, "ann")
     assert take(store, "ann", T0 + 1) == 2  # taking debate 2 gives debate 1 back
-    assert store.leases("s", now=T0 + 1)[["debate_id", "annotator"]].values.tolist() == [[2, "ann"]]
+    assert store.debates.leases("s", now=T0 + 1)[["debate_id", "annotator"]].values.tolist() == [[2, "ann"]]
     assert assignment.decide(store, 2, "ann", "model_b")
-    assert store.leases("s").empty
+    assert store.debates.leases("s").empty
     assert take(store, "ann", T0 + 2, criterion="help") == 3  # filters narrow what is taken
     assert take(store, "ann", T0 + 3, scenario="code", criterion="harm") == 4
-    assert assignment.release(store, "s", "ann") == 1 and store.leases("s").empty
+    assert assignment.release(store, "s", "ann") == 1 and store.debates.leases("s").empty
     # Leases are no data: the study's revision (the cache stamp) does not move.
-    revision = store.revision("s")
+    revision = store.studies.revision("s")
     take(store, "ann", T0 + 4)
-    assert store.revision("s") == revision
+    assert store.studies.revision("s") == revision
 
 
 def test_overlap_zero_lets_everyone_take_everything(store):
-    assert store.study_settings("s")["overlap"] == 0
+    assert store.studies.settings("s")["overlap"] == 0
     assert [take(store, who, T0) for who in ("ann", "ben", "cat")] == [1, 1, 1]
     for who in ("ann", "ben", "cat"):
         assignment.decide(store, 1, who, "tie")
     assert take(store, "dan", T0) == 1  # four decisions, still open to a fourth annotator
     assignment.decide(store, 1, "dan", "tie")
-    assert store.adjudications("s")["annotator"].tolist() == ["ann", "ben", "cat", "dan"]
+    assert store.debates.adjudications("s")["annotator"].tolist() == ["ann", "ben", "cat", "dan"]
 
 
 def test_overlap_two_offers_each_debate_to_two_and_refuses_a_third_decision(store):
-    store.update_study_settings("s", overlap=2)
+    store.studies.update_settings("s", overlap=2)
     assert [take(store, who, T0) for who in ("ann", "ben", "cat")] == [1, 1, 2]
-    queue = store.adjudication_queue("s", annotator="cat", overlap=2)
+    queue = store.debates.queue("s", annotator="cat", overlap=2)
     assert queue.loc[queue["id"] == 1, "leased"].tolist() == [2]  # held by ann and ben
     assert assignment.decide(store, 1, "ann", "model_a")
     assert not assignment.decide(store, 1, "ann", "model_b")  # her change of mind replaces it: still one
@@ -90,7 +90,7 @@ def test_overlap_two_offers_each_debate_to_two_and_refuses_a_third_decision(stor
     assignment.decide(store, 1, "eve", "model_a")
     with pytest.raises(DecisionRefused, match=r"debate #1 already has the 2 decision\(s\) it needs \(by ann, eve\)"):
         assignment.decide(store, 1, "ben", "tie")
-    decided = store.adjudications("s")
+    decided = store.debates.adjudications("s")
     assert sorted(decided.loc[decided["debate_id"] == 1, "annotator"]) == ["ann", "eve"]
     assert decided.loc[decided["annotator"] == "ann", "verdict"].tolist() == ["model_b"]
     # a late decision is still stored while the overlap is not full
@@ -98,11 +98,11 @@ def test_overlap_two_offers_each_debate_to_two_and_refuses_a_third_decision(stor
     assert take(store, "ida", T0 + 200) == 2  # fay's and gus's leases ran out too
     assert assignment.decide(store, 2, "fay", "tie")  # fay decides late: debate 2 is not full, stored
     assert take(store, "jo", T0 + 201) == 3  # debate 2: fay's decision + ida's lease fill it
-    assert sorted(store.adjudications("s").query("debate_id == 2")["annotator"]) == ["fay"]
+    assert sorted(store.debates.adjudications("s").query("debate_id == 2")["annotator"]) == ["fay"]
 
 
 def test_decided_debates_leave_and_agreed_debates_never_enter(store):
-    store.update_study_settings("s", overlap=1)
+    store.studies.update_settings("s", overlap=1)
     seen = []
     for k in range(6):
         debate = take(store, "ann", T0 + k)
@@ -163,7 +163,7 @@ def test_a_version_5_file_gets_the_lease_table(tmp_path):
     assert 6 in store.migrations()["version"].tolist() and store.schema_version() == SCHEMA_VERSION
     assert assignment.next_item(store, "old", "ann", lease=5, now=T0).debate_id == 1
     assert assignment.next_item(store, "old", "ben", lease=5, now=T0) is None
-    store.delete_study("old")  # leases go with their debates
+    store.studies.delete("old")  # leases go with their debates
     assert store.connect().execute("SELECT COUNT(*) FROM adjudication_leases").fetchone()[0] == 0
     store.close()
 
@@ -176,12 +176,12 @@ def test_the_claim_offers_the_first_debate_the_rule_allows(db, seed):
 
     rng = random.Random(seed)
     store = Store(db)
-    store.create_study("s")
+    store.studies.create("s")
     debates = range(1, 6)
-    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
-                              "status": "unresolved"}, []) for k in debates])
+    store.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                                   "status": "unresolved"}, []) for k in debates])
     overlap = rng.choice([0, 1, 1, 2, 2])
-    store.update_study_settings("s", overlap=overlap)
+    store.studies.update_settings("s", overlap=overlap)
     people = ["ann", "ben", "cat", "dan", "eve", "fay"]
     decided = {(d, p) for d in debates for p in people if rng.random() < 0.15}
     skipped = {(d, p) for d in debates for p in people if (d, p) not in decided and rng.random() < 0.1}
@@ -216,13 +216,13 @@ def test_on_postgresql_lease_times_are_the_servers_so_a_fast_clock_cannot_take_a
     import time as time_module
 
     shared = Store(pg_url)
-    shared.create_study("s")
-    shared.update_study_settings("s", overlap=1)
-    shared.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
-                               "status": "unresolved"}, []) for k in (1, 2)])
+    shared.studies.create("s")
+    shared.studies.update_settings("s", overlap=1)
+    shared.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                                    "status": "unresolved"}, []) for k in (1, 2)])
     assert assignment.next_item(shared, "s", "ann", lease=60).debate_id == 1
     real = time_module.time
     monkeypatch.setattr(time_module, "time", lambda: real() + 3600)  # the other machine's clock
     assert assignment.next_item(shared, "s", "ben", lease=60).debate_id == 2
-    assert shared.leases("s").set_index("annotator").loc["ann", "live"]
+    assert shared.debates.leases("s").set_index("annotator").loc["ann", "live"]
     assert abs(shared.clock() - real()) < 60  # the server's clock, not the fast one

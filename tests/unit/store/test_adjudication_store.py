@@ -43,32 +43,32 @@ def test_a_version_4_file_is_upgraded_with_its_decisions(tmp_path):
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION >= 5
     assert store.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
-    decided = store.adjudications("old")
+    decided = store.debates.adjudications("old")
     assert decided[["debate_id", "annotator", "verdict", "note", "decision"]].values.tolist() == [
         [1, "ann", "tie", "close", "tie"]]
     assert decided["both_bad"].tolist() == [False] and decided["blind"].isna().all()  # not recorded before 5
-    assert store.study_settings("old") == {"rubric": "", "overlap": 0, "reviewers": []}
-    assert store.skipped_debates("old", "ann") == []
-    assert store.revision("old") == 3
+    assert store.studies.settings("old") == {"rubric": "", "overlap": 0, "reviewers": []}
+    assert store.debates.skipped("old", "ann") == []
+    assert store.studies.revision("old") == 3
     # The new columns and table work on the upgraded file.
-    assert store.adjudicate(2, "ann", "both_bad", blind=True)
-    store.skip_debate(1, "ben")
-    store.update_study_settings("old", rubric="Prefer the correct answer.", overlap=2)
+    assert store.debates.adjudicate(2, "ann", "both_bad", blind=True)
+    store.debates.skip(1, "ben")
+    store.studies.update_settings("old", rubric="Prefer the correct answer.", overlap=2)
     assert store.integrity_problems() == []
     store.close()
     reopened = Store(path)
-    assert reopened.study_settings("old") == {"rubric": "Prefer the correct answer.", "overlap": 2, "reviewers": []}
-    assert reopened.skipped_debates("old", "ben") == [1]
+    assert reopened.studies.settings("old") == {"rubric": "Prefer the correct answer.", "overlap": 2, "reviewers": []}
+    assert reopened.debates.skipped("old", "ben") == [1]
     assert reopened.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))  # not migrated twice
 
 
 @pytest.fixture
 def store(db):  # both backends (tests/conftest.py)
     s = Store(db)
-    s.create_study("s")
-    s.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
-                          "status": "unresolved", "criterion": "help" if k % 2 else "harm",
-                          "scenario": "math" if k < 3 else "code"},
+    s.studies.create("s")
+    s.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                               "status": "unresolved", "criterion": "help" if k % 2 else "harm",
+                               "scenario": "math" if k < 3 else "code"},
                          [{"round": 0, "position": 0, "speaker": "judge-x", "verdict": "model_a"},
                           {"round": 0, "position": 1, "speaker": "judge-y", "verdict": "model_b"}])
                         for k in range(1, 5)])
@@ -77,74 +77,74 @@ def store(db):  # both backends (tests/conftest.py)
 
 
 def test_both_bad_is_stored_as_a_flagged_tie_and_the_gold_counts_a_tie(store):
-    store.adjudicate(1, "ann", "both_bad", note="neither is right", blind=True)
-    store.adjudicate(2, "ann", "model_a", blind=False)
-    decided = store.adjudications("s")
+    store.debates.adjudicate(1, "ann", "both_bad", note="neither is right", blind=True)
+    store.debates.adjudicate(2, "ann", "model_a", blind=False)
+    decided = store.debates.adjudications("s")
     assert decided[["verdict", "decision", "both_bad"]].values.tolist() == [
         ["tie", "both_bad", True], ["model_a", "model_a", False]]
     assert decided["blind"].tolist() == [True, False]
     gold = Study(store, "s").gold()
     assert gold.set_index("debate_id").loc[1, "winner"] == "tie"
     # Changing one's mind replaces the flag too; the CHECK keeps both_bad on ties only.
-    store.adjudicate(1, "ann", "model_b")
-    assert store.adjudications("s").set_index("debate_id").loc[1, ["verdict", "both_bad"]].tolist() == ["model_b", False]
+    store.debates.adjudicate(1, "ann", "model_b")
+    assert store.debates.adjudications("s").set_index("debate_id").loc[1, ["verdict", "both_bad"]].tolist() == ["model_b", False]
     with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError), match="(?i)check"):
         store.connect().execute("UPDATE adjudications SET both_bad = 1 WHERE debate_id = 1")
     with pytest.raises(ValueError, match="both_bad"):
-        store.adjudicate(1, "ann", "neither")
+        store.debates.adjudicate(1, "ann", "neither")
 
 
 def test_skips_belong_to_the_annotator_and_survive_a_new_connection(store, db):
-    revision = store.revision("s")
-    assert store.skip_debate(2, "ann") and not store.skip_debate(2, "ann")  # once
-    store.skip_debate(3, "ann")
-    store.skip_debate(3, "ben")
-    assert store.revision("s") == revision  # a skip is no data
+    revision = store.studies.revision("s")
+    assert store.debates.skip(2, "ann") and not store.debates.skip(2, "ann")  # once
+    store.debates.skip(3, "ann")
+    store.debates.skip(3, "ben")
+    assert store.studies.revision("s") == revision  # a skip is no data
     other = Store(db)  # another process / browser session
-    assert other.skipped_debates("s", "ann") == [2, 3] and other.skipped_debates("s", "ben") == [3]
-    assert other.skipped_debates("s", "carl") == []
-    assert other.clear_skips("s", "ann", debate_id=2) == 1
-    assert store.skipped_debates("s", "ann") == [3]
-    store.adjudicate(3, "ben", "tie")  # deciding a skipped debate clears that skip
-    assert store.skipped_debates("s", "ben") == []
-    assert store.clear_skips("s", "ann") == 1 and store.skipped_debates("s", "ann") == []
+    assert other.debates.skipped("s", "ann") == [2, 3] and other.debates.skipped("s", "ben") == [3]
+    assert other.debates.skipped("s", "carl") == []
+    assert other.debates.clear_skips("s", "ann", debate_id=2) == 1
+    assert store.debates.skipped("s", "ann") == [3]
+    store.debates.adjudicate(3, "ben", "tie")  # deciding a skipped debate clears that skip
+    assert store.debates.skipped("s", "ben") == []
+    assert store.debates.clear_skips("s", "ann") == 1 and store.debates.skipped("s", "ann") == []
     with pytest.raises(ValueError, match="annotator name is empty"):
-        store.skip_debate(1, " ")
+        store.debates.skip(1, " ")
 
 
 def test_overlap_queue_shows_what_still_needs_this_annotator(store):
-    store.update_study_settings("s", overlap=2)
-    store.adjudicate(1, "ann", "model_a")
-    store.adjudicate(1, "ben", "model_b")
-    store.adjudicate(2, "ann", "tie")
-    queue = store.adjudication_queue("s", annotator="carl", overlap=2)
+    store.studies.update_settings("s", overlap=2)
+    store.debates.adjudicate(1, "ann", "model_a")
+    store.debates.adjudicate(1, "ben", "model_b")
+    store.debates.adjudicate(2, "ann", "tie")
+    queue = store.debates.queue("s", annotator="carl", overlap=2)
     assert queue["id"].tolist() == [2, 3, 4]  # debate 1 has its two decisions
     assert queue["decisions"].tolist() == [1, 0, 0]
-    assert store.adjudication_queue("s", annotator="ann", overlap=2)["id"].tolist() == [3, 4]
-    assert store.adjudication_queue("s", annotator="carl", overlap=0)["id"].tolist() == [1, 2, 3, 4]  # no limit
-    assert store.adjudication_queue("s", annotator="carl", overlap=1)["id"].tolist() == [3, 4]
-    assert store.adjudication_queue("s")["id"].tolist() == [3, 4]  # nobody decided
+    assert store.debates.queue("s", annotator="ann", overlap=2)["id"].tolist() == [3, 4]
+    assert store.debates.queue("s", annotator="carl", overlap=0)["id"].tolist() == [1, 2, 3, 4]  # no limit
+    assert store.debates.queue("s", annotator="carl", overlap=1)["id"].tolist() == [3, 4]
+    assert store.debates.queue("s")["id"].tolist() == [3, 4]  # nobody decided
     for bad in (-1, 1001, 1.5, True, "2"):
         with pytest.raises(ValueError, match="overlap must be an integer"):
-            store.adjudication_queue("s", annotator="carl", overlap=bad)
+            store.debates.queue("s", annotator="carl", overlap=bad)
 
 
 def test_rubric_and_overlap_are_study_settings(store):
-    revision = store.revision("s")
-    store.update_study_settings("s", rubric="1. Correctness first.\n2. Then clarity.")
-    store.update_study_settings("s", overlap=3)  # one setting leaves the other alone
-    assert store.study_settings("s") == {"rubric": "1. Correctness first.\n2. Then clarity.", "overlap": 3, "reviewers": []}
-    assert store.revision("s") == revision
+    revision = store.studies.revision("s")
+    store.studies.update_settings("s", rubric="1. Correctness first.\n2. Then clarity.")
+    store.studies.update_settings("s", overlap=3)  # one setting leaves the other alone
+    assert store.studies.settings("s") == {"rubric": "1. Correctness first.\n2. Then clarity.", "overlap": 3, "reviewers": []}
+    assert store.studies.revision("s") == revision
     with pytest.raises(ValueError, match="overlap must be an integer from 0"):
-        store.update_study_settings("s", overlap=-2)
+        store.studies.update_settings("s", overlap=-2)
     with pytest.raises(ValueError, match="rubric must be text"):
-        store.update_study_settings("s", rubric=3)
-    assert store.study_settings("s")["overlap"] == 3
-    store.create_study("t")
-    assert store.study_settings("t") == {"rubric": "", "overlap": 0, "reviewers": []}
+        store.studies.update_settings("s", rubric=3)
+    assert store.studies.settings("s")["overlap"] == 3
+    store.studies.create("t")
+    assert store.studies.settings("t") == {"rubric": "", "overlap": 0, "reviewers": []}
 
 
 def test_deleting_a_study_removes_its_skips(store):
-    store.skip_debate(1, "ann")
-    store.delete_study("s")
+    store.debates.skip(1, "ann")
+    store.studies.delete("s")
     assert store.connect().execute("SELECT COUNT(*) FROM adjudication_skips").fetchone()[0] == 0

@@ -18,7 +18,7 @@ REVIEW = {"role": "review", "backend": "openai", "model": "gpt-4o", "method": "v
 @pytest.fixture
 def store(db):  # both backends (tests/conftest.py)
     store = Store(db)
-    store.create_study("s")
+    store.studies.create("s")
     return store
 
 
@@ -30,14 +30,14 @@ def _verdicts(judge: str, winners, **extra) -> pd.DataFrame:
 def test_identical_verdicts_are_skipped_and_a_different_one_is_a_repeated_vote(store):
     """One rule for a comparison seen again with another verdict (issue 18, item 3): a new vote, numbered after
     the stored ones, however the rows are split into writes; the same verdict again is the stored vote."""
-    assert store.add_judgments("s", _verdicts("j", ["model_a", "tie"])).added == 2
-    assert store.add_judgments("s", _verdicts("j", ["model_a", "tie"])).skipped == 2
-    counts = store.add_judgments("s", _verdicts("j", ["model_a", "model_b"]))
+    assert store.verdicts.add("s", _verdicts("j", ["model_a", "tie"])).added == 2
+    assert store.verdicts.add("s", _verdicts("j", ["model_a", "tie"])).skipped == 2
+    counts = store.verdicts.add("s", _verdicts("j", ["model_a", "model_b"]))
     assert (counts.added, counts.skipped, counts.repeated) == (1, 1, 1)
-    stored = store.judgments("s", with_vote=True)
+    stored = store.verdicts.table("s", with_vote=True)
     assert list(zip(stored["question_id"], stored["winner"], stored["vote"])) == [
         ("q0", "model_a", 0), ("q1", "tie", 0), ("q1", "model_b", 1)]
-    assert store.add_judgments("s", _verdicts("j", ["model_a", "model_b"])).skipped == 2  # again: nothing new
+    assert store.verdicts.add("s", _verdicts("j", ["model_a", "model_b"])).skipped == 2  # again: nothing new
 
 
 def test_the_same_rows_give_the_same_votes_however_they_are_split_into_writes(tmp_path):
@@ -46,11 +46,11 @@ def test_the_same_rows_give_the_same_votes_however_they_are_split_into_writes(tm
     first, second = rows.iloc[[0]], rows.iloc[[1]]
     stores = [Store(tmp_path / f"{k}.sqlite") for k in range(2)]
     for store in stores:
-        store.create_study("s")
-    stores[0].add_judgments("s", rows)
-    stores[1].add_judgments("s", first)
-    stores[1].add_judgments("s", second)
-    one, two = (s.judgments("s", with_vote=True)[["question_id", "winner", "vote"]] for s in stores)
+        store.studies.create("s")
+    stores[0].verdicts.add("s", rows)
+    stores[1].verdicts.add("s", first)
+    stores[1].verdicts.add("s", second)
+    one, two = (s.verdicts.table("s", with_vote=True)[["question_id", "winner", "vote"]] for s in stores)
     pd.testing.assert_frame_equal(one, two)
     assert one["vote"].tolist() == [0, 1]
 
@@ -58,40 +58,40 @@ def test_the_same_rows_give_the_same_votes_however_they_are_split_into_writes(tm
 def test_a_key_repeated_with_another_verdict_in_one_frame_is_refused(store):
     frame = pd.concat([_verdicts("j", ["model_a"]), _verdicts("j", ["model_b"])]).assign(vote=0)
     with pytest.raises(VerdictConflict):
-        store.add_judgments("s", frame)
-    assert len(store.judgments("s")) == 0
+        store.verdicts.add("s", frame)
+    assert len(store.verdicts.table("s")) == 0
 
 
 def test_resolve_judge_keeps_a_configuration_under_one_name_and_gives_another_a_variant(store):
-    first = store.resolve_judge("s", "openai:gpt-4o", REVIEW, register=True)
-    again = store.resolve_judge("s", "openai:gpt-4o", dict(REVIEW), register=True)
-    other = store.resolve_judge("s", "openai:gpt-4o", {**REVIEW, "method": "logprobs", "max_tokens": 1},
-                                register=True)
+    first = store.judges.resolve("s", "openai:gpt-4o", REVIEW, register=True)
+    again = store.judges.resolve("s", "openai:gpt-4o", dict(REVIEW), register=True)
+    other = store.judges.resolve("s", "openai:gpt-4o", {**REVIEW, "method": "logprobs", "max_tokens": 1},
+                                 register=True)
     assert first == again == "openai:gpt-4o"
     assert other == "openai:gpt-4o~logprobs"  # the first setting that differs names the variant
-    assert store.resolve_judge("s", "openai:gpt-4o", {**REVIEW, "method": "logprobs", "max_tokens": 1}) == other
-    judges = store.judges("s").set_index("name")
+    assert store.judges.resolve("s", "openai:gpt-4o", {**REVIEW, "method": "logprobs", "max_tokens": 1}) == other
+    judges = store.judges.table("s").set_index("name")
     assert judges.loc[other, "origin"] == "run" and judges.loc[other, "base"] == "openai:gpt-4o"
     assert judges.loc["openai:gpt-4o", "settings"]["method"] == "verdict"
 
 
 def test_a_forced_name_held_by_another_configuration_is_refused_naming_what_differs(store):
-    store.resolve_judge("s", "mine", REVIEW, explicit=True, register=True)
+    store.judges.resolve("s", "mine", REVIEW, explicit=True, register=True)
     with pytest.raises(JudgeConflict, match=r"judge 'mine' is already in study 's' with another configuration: it "
                                             r"differs in temperature 0.0 -> 0.9") as info:
-        store.resolve_judge("s", "mine", {**REVIEW, "temperature": 0.9}, explicit=True)
+        store.judges.resolve("s", "mine", {**REVIEW, "temperature": 0.9}, explicit=True)
     assert info.value.differences == {"temperature": (0.0, 0.9)}
 
 
 def test_imported_and_run_judges_never_share_a_name(store):
-    store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm"}])
-    store.add_judgments("s", _verdicts("openai:gpt-4o", ["tie"]))
-    assert store.resolve_judge("s", "openai:gpt-4o", REVIEW, register=True) == "openai:gpt-4o~verdict"
+    store.judges.add("s", [{"name": "openai:gpt-4o", "kind": "llm"}])
+    store.verdicts.add("s", _verdicts("openai:gpt-4o", ["tie"]))
+    assert store.judges.resolve("s", "openai:gpt-4o", REVIEW, register=True) == "openai:gpt-4o~verdict"
     with pytest.raises(JudgeConflict, match="holds verdicts imported from a file"):
-        store.resolve_judge("s", "openai:gpt-4o", {**REVIEW, "temperature": 0.3}, explicit=True)
-    import_id = store.record_import("s", source="x.csv", format="canonical")
+        store.judges.resolve("s", "openai:gpt-4o", {**REVIEW, "temperature": 0.3}, explicit=True)
+    import_id = store.studies.record_import("s", source="x.csv", format="canonical")
     with pytest.raises(JudgmentError, match="judge 'openai:gpt-4o~verdict' is a judge that PeerBoard's runs produced"):
-        store.add_judgments("s", _verdicts("openai:gpt-4o~verdict", ["tie"]), import_id=import_id)
+        store.verdicts.add("s", _verdicts("openai:gpt-4o~verdict", ["tie"]), import_id=import_id)
 
 
 def test_variant_names_are_readable_stable_and_unique():
@@ -108,21 +108,21 @@ def test_variant_names_are_readable_stable_and_unique():
 
 def test_writes_refuse_out_of_range_votes_and_non_text_raw(store):
     with pytest.raises(JudgmentError, match="vote -1 is not a whole number from 0 to 1,000,000"):
-        store.add_judgments("s", _verdicts("j", ["tie"]).assign(vote=[-1]))
+        store.verdicts.add("s", _verdicts("j", ["tie"]).assign(vote=[-1]))
     with pytest.raises(JudgmentError, match="raw must be text"):
-        store.add_judgments("s", _verdicts("j", [None]).assign(valid=[0], raw=[["a", "list"]]))
-    assert len(store.judgments("s", include_invalid=True)) == 0
+        store.verdicts.add("s", _verdicts("j", [None]).assign(valid=[0], raw=[["a", "list"]]))
+    assert len(store.verdicts.table("s", include_invalid=True)) == 0
 
 
 def test_undo_with_a_token_removes_only_that_decision(store):
-    store.add_debate("s", {"debate_key": "d", "question_id": "q", "model_a": "a", "model_b": "b",
-                           "status": "unresolved"}, [])
-    debate = int(store.debates("s")["id"].iloc[0])
-    store.adjudicate(debate, "carol", "model_a", token="tab-1")
-    store.adjudicate(debate, "carol", "tie", token="tab-2")  # the same annotator, another tab
-    assert store.undo_adjudication(debate, "carol", token="tab-1") is False
-    assert store.adjudications("s")["verdict"].tolist() == ["tie"]
-    assert store.undo_adjudication(debate, "carol", token="tab-2") is True
+    store.debates.add("s", {"debate_key": "d", "question_id": "q", "model_a": "a", "model_b": "b",
+                            "status": "unresolved"}, [])
+    debate = int(store.debates.table("s")["id"].iloc[0])
+    store.debates.adjudicate(debate, "carol", "model_a", token="tab-1")
+    store.debates.adjudicate(debate, "carol", "tie", token="tab-2")  # the same annotator, another tab
+    assert store.debates.undo_adjudication(debate, "carol", token="tab-1") is False
+    assert store.debates.adjudications("s")["verdict"].tolist() == ["tie"]
+    assert store.debates.undo_adjudication(debate, "carol", token="tab-2") is True
 
 
 def test_a_database_url_is_not_a_file(tmp_path, monkeypatch):
@@ -157,5 +157,5 @@ def test_version_2_judges_registered_by_runs_become_run_judges(tmp_path):
     connection.execute("""INSERT INTO judges (study_id, name, kind, settings) VALUES
         (1, 'openai:gpt-4o', 'llm', '{"backend": "openai", "model": "gpt-4o"}'), (1, 'human:x', 'human', '{}')""")
     connection.close()
-    judges = Store(path).judges("s").set_index("name")
+    judges = Store(path).judges.table("s").set_index("name")
     assert judges.loc["openai:gpt-4o", "origin"] == "run" and judges.loc["human:x", "origin"] == "import"

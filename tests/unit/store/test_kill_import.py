@@ -51,9 +51,9 @@ def big_log(tmp_path_factory) -> Path:
 def db(tmp_path) -> Path:
     path = tmp_path / "pb.sqlite"
     store = Store(path)
-    store.create_study("existing")
-    store.add_judgments("existing", pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
-                                                  "judge": ["j"], "winner": ["tie"]}))
+    store.studies.create("existing")
+    store.verdicts.add("existing", pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
+                                                 "judge": ["j"], "winner": ["tie"]}))
     store.checkpoint()
     store.close()
     return path

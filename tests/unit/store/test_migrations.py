@@ -55,7 +55,7 @@ def test_version_1_file_is_upgraded_in_place_with_its_data(tmp_path):
     migrations = store.migrations()
     assert list(migrations["version"]) == list(range(1, SCHEMA_VERSION + 1))
     assert migrations["applied_at"].iloc[0] == "2024-01-01T00:00:00Z"  # the old record is kept
-    out = store.judgments("old", with_vote=True)
+    out = store.verdicts.table("old", with_vote=True)
     assert out[["model_a", "model_b", "judge", "winner"]].values.tolist() == [
         ["gpt4", "claude", "gpt4", "model_a"], ["claude", "gpt4", "gpt4", "tie"],
         ["claude", "gpt4", "human:ann", "model_b"], ["claude", "gpt4", "human:ann", "tie"]]
@@ -63,19 +63,19 @@ def test_version_1_file_is_upgraded_in_place_with_its_data(tmp_path):
     assert out["criterion"].isna().tolist() == [True, False, True, True] and out["criterion"].iloc[1] == "help"
     assert out["turn"].isna().tolist() == [True, False, True, True] and out["turn"].iloc[1] == 1
     assert list(out["vote"]) == [0, 0, 0, 1]
-    everything = store.judgments("old", include_invalid=True)
+    everything = store.verdicts.table("old", include_invalid=True)
     assert everything["raw"].iloc[-1] == "no verdict" and everything["round"].iloc[-1] == 2
-    assert store.judgments("other")["winner"].tolist() == ["model_b"]
-    assert store.revision("old") == 7
-    assert store.questions("old", with_metadata=True)["metadata"].iloc[0] == {}
-    assert store.debate_turns([1])["raw"].isna().all()
+    assert store.verdicts.table("other")["winner"].tolist() == ["model_b"]
+    assert store.studies.revision("old") == 7
+    assert store.questions.table("old", with_metadata=True)["metadata"].iloc[0] == {}
+    assert store.debates.turns([1])["raw"].isna().all()
     assert store.integrity_problems() == []
     # The old table is now a view over the coded verdicts, and writes go on working.
     view = store.connect().execute("SELECT judge, winner FROM judgments WHERE study_id = 1 ORDER BY id").fetchall()
     assert [tuple(r) for r in view][:2] == [("gpt4", "model_a"), ("gpt4", "tie")]
-    added = store.add_judgments("old", pd.DataFrame({"question_id": ["q3"], "model_a": ["gpt4"], "model_b": ["claude"],
-                                                     "judge": ["gpt4"], "winner": ["tie"]}))
-    assert added.added == 1 and len(store.judgments("old")) == 5
+    added = store.verdicts.add("old", pd.DataFrame({"question_id": ["q3"], "model_a": ["gpt4"], "model_b": ["claude"],
+                                                    "judge": ["gpt4"], "winner": ["tie"]}))
+    assert added.added == 1 and len(store.verdicts.table("old")) == 5
     # Reopening does not migrate again.
     assert list(Store(path).migrations()["version"]) == list(range(1, SCHEMA_VERSION + 1))
 
@@ -84,10 +84,8 @@ def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path, monkeypatch):
     # SQLite-only: a file's upgrade (PostgreSQL: test_a_failed_migration_leaves_a_postgresql_database_as_it_was).
     path = tmp_path / "v1.sqlite"
     make_v1(path)
-    import peercore.store as module
-
     broken = [*LEGACY[:1], (2, "broken", LEGACY[1][2] + "\nSELECT no_such_function();\n")]
-    monkeypatch.setattr("peercore.store.core.LEGACY", broken)
+    monkeypatch.setattr("peercore.store.front.LEGACY", broken)
     with pytest.raises(StoreError, match="upgrading the schema failed .*no_such_function.*the file is unchanged"):
         Store(path)
     monkeypatch.undo()

@@ -130,10 +130,10 @@ def test_an_unreachable_server_is_a_store_error_without_the_password():
 
 def test_secrets_never_reach_postgresql(pg_url):
     store = Store(pg_url)
-    store.create_study("s", source={"token": "tk-9"})
-    store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
-    store.create_run("s", "review", {"api_key": "sk-456", "max_tokens": 5}, items=["a"])
-    store.store_call("k", backend="openai", model="m", request={"api_key": "sk-789", "messages": []}, response={})
+    store.studies.create("s", source={"token": "tk-9"})
+    store.judges.add("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
+    store.runs.create("s", "review", {"api_key": "sk-456", "max_tokens": 5}, items=["a"])
+    store.runs.store_call("k", backend="openai", model="m", request={"api_key": "sk-789", "messages": []}, response={})
     with _pg(pg_url) as connection:
         tables = [r[0] for r in connection.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
@@ -148,24 +148,24 @@ def test_secrets_never_reach_postgresql(pg_url):
 
 def test_human_and_judge_scores(db):
     store = Store(db)
-    store.create_study("s")
+    store.studies.create("s")
     human = pd.DataFrame({"question_id": ["c1", "c1", "c2"], "model": ["m", "n", "m"], "attribute": "coherence",
                           "value": [2.5, 1.0, 3.0]})
-    assert store.add_human_scores("s", human).added == 3 and store.add_human_scores("s", human).skipped == 3
-    pd.testing.assert_frame_equal(store.human_scores("s"), human.astype({"attribute": "str", "question_id": "str",
-                                                                         "model": "str"}))
+    assert store.scores.add_human_scores("s", human).added == 3 and store.scores.add_human_scores("s", human).skipped == 3
+    pd.testing.assert_frame_equal(store.scores.human_scores("s"), human.astype({"attribute": "str", "question_id": "str",
+                                                                                "model": "str"}))
     with pytest.raises(ScoreConflict, match="already stored"):
-        store.add_human_scores("s", human.assign(value=[2.0, 1.0, 3.0]))
+        store.scores.add_human_scores("s", human.assign(value=[2.0, 1.0, 3.0]))
     scores = pd.DataFrame({"question_id": ["c1", "c2", "c3"], "model": "m", "judge": "j", "score": [4.0, None, 2.0],
                            "expected": [3.9, None, None], "distribution": [{"4": 0.9, "3": 0.1}, None, None],
                            "valid": [1, 0, 1], "raw": [None, "no idea", None]})
-    assert store.add_judge_scores("s", scores, run_id="r1").added == 3
-    out = store.judge_scores("s")
+    assert store.scores.add_judge_scores("s", scores, run_id="r1").added == 3
+    out = store.scores.judge_scores("s")
     assert out["value"].tolist() == [3.9, 2.0] and out["distribution"].iloc[0] == {"3": 0.1, "4": 0.9}
-    assert len(store.judge_scores("s", include_invalid=True)) == 3
-    assert store.score_judges("s").to_dict("records") == [{"judge": "j", "attribute": "", "n_scores": 2,
-                                                           "n_invalid": 1}]
-    assert store.run_accounting("r1")["scores"] == 3 and Study(store, "s").counts()["judge_scores"] == 2
+    assert len(store.scores.judge_scores("s", include_invalid=True)) == 3
+    assert store.scores.score_judges("s").to_dict("records") == [{"judge": "j", "attribute": "", "n_scores": 2,
+                                                                  "n_invalid": 1}]
+    assert store.runs.accounting("r1")["scores"] == 3 and Study(store, "s").counts()["judge_scores"] == 2
 
 
 def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
@@ -184,26 +184,26 @@ def test_a_large_write_goes_through_copy_and_reads_back_in_order(db):
         "round": [None] * len(k), "rationale": [None if i % 2 else f"because {i} 'quoted' \\ ; %s ?" for i in k]}))
     frame = everything.iloc[:n].reset_index(drop=True)
     store = Store(db)
-    store.create_study("s")
-    assert store.add_judgments("s", frame).added == n
-    assert store.add_judgments("s", frame).skipped == n
-    pd.testing.assert_frame_equal(store.judgments("s"), frame)
-    assert store.add_judgments("s", everything.iloc[::-1]) == WriteCounts(more, n)  # new rows last-first
-    pd.testing.assert_frame_equal(store.judgments("s"), pd.concat([frame, everything.iloc[n:][::-1]],
-                                                                   ignore_index=True))
+    store.studies.create("s")
+    assert store.verdicts.add("s", frame).added == n
+    assert store.verdicts.add("s", frame).skipped == n
+    pd.testing.assert_frame_equal(store.verdicts.table("s"), frame)
+    assert store.verdicts.add("s", everything.iloc[::-1]) == WriteCounts(more, n)  # new rows last-first
+    pd.testing.assert_frame_equal(store.verdicts.table("s"), pd.concat([frame, everything.iloc[n:][::-1]],
+                                                                        ignore_index=True))
     again = frame.iloc[[5]].copy()
     again["winner"] = "model_b" if again["winner"].iloc[0] != "model_b" else "model_a"
-    assert store.add_judgments("s", again) == WriteCounts(1, 0, repeated=1)  # another vote on q5 (issue 18)
-    assert len(store.judgments("s")) == n + more + 1
+    assert store.verdicts.add("s", again) == WriteCounts(1, 0, repeated=1)  # another vote on q5 (issue 18)
+    assert len(store.verdicts.table("s")) == n + more + 1
 
 
 def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):
     """Four threads (one connection each) claim and decide until nothing is left: each debate decided once."""
     store = Store(db)
-    store.create_study("s")
-    store.update_study_settings("s", overlap=1)
-    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
-                              "status": "unresolved"}, []) for k in range(24)])
+    store.studies.create("s")
+    store.studies.update_settings("s", overlap=1)
+    store.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": f"q{k}", "model_a": "a", "model_b": "b",
+                                   "status": "unresolved"}, []) for k in range(24)])
     decided: dict[str, list[int]] = {}
     errors: list[BaseException] = []
 
@@ -211,7 +211,7 @@ def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):
         mine = decided.setdefault(who, [])
         try:
             while (item := assignment.next_item(store, "s", who, lease=60, now=T0)) is not None:
-                store.adjudicate(item.debate_id, who, "tie")
+                store.debates.adjudicate(item.debate_id, who, "tie")
                 mine.append(item.debate_id)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -225,8 +225,8 @@ def test_concurrent_annotators_never_share_a_debate_at_overlap_one(db):
         thread.join()
     assert errors == []
     everything = sorted(d for ids in decided.values() for d in ids)
-    assert everything == sorted(store.debates("s")["id"].tolist())  # every debate once, none twice
-    assert len(store.adjudications("s")) == 24 and store.leases("s").empty
+    assert everything == sorted(store.debates.table("s")["id"].tolist())  # every debate once, none twice
+    assert len(store.debates.adjudications("s")) == 24 and store.debates.leases("s").empty
 
 
 def test_the_prd_import_gives_the_same_study_on_both_backends(tmp_path, pg_url, prd_folder):
@@ -237,15 +237,15 @@ def test_the_prd_import_gives_the_same_study_on_both_backends(tmp_path, pg_url, 
     assert reports[0].counts == reports[1].counts and reports[0].notes == reports[1].notes
     assert reports[0].counts["judgments"].added > 0
     sqlite, postgres = stores
-    pd.testing.assert_frame_equal(sqlite.judgments("prd", include_invalid=True, with_vote=True),
-                                  postgres.judgments("prd", include_invalid=True, with_vote=True))
+    pd.testing.assert_frame_equal(sqlite.verdicts.table("prd", include_invalid=True, with_vote=True),
+                                  postgres.verdicts.table("prd", include_invalid=True, with_vote=True))
     assert Study(sqlite, "prd").counts() == Study(postgres, "prd").counts()
-    assert len(sqlite.judgments("prd")) > 0
-    for method in ("questions", "answers", "debates", "judges"):
-        pd.testing.assert_frame_equal(getattr(sqlite, method)("prd"), getattr(postgres, method)("prd"),
-                                      check_dtype=False, obj=method)
-    ids = sqlite.debates("prd")["id"].tolist()
-    pd.testing.assert_frame_equal(sqlite.debate_turns(ids), postgres.debate_turns(postgres.debates("prd")["id"]),
+    assert len(sqlite.verdicts.table("prd")) > 0
+    for what, read in {"questions": lambda s: s.questions.table, "answers": lambda s: s.questions.answers,
+                       "debates": lambda s: s.debates.table, "judges": lambda s: s.judges.table}.items():
+        pd.testing.assert_frame_equal(read(sqlite)("prd"), read(postgres)("prd"), check_dtype=False, obj=what)
+    ids = sqlite.debates.table("prd")["id"].tolist()
+    pd.testing.assert_frame_equal(sqlite.debates.turns(ids), postgres.debates.turns(postgres.debates.table("prd")["id"]),
                                   check_dtype=False)
 
 
@@ -256,16 +256,16 @@ def test_a_writer_waits_for_another_at_most_its_busy_timeout(db):
     from peercore.judgments import judgments_from_frame
 
     first, second = Store(db), Store(db)
-    first.create_study("s")
+    first.studies.create("s")
     rows = judgments_from_frame(pd.DataFrame({"question_id": ["q"], "model_a": ["a"], "model_b": ["b"],
                                               "judge": ["j"], "winner": ["tie"]}))
     with first.transaction():
-        first.add_judgments("s", rows)
+        first.verdicts.add("s", rows)
         started = time.monotonic()
-        with second.busy_timeout(200), pytest.raises((sqlite3.OperationalError, psycopg.errors.LockNotAvailable)):
-            second.add_judgments("s", rows)
+        with second.runs.busy_timeout(200), pytest.raises((sqlite3.OperationalError, psycopg.errors.LockNotAvailable)):
+            second.verdicts.add("s", rows)
         assert time.monotonic() - started < 5
-    assert second.add_judgments("s", rows) == WriteCounts(0, 1)  # the first one's write landed; the lock is free
+    assert second.verdicts.add("s", rows) == WriteCounts(0, 1)  # the first one's write landed; the lock is free
     first.close()
     second.close()
 
@@ -273,53 +273,53 @@ def test_a_writer_waits_for_another_at_most_its_busy_timeout(db):
 def _every_method(store) -> dict:
     """Call every public Store method once; what each returns (times and ids left out)."""
     out = {}
-    store.create_study("s", description="d", source={"from": "x"})
-    store.create_study("t")
-    out["studies"] = store.studies().drop(columns=["created_at"])
-    store.update_study_source("s", {"more": 1})
-    out["source"] = store.study_source("s")
-    store.add_questions("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["a", "b"]}))
-    store.add_answers("s", pd.DataFrame({"question_id": ["1", "2"], "model": ["m", "n"], "answer": ["x", "y"]}))
-    out["answers"] = store.answers("s")
-    out["qc"] = store.question_conflicts("s", pd.DataFrame({"question_id": ["1"], "text": ["z"]}))
-    name = store.resolve_judge("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 0}, register=True)
-    name2 = store.resolve_judge("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 1}, register=True)
+    store.studies.create("s", description="d", source={"from": "x"})
+    store.studies.create("t")
+    out["studies"] = store.studies.table().drop(columns=["created_at"])
+    store.studies.update_source("s", {"more": 1})
+    out["source"] = store.studies.source("s")
+    store.questions.add("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["a", "b"]}))
+    store.questions.add_answers("s", pd.DataFrame({"question_id": ["1", "2"], "model": ["m", "n"], "answer": ["x", "y"]}))
+    out["answers"] = store.questions.answers("s")
+    out["qc"] = store.questions.question_conflicts("s", pd.DataFrame({"question_id": ["1"], "text": ["z"]}))
+    name = store.judges.resolve("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 0}, register=True)
+    name2 = store.judges.resolve("s", "openai:gpt", {"backend": "openai", "model": "gpt", "temperature": 1}, register=True)
     out["names"] = (name, name2)
-    store.set_judge("s", "human:x", kind="human", model_alias="m")
-    out["aliases"] = store.judge_aliases("s"); out["registered"] = store.registered_judges("s"); out["runj"] = store.run_judges("s")
-    run = store.create_run("s", "review", {"api_key": "k", "x": 1}, items=["i1", "i2", "i3"], run_id="r1")
-    store.set_run_status(run, "running")
-    store.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"}, prompt_tokens=3, run_id=run, item_key="i1")
-    out["dup_call"] = store.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"})
-    out["cached"] = {k: v for k, v in store.cached_call("c1").items() if k != "created_at"}
-    store.finish_item(run, "i1", prompt_tokens=3, cost_usd=0.5, write=lambda tx: store.add_judgments("s", make_judgments([("m", "n", "model_a", name)]), run_id=run))
-    out["run"] = {k: v for k, v in store.run(run).items() if k not in ("created_at", "updated_at")}
-    out["runs"] = store.runs("s").drop(columns=["created_at", "updated_at"])
-    out["acct"] = store.run_accounting(run)
-    out["pending"] = store.pending_items(run)
-    out["run_judgments"] = store.run_judgments(run)
-    out["judges"] = store.judges("s")
-    store.add_debates("s", [({"debate_key": f"d{k}", "question_id": "1", "model_a": "m", "model_b": "n", "status": "unresolved", "scenario": "sc" if k else ""}, [{"round": 0, "position": 0, "speaker": "x", "verdict": "tie"}]) for k in range(3)])
-    ids = store.debates("s")["id"].tolist()
-    out["claim"] = {k: v for k, v in store.claim_debate("s", "ann", lease_seconds=60, scenario="sc", now=1.8e9).items() if k not in ("expires_at", "debate_id")}
-    out["leases"] = store.leases("s", now=1.8e9)[["annotator", "live"]]
-    out["release"] = store.release_leases("s", "ann")
-    store.adjudicate(ids[0], "ann", "both_bad", token="t1", blind=True)
-    out["queue"] = store.adjudication_queue("s", annotator="ben", overlap=2).drop(columns=["id"])
-    out["undo"] = store.undo_adjudication(ids[0], "ann", token="t1")
-    store.skip_debate(ids[1], "ann")
-    out["skips"] = len(store.skipped_debates("s", "ann")); out["clear"] = store.clear_skips("s", "ann")
-    store.update_study_settings("s", rubric="r", overlap=1)
-    out["settings"] = store.study_settings("s")
-    store.add_human_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "attribute": ["a"], "value": [1.5]}))
-    out["hs"] = store.human_scores("s", attribute="a")
-    store.add_judge_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "judge": ["j"], "score": [3.0], "attribute": ["a"]}))
-    out["js"] = store.judge_scores("s", judges=["j"], attribute="a")
-    iid = store.record_import("s", source="f.csv", format="canonical", counts={"a": 1})
-    out["imports"] = store.imports("s").drop(columns=["created_at", "id"])
-    out["summary"] = Study(store, "s").counts(); out["rev"] = store.revision("s"); out["labels"] = store.labels("s")
-    out["turns"] = store.debate_turns([])
-    store.delete_study("t"); out["has_t"] = store.has_study("t")
+    store.judges.set("s", "human:x", kind="human", model_alias="m")
+    out["aliases"] = store.judges.aliases("s"); out["registered"] = store.judges.registered("s"); out["runj"] = store.judges.run_judges("s")
+    run = store.runs.create("s", "review", {"api_key": "k", "x": 1}, items=["i1", "i2", "i3"], run_id="r1")
+    store.runs.set_status(run, "running")
+    store.runs.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"}, prompt_tokens=3, run_id=run, item_key="i1")
+    out["dup_call"] = store.runs.store_call("c1", backend="openai", model="gpt", request={"m": 1}, response={"t": "v"})
+    out["cached"] = {k: v for k, v in store.runs.cached_call("c1").items() if k != "created_at"}
+    store.runs.finish_item(run, "i1", prompt_tokens=3, cost_usd=0.5, write=lambda tx: store.verdicts.add("s", make_judgments([("m", "n", "model_a", name)]), run_id=run))
+    out["run"] = {k: v for k, v in store.runs.get(run).items() if k not in ("created_at", "updated_at")}
+    out["runs"] = store.runs.table("s").drop(columns=["created_at", "updated_at"])
+    out["acct"] = store.runs.accounting(run)
+    out["pending"] = store.runs.pending_items(run)
+    out["run_judgments"] = store.runs.judgments(run)
+    out["judges"] = store.judges.table("s")
+    store.debates.add_many("s", [({"debate_key": f"d{k}", "question_id": "1", "model_a": "m", "model_b": "n", "status": "unresolved", "scenario": "sc" if k else ""}, [{"round": 0, "position": 0, "speaker": "x", "verdict": "tie"}]) for k in range(3)])
+    ids = store.debates.table("s")["id"].tolist()
+    out["claim"] = {k: v for k, v in store.debates.claim("s", "ann", lease_seconds=60, scenario="sc", now=1.8e9).items() if k not in ("expires_at", "debate_id")}
+    out["leases"] = store.debates.leases("s", now=1.8e9)[["annotator", "live"]]
+    out["release"] = store.debates.release_leases("s", "ann")
+    store.debates.adjudicate(ids[0], "ann", "both_bad", token="t1", blind=True)
+    out["queue"] = store.debates.queue("s", annotator="ben", overlap=2).drop(columns=["id"])
+    out["undo"] = store.debates.undo_adjudication(ids[0], "ann", token="t1")
+    store.debates.skip(ids[1], "ann")
+    out["skips"] = len(store.debates.skipped("s", "ann")); out["clear"] = store.debates.clear_skips("s", "ann")
+    store.studies.update_settings("s", rubric="r", overlap=1)
+    out["settings"] = store.studies.settings("s")
+    store.scores.add_human_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "attribute": ["a"], "value": [1.5]}))
+    out["hs"] = store.scores.human_scores("s", attribute="a")
+    store.scores.add_judge_scores("s", pd.DataFrame({"question_id": ["1"], "model": ["m"], "judge": ["j"], "score": [3.0], "attribute": ["a"]}))
+    out["js"] = store.scores.judge_scores("s", judges=["j"], attribute="a")
+    iid = store.studies.record_import("s", source="f.csv", format="canonical", counts={"a": 1})
+    out["imports"] = store.studies.imports("s").drop(columns=["created_at", "id"])
+    out["summary"] = Study(store, "s").counts(); out["rev"] = store.studies.revision("s"); out["labels"] = store.verdicts.labels("s")
+    out["turns"] = store.debates.turns([])
+    store.studies.delete("t"); out["has_t"] = store.studies.exists("t")
     out["integrity"] = store.integrity_problems()
     return out
 

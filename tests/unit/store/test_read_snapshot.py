@@ -15,36 +15,37 @@ import pandas as pd
 
 from peercore.store import Store
 from peercore.store import verdict_reader
+from peercore.store.judgments import Verdicts
 
 
 def first_verdicts(store: Store) -> None:
-    store.create_study("s")
-    store.add_judgments("s", pd.DataFrame([{"question_id": "q1", "model_a": "m1", "model_b": "m2",
-                                            "judge": "j1", "winner": "model_a"}]))
+    store.studies.create("s")
+    store.verdicts.add("s", pd.DataFrame([{"question_id": "q1", "model_a": "m1", "model_b": "m2",
+                                           "judge": "j1", "winner": "model_a"}]))
 
 
 def commit_new_names(location) -> None:
     """Another connection commits verdicts whose names (and so label codes) are new."""
     with Store(location) as writer:
-        writer.add_judgments("s", pd.DataFrame([{"question_id": f"q{k}", "model_a": f"new-{k}", "model_b": "m1",
-                                                 "judge": f"judge-{k}", "winner": "model_b"} for k in range(2, 6)]))
+        writer.verdicts.add("s", pd.DataFrame([{"question_id": f"q{k}", "model_a": f"new-{k}", "model_b": "m1",
+                                                "judge": f"judge-{k}", "winner": "model_b"} for k in range(2, 6)]))
 
 
 def test_judgments_read_the_labels_and_the_verdicts_of_one_moment(db, monkeypatch):
     store = Store(db)
     first_verdicts(store)
-    real = Store._labels
+    real = Verdicts._labels
 
     def labels_then_a_commit(self, study_id):
         labels = real(self, study_id)
         commit_new_names(db)
         return labels
 
-    monkeypatch.setattr(Store, "_labels", labels_then_a_commit)
-    seen = store.judgments("s")
+    monkeypatch.setattr(Verdicts, "_labels", labels_then_a_commit)
+    seen = store.verdicts.table("s")
     assert list(seen["model_a"]) == ["m1"]  # the moment the read began: the commit is not half-seen
     monkeypatch.undo()
-    assert len(store.judgments("s")) == 5  # the next read sees it whole
+    assert len(store.verdicts.table("s")) == 5  # the next read sees it whole
     store.close()
 
 

@@ -213,7 +213,7 @@ def test_a_version_8_database_upgrades_with_every_row_as_it_was(db):
     assert store.schema_version() == SCHEMA_VERSION
     assert store.migrations()["version"].tolist() == list(range(1, SCHEMA_VERSION + 1))
     assert store.integrity_problems() == []
-    assert store.judgments("s")["winner"].tolist() == ["model_a"]
+    assert store.verdicts.table("s")["winner"].tolist() == ["model_a"]
     store.close()
     assert _rows(db) == before
     # Version 13 rebuilt SQLite's debates table (a CHECK changed) with foreign keys off: the
@@ -225,10 +225,10 @@ def test_a_version_8_database_upgrades_with_every_row_as_it_was(db):
         with psycopg.connect(str(db), autocommit=True) as connection:
             connection.execute("SELECT setval(pg_get_serial_sequence('debates', 'id'), 1)")
     with Store(db) as store:
-        added = store.add_label_requests("s", [{"question_id": "q1", "model_a": "a", "model_b": "b"}],
-                                         requested_by="test", reason="check")
+        added = store.debates.add_label_requests("s", [{"question_id": "q1", "model_a": "a", "model_b": "b"}],
+                                                 requested_by="test", reason="check")
         assert added.added == 1
-        assert store.debates("s", kind="label_request")["debate_key"].tolist() == ["label:q1|1||a|b"]
+        assert store.debates.table("s", kind="label_request")["debate_key"].tolist() == ["label:q1|1||a|b"]
 
 
 def test_render_fills_the_dialects_and_refuses_another():

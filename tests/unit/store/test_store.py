@@ -25,14 +25,14 @@ from peercore.app import Study
 @pytest.fixture
 def store(db):
     store = Store(db)
-    store.create_study("s")
+    store.studies.create("s")
     return store
 
 
 @pytest.fixture
 def sqlite_store(tmp_path):
     store = Store(tmp_path / "pb.sqlite")
-    store.create_study("s")
+    store.studies.create("s")
     return store
 
 
@@ -109,20 +109,20 @@ def test_each_thread_gets_its_own_connection(store):
 
 
 def test_round_trip_keeps_every_canonical_column(store):
-    assert store.add_judgments("s", rich()) == WriteCounts(4, 0)
-    pd.testing.assert_frame_equal(store.judgments("s"), rich())
+    assert store.verdicts.add("s", rich()) == WriteCounts(4, 0)
+    pd.testing.assert_frame_equal(store.verdicts.table("s"), rich())
 
 
 def test_round_trip_of_an_empty_study(store):
-    pd.testing.assert_frame_equal(store.judgments("s"), empty_judgments())
-    assert store.add_judgments("s", empty_judgments()) == WriteCounts(0, 0)
+    pd.testing.assert_frame_equal(store.verdicts.table("s"), empty_judgments())
+    assert store.verdicts.add("s", empty_judgments()) == WriteCounts(0, 0)
 
 
 def test_same_judgment_twice_is_one_row_and_repeats_are_votes(store):
     rows = frame([("q", "a", "b", "crowd", "model_a"), ("q", "a", "b", "crowd", "tie"), ("q", "b", "a", "crowd", "tie")])
-    assert store.add_judgments("s", rows) == WriteCounts(3, 0, repeated=1)
-    assert store.add_judgments("s", rows) == WriteCounts(0, 3)
-    out = store.judgments("s", with_vote=True)
+    assert store.verdicts.add("s", rows) == WriteCounts(3, 0, repeated=1)
+    assert store.verdicts.add("s", rows) == WriteCounts(0, 3)
+    out = store.verdicts.table("s", with_vote=True)
     assert list(out["vote"]) == [0, 1, 0]
     assert list(out["winner"]) == ["model_a", "tie", "tie"]
     assert store.connect().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 3
@@ -130,16 +130,16 @@ def test_same_judgment_twice_is_one_row_and_repeats_are_votes(store):
 
 def test_vote_column_given_explicitly(store):
     rows = frame([("q", "a", "b", "crowd", "model_a"), ("q", "a", "b", "crowd", "tie")], vote=[5, 7])
-    store.add_judgments("s", rows)
-    assert list(store.judgments("s", with_vote=True)["vote"]) == [5, 7]
+    store.verdicts.add("s", rows)
+    assert list(store.verdicts.table("s", with_vote=True)["vote"]) == [5, 7]
 
 
 def test_invalid_verdicts_keep_key_and_raw_text(store):
     rows = frame([("q", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", None)], valid=[1, 0],
                  raw=[None, "I cannot decide [[?]]"])
-    assert store.add_judgments("s", rows) == WriteCounts(2, 0, invalid=1)
-    assert len(store.judgments("s")) == 1
-    everything = store.judgments("s", include_invalid=True)
+    assert store.verdicts.add("s", rows) == WriteCounts(2, 0, invalid=1)
+    assert len(store.verdicts.table("s")) == 1
+    everything = store.verdicts.table("s", include_invalid=True)
     assert list(everything["valid"]) == [1, 0]
     assert everything["winner"].isna().tolist() == [False, True]
     assert everything["raw"].iloc[1] == "I cannot decide [[?]]"
@@ -149,28 +149,28 @@ def test_invalid_verdicts_keep_key_and_raw_text(store):
 def test_bad_judgments_are_named_and_nothing_is_written(store):
     rows = frame([("q", "a", "b", "j", "model_a"), ("q2", "a", "b", "j", "modelB")])
     with pytest.raises(JudgmentError, match=r"row 1, column 'winner': winner 'modelB'"):
-        store.add_judgments("s", rows)
+        store.verdicts.add("s", rows)
     with pytest.raises(JudgmentError, match="model_a and model_b are both"):
-        store.add_judgments("s", frame([("q", "a", "a", "j", None)], valid=[0]))
-    assert Study(store, "s").counts()["judgments"] == 0 and store.revision("s") == 0
+        store.verdicts.add("s", frame([("q", "a", "a", "j", None)], valid=[0]))
+    assert Study(store, "s").counts()["judgments"] == 0 and store.studies.revision("s") == 0
 
 
 def test_trusted_frames_are_still_checked(store):
     bad = rich()
     bad.loc[2, "winner"] = "maybe"  # canonical dtypes, non-canonical value
     with pytest.raises(JudgmentError, match="winner 'maybe'"):
-        store.add_judgments("s", bad)
+        store.verdicts.add("s", bad)
     spaced = rich()
     spaced.loc[0, "judge"] = " j "
-    store.add_judgments("s", spaced)  # falls back to full validation, which strips
-    assert set(store.judgments("s")["judge"]) == {"j", "k", "human:x"}
+    store.verdicts.add("s", spaced)  # falls back to full validation, which strips
+    assert set(store.verdicts.table("s")["judge"]) == {"j", "k", "human:x"}
 
 
 def test_judge_filter_and_names_are_integer_coded(store):
-    store.add_judgments("s", rich())
-    assert list(store.judgments("s", judges=["k"])["question_id"]) == ["2"]
-    assert len(store.judgments("s", judges=["nobody"])) == 0
-    labels = store.labels("s")
+    store.verdicts.add("s", rich())
+    assert list(store.verdicts.table("s", judges=["k"])["question_id"]) == ["2"]
+    assert len(store.verdicts.table("s", judges=["nobody"])) == 0
+    labels = store.verdicts.labels("s")
     assert set(labels) == {"a", "b", "c", "j", "k", "human:x", "help", "style"}
     stored = store.connect().execute("SELECT model_a, judge, winner FROM verdicts ORDER BY id").fetchall()
     assert [tuple(r) for r in stored][0] == (labels["a"], labels["j"], 0)
@@ -178,8 +178,8 @@ def test_judge_filter_and_names_are_integer_coded(store):
 
 def test_judgments_view_decodes_and_is_read_only(store):
     """The view is for people reading the database with SQL; writes go through the store (schema version 10)."""
-    store.add_judgments("s", rich())
-    sid = store.study_id("s")
+    store.verdicts.add("s", rich())
+    sid = store.studies.study_id("s")
     rows = store.connect().execute(
         "SELECT question_id, model_a, model_b, judge, winner, criterion FROM judgments ORDER BY id").fetchall()
     assert tuple(rows[0]) == ("1", "a", "b", "j", "model_a", "help")
@@ -194,15 +194,15 @@ def test_each_write_is_one_transaction(store):
     before = Study(store, "s").counts()
     with pytest.raises(RuntimeError):
         with store.transaction():
-            store.add_judgments("s", rich())
-            store.add_questions("s", pd.DataFrame({"question_id": ["1"], "text": ["?"]}))
+            store.verdicts.add("s", rich())
+            store.questions.add("s", pd.DataFrame({"question_id": ["1"], "text": ["?"]}))
             raise RuntimeError("boom")
     assert Study(store, "s").counts() == before
-    assert store.labels("s") == {}
+    assert store.verdicts.labels("s") == {}
 
 
 def test_integrity_problems_finds_orphan_codes(store):
-    store.add_judgments("s", rich())
+    store.verdicts.add("s", rich())
     store.connect().execute("DELETE FROM labels WHERE text = 'k'")
     assert store.integrity_problems() == ["1 verdict(s) with a judge code missing from labels"]
 
@@ -213,14 +213,14 @@ def test_integrity_problems_finds_orphan_codes(store):
 def test_questions_answers_and_conflicts(store):
     questions = pd.DataFrame({"question_id": ["1", "2"], "text": ["2+2?", "Colour?"], "category": ["math", None],
                               "metadata": [{"turns": ["2+2?", "and 3+3?"]}, {}]})
-    assert store.add_questions("s", questions) == WriteCounts(2, 0)
-    assert store.add_questions("s", questions) == WriteCounts(0, 2)
-    assert store.questions("s", with_metadata=True)["metadata"].iloc[0] == {"turns": ["2+2?", "and 3+3?"]}
+    assert store.questions.add("s", questions) == WriteCounts(2, 0)
+    assert store.questions.add("s", questions) == WriteCounts(0, 2)
+    assert store.questions.table("s", with_metadata=True)["metadata"].iloc[0] == {"turns": ["2+2?", "and 3+3?"]}
     answers = pd.DataFrame({"question_id": ["1", "1"], "model": ["a", "a"], "answer": ["4", "6"], "turn": [1, 2]})
-    assert store.add_answers("s", answers) == WriteCounts(2, 0)
-    clash = store.question_conflicts("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["2+2?", "Animal?"]}))
+    assert store.questions.add_answers("s", answers) == WriteCounts(2, 0)
+    clash = store.questions.question_conflicts("s", pd.DataFrame({"question_id": ["1", "2"], "text": ["2+2?", "Animal?"]}))
     assert list(clash["question_id"]) == ["2"] and clash["stored_text"].iloc[0] == "Colour?"
-    changed = store.answer_conflicts("s", pd.DataFrame({"question_id": ["1"], "model": ["a"], "answer": ["five"]}))
+    changed = store.questions.answer_conflicts("s", pd.DataFrame({"question_id": ["1"], "model": ["a"], "answer": ["five"]}))
     assert list(changed["stored_answer"]) == ["4"]
 
 
@@ -231,77 +231,77 @@ def test_debates_turns_queue_and_adjudication(store):
              {"round": 0, "position": 1, "speaker": "y", "verdict": None, "raw": '"4"'},
              {"round": 1, "position": 0, "speaker": "x", "verdict": "model_a"},
              {"round": 1, "position": 1, "speaker": "y", "verdict": "model_b"}]
-    assert store.add_debate("s", debate, turns) is True
-    assert store.add_debate("s", debate, turns) is False
-    queue = store.adjudication_queue("s")
+    assert store.debates.add("s", debate, turns) is True
+    assert store.debates.add("s", debate, turns) is False
+    queue = store.debates.queue("s")
     assert list(queue["debate_key"]) == ["k1"] and queue["scenario"].iloc[0] == "code"
-    stored = store.debate_turns(queue["id"])
+    stored = store.debates.turns(queue["id"])
     assert len(stored) == 4 and stored["raw"].iloc[1] == '"4"'
-    assert store.adjudicate(int(queue["id"].iloc[0]), "ann", "model_a") is True
-    assert store.adjudication_queue("s").empty
+    assert store.debates.adjudicate(int(queue["id"].iloc[0]), "ann", "model_a") is True
+    assert store.debates.queue("s").empty
     with pytest.raises(ValueError, match="consensus must be one of"):
-        store.add_debate("s", {**debate, "debate_key": "k2", "consensus": "A"}, [])
+        store.debates.add("s", {**debate, "debate_key": "k2", "consensus": "A"}, [])
 
 
 def test_import_provenance_goes_to_imports_and_study_source(store):
     with store.transaction():
-        import_id = store.record_import("s", source="/data/x.csv", format="canonical", sha256="ab" * 32)
-        store.add_judgments("s", rich(), import_id=import_id)
-        store.set_import_counts(import_id, {"judgments": WriteCounts(4, 0), "notes": {"x": np.int64(1)}})
-    imports = store.imports("s")
+        import_id = store.studies.record_import("s", source="/data/x.csv", format="canonical", sha256="ab" * 32)
+        store.verdicts.add("s", rich(), import_id=import_id)
+        store.studies.set_import_counts(import_id, {"judgments": WriteCounts(4, 0), "notes": {"x": np.int64(1)}})
+    imports = store.studies.imports("s")
     assert list(imports["format"]) == ["canonical"]
     assert imports["counts"].iloc[0] == {"judgments": {"added": 4, "skipped": 0}, "notes": {"x": 1}}
-    record = store.study_source("s")["imports"][0]
+    record = store.studies.source("s")["imports"][0]
     assert record["source"] == "/data/x.csv" and record["sha256"] == "ab" * 32
     ids = {r[0] for r in store.connect().execute("SELECT import_id FROM verdicts")}
     assert ids == {import_id}
 
 
 def test_revision_changes_with_every_write(store):
-    first = store.revision("s")
-    store.add_judgments("s", rich())
-    second = store.revision("s")
-    store.add_judgments("s", rich())  # nothing new: no bump
-    assert first < second == store.revision("s")
+    first = store.studies.revision("s")
+    store.verdicts.add("s", rich())
+    second = store.studies.revision("s")
+    store.verdicts.add("s", rich())  # nothing new: no bump
+    assert first < second == store.studies.revision("s")
 
 
 def test_summary_counts(store):
-    store.add_judgments("s", rich())
+    store.verdicts.add("s", rich())
     summary = Study(store, "s").counts()
     assert summary["judgments"] == 4 and summary["human_votes"] == 1 and summary["contestants"] == 3
     assert summary["judges"] == 3
-    judges = store.judges("s").set_index("name")
+    judges = store.judges.table("s").set_index("name")
     assert judges.loc["human:x", "kind"] == "human" and judges.loc["j", "n_judgments"] == 2
 
 
 def test_unknown_study_lists_the_studies(store):
     with pytest.raises(StoreError, match=r"no study named 'x' in .*; studies are \['s'\]"):
-        store.judgments("x")
+        store.verdicts.table("x")
 
 
 def test_secrets_never_reach_the_database(sqlite_store):
     # SQLite-only: reads the whole file with iterdump (test_postgres_store dumps PostgreSQL's tables).
     store = sqlite_store
-    store.add_judges("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
+    store.judges.add("s", [{"name": "openai:gpt-4o", "kind": "llm", "settings": {"api_key": "sk-123", "model": "m"}}])
     text = "\n".join(sqlite3.connect(store.path).iterdump())
     assert "sk-123" not in text and '"model": "m"' in text
 
 
 def test_optional_columns_are_fetched_only_when_filled(store):
-    store.add_judgments("s", frame([("q", "a", "b", "j", "model_a")]))
+    store.verdicts.add("s", frame([("q", "a", "b", "j", "model_a")]))
     filled = {r[0] for r in store.connect().execute("SELECT name FROM verdict_columns")}
     assert filled == set()
-    store.add_judgments("s", frame([("q2", "a", "b", "j", "tie")], p_a=[0.5]))
+    store.verdicts.add("s", frame([("q2", "a", "b", "j", "tie")], p_a=[0.5]))
     filled = {r[0] for r in store.connect().execute("SELECT name FROM verdict_columns")}
     assert filled == {"p_a"}
-    assert store.judgments("s")["p_a"].tolist()[1] == 0.5
+    assert store.verdicts.table("s")["p_a"].tolist()[1] == 0.5
 
 
 def test_json_text_round_trips_unicode(store):
-    store.add_judgments("s", frame([("问题", "模型甲", "b", "j", "model_a")], rationale=["因为 ✓"]))
-    out = store.judgments("s")
+    store.verdicts.add("s", frame([("问题", "模型甲", "b", "j", "model_a")], rationale=["因为 ✓"]))
+    out = store.verdicts.table("s")
     assert out["question_id"].iloc[0] == "问题" and out["rationale"].iloc[0] == "因为 ✓"
-    assert json.loads(json.dumps(store.labels("s"), ensure_ascii=False))
+    assert json.loads(json.dumps(store.verdicts.labels("s"), ensure_ascii=False))
 
 
 def test_secret_keys_are_scrubbed_but_token_counts_are_not():
@@ -316,19 +316,19 @@ def test_secret_keys_are_scrubbed_but_token_counts_are_not():
 
 def test_discussions_do_not_enter_the_adjudication_queue(store):
     base = {"question_id": "1", "model_a": "a", "model_b": "b", "status": "unresolved"}
-    store.add_debate("s", {**base, "debate_key": "talk", "kind": "discussion"}, [])
-    store.add_debate("s", {**base, "debate_key": "fight", "kind": "debate"}, [])
-    assert list(store.adjudication_queue("s")["debate_key"]) == ["fight"]
+    store.debates.add("s", {**base, "debate_key": "talk", "kind": "discussion"}, [])
+    store.debates.add("s", {**base, "debate_key": "fight", "kind": "debate"}, [])
+    assert list(store.debates.queue("s")["debate_key"]) == ["fight"]
 
 
 def test_run_progress_counts_each_item_once(store):
-    run = store.create_run("s", "review", {"max_tokens": 5}, items=["a", "b", "c"])
-    store.finish_item(run, "a")
-    store.finish_item(run, "a")  # a repeated mark does not count twice
-    store.finish_item(run, "b", status="invalid")
-    store.finish_item(run, "c", status="failed")
-    assert store.run(run)["n_done"] == 2
-    assert store.pending_items(run) == ["c"]
-    assert store.run(run)["config"] == {"max_tokens": 5}
+    run = store.runs.create("s", "review", {"max_tokens": 5}, items=["a", "b", "c"])
+    store.runs.finish_item(run, "a")
+    store.runs.finish_item(run, "a")  # a repeated mark does not count twice
+    store.runs.finish_item(run, "b", status="invalid")
+    store.runs.finish_item(run, "c", status="failed")
+    assert store.runs.get(run)["n_done"] == 2
+    assert store.runs.pending_items(run) == ["c"]
+    assert store.runs.get(run)["config"] == {"max_tokens": 5}
     with pytest.raises(StoreError, match="has no item 'zzz'"):
-        store.finish_item(run, "zzz")
+        store.runs.finish_item(run, "zzz")

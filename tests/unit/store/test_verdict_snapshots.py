@@ -67,11 +67,11 @@ def _scan_forbidden(monkeypatch):
 
 def test_the_snapshot_reads_as_the_scan_bit_for_bit(db, monkeypatch):
     store = Store(db)
-    store.create_study("s")
-    store.add_judgments("s", _judgments())
+    store.studies.create("s")
+    store.verdicts.add("s", _judgments())
     assert _snapshots(store) == []
     scanned = _frame(store, "s")
-    assert _snapshots(store) == [(store.study_id("s"), store.revision("s"), len(scanned))]
+    assert _snapshots(store) == [(store.studies.study_id("s"), store.studies.revision("s"), len(scanned))]
     _scan_forbidden(monkeypatch)
     kept = _frame(store, "s")
     pd.testing.assert_frame_equal(kept, scanned)
@@ -81,15 +81,15 @@ def test_the_snapshot_reads_as_the_scan_bit_for_bit(db, monkeypatch):
 
 def test_a_write_makes_it_stale_and_the_next_read_keeps_a_new_one(db):
     store = Store(db)
-    store.create_study("s")
-    store.add_judgments("s", _judgments())
+    store.studies.create("s")
+    store.verdicts.add("s", _judgments())
     before = _frame(store, "s")
-    store.add_judgments("s", pd.DataFrame({"question_id": ["new"], "model_a": ["m0"], "model_b": ["newcomer"],
-                                           "judge": ["gpt"], "winner": ["tie"]}))
+    store.verdicts.add("s", pd.DataFrame({"question_id": ["new"], "model_a": ["m0"], "model_b": ["newcomer"],
+                                          "judge": ["gpt"], "winner": ["tie"]}))
     after = _frame(store, "s")
     assert len(after) == len(before) + 1 and "newcomer" in set(after["model_b"])
-    assert _snapshots(store) == [(store.study_id("s"), store.revision("s"), len(after))]
-    store.delete_study("s")
+    assert _snapshots(store) == [(store.studies.study_id("s"), store.studies.revision("s"), len(after))]
+    store.studies.delete("s")
     assert _snapshots(store) == []  # gone with its study
     store.close()
 
@@ -97,8 +97,8 @@ def test_a_write_makes_it_stale_and_the_next_read_keeps_a_new_one(db):
 def test_a_reader_never_waits_for_the_write_lock_and_keeps_none_inside_a_transaction(tmp_path):
     path = tmp_path / "pb.sqlite"
     store = Store(path)
-    store.create_study("s")
-    store.add_judgments("s", _judgments())
+    store.studies.create("s")
+    store.verdicts.add("s", _judgments())
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process writing: the reader must not wait for it (busy timeout 120 s)
     try:
@@ -118,8 +118,8 @@ def test_a_reader_never_waits_for_the_write_lock_and_keeps_none_inside_a_transac
 def test_copy_leaves_snapshots_behind_and_the_copy_reads_the_same(tmp_path, pg_url, capsys):
     source = tmp_path / "source.sqlite"
     store = Store(source)
-    store.create_study("s")
-    store.add_judgments("s", _judgments())
+    store.studies.create("s")
+    store.verdicts.add("s", _judgments())
     expected = _frame(store, "s")
     assert len(_snapshots(store)) == 1
     store.close()
