@@ -3,26 +3,15 @@ timestamp format, and :class:`Repository`, the base of each kind of record's rep
 
 from __future__ import annotations
 
-import contextlib
-import re
-import os
-import sqlite3
-import sys
-import threading
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from peercore.assignment import QUEUE_KINDS  # what the adjudication queue offers (with the queue's other rules)
-from peercore import db as _db
-from peercore.errors import JudgmentError, PeercoreError, StoreError
-from peercore.locations import database_location, default_db_path, is_postgres_url, redact_url
-from peercore.redaction import SECRET_WORDS as _SECRET_WORDS  # noqa: F401 (re-exported)
+from peercore.assignment import QUEUE_KINDS  # noqa: F401 (what the adjudication queue offers, with the queue's rules)
+from peercore.errors import JudgmentError, StoreError  # noqa: F401 (StoreError: re-exported)
 from peercore.redaction import is_secret_name as _is_secret_name
 
 
