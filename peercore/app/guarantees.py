@@ -25,6 +25,7 @@ import pandas as pd
 
 from peercore.app.agreement import meta_evaluation
 from peercore.app.calibration import oriented_scores, reference_codes
+from peercore.app.health import health as judge_health_table
 from peercore.app.leaderboard import leaderboard
 from peercore.app.study import Study
 from peercore.audit import audit_bradley_terry, audit_win_rate
@@ -32,7 +33,7 @@ from peercore.domain import verdicts as V
 from peercore.domain.selection import Selection
 from peercore.domain.plain import json_value
 from peercore.evaluators import per_thousand, prefers_lists, prefers_longer, rank_agreement, stability
-from peercore.position import judge_health, swap_consistency, wilson
+from peercore.position import swap_consistency, wilson
 from peercore.reports import run_costs
 from peercore.selective import CascadePlan, agrees_with_reference, confidence_from_probability, plan_cascade, \
     verdict_from_probability
@@ -209,7 +210,8 @@ def evaluator_leaderboard(study: Study, *, level: float = 0.95) -> EvaluatorLead
       (:func:`peercore.evaluators.stability`);
     * ``position_consistency``: both orders agree (MT-Bench Table 2,
       :func:`peercore.position.swap_consistency`; empty where the order is unknown);
-    * ``p_first``, ``unparsed_share``: :func:`peercore.position.judge_health`;
+    * ``p_first``, ``unparsed_share``: :func:`peercore.app.health.health` (the judge health
+      every page flags from, :func:`peercore.position.judge_health`);
     * ``p_longer``, ``p_lists``: :func:`peercore.evaluators.prefers_longer`,
       :func:`peercore.evaluators.prefers_lists` (Zheng et al. 2023 section 3.3) on the
       stored answers;
@@ -249,7 +251,7 @@ def evaluator_leaderboard(study: Study, *, level: float = 0.95) -> EvaluatorLead
     table["stability"] = stable["stability"]
     consistency = swap_consistency(everything).reindex(table.index)
     table["position_consistency"] = consistency["consistent"]
-    health = judge_health(everything, level=level).reindex(table.index)
+    health = judge_health_table(study, level=level).reindex(table.index)  # the pages' flags' table
     table["p_first"] = health["p_first"]
     table["unparsed_share"] = health["invalid_share"]
     _style_columns(study, votes, table, notes)

@@ -17,16 +17,17 @@ __all__ = ["health_facts", "health", "flagged_judges", "HEALTH_SELECTION"]
 HEALTH_SELECTION = Selection(kinds=("llm",), repeated_votes=RepeatedVotes.EACH)
 
 
-def health(study: Study, judges: Iterable[str] | None = None) -> pd.DataFrame:
-    """:func:`peercore.position.judge_health` of the study's LLM judges (or of ``judges`` among them)."""
-    table = study.cached("health", lambda: _health(study))
+def health(study: Study, judges: Iterable[str] | None = None, *, level: float = 0.95) -> pd.DataFrame:
+    """:func:`peercore.position.judge_health` of the study's LLM judges (or of ``judges`` among them),
+    once per revision and ``level`` (the pages' flags and the evaluator leaderboard share it)."""
+    table = study.cached(("health", level), lambda: _health(study, level))
     if judges is not None:
         table = table[table.index.isin(list(judges))]
     return table
 
 
-def _health(study: Study) -> pd.DataFrame:
-    return judge_health(study.select(HEALTH_SELECTION, include_invalid=True).verdicts)
+def _health(study: Study, level: float) -> pd.DataFrame:
+    return judge_health(study.select(HEALTH_SELECTION, include_invalid=True).verdicts, level=level)
 
 
 def flagged_judges(study: Study, judges: Iterable[str] | None = None) -> dict[str, str]:
