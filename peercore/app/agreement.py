@@ -239,7 +239,9 @@ def _meta_evaluation(study: Study, *, panel: str | None, reference_mode: Referen
     humans = V.take(everything, is_human & (everything.winner >= 0))
     machine = V.take(everything, ~is_human)
     gold_rows = study.gold(panel)
-    machine_frame = _decoded(study, machine) if len(machine) else None
+    # The judges' verdicts as a table only when there is something to compare them with (decoding
+    # a million verdicts takes about half a second; with no gold and no human vote nothing reads it).
+    machine_frame = _decoded(study, machine) if len(machine) and (len(gold_rows) or len(humans)) else None
     if len(gold_rows) and machine_frame is not None and machine_frame["criterion"].isna().all():
         # Verdicts recorded without a criterion are compared with the gold of any criterion.
         gold_rows = gold_rows.assign(criterion=pd.Series(pd.NA, index=gold_rows.index, dtype="str"))
