@@ -209,6 +209,7 @@ class Windows:
             self._open[(width, height)] = (context, context.new_page(), requests)
         context, page, _ = self._open[(width, height)]
         page.set_viewport_size({"width": width, "height": height})  # a screenshot may have grown it
+        page.bring_to_front()  # the window in use is the active one (a background tab draws no frames)
         return page
 
     def requests(self, width: int, height: int) -> Requests | None:

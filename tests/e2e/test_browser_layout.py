@@ -72,28 +72,39 @@ MEASURE = """
 """
 
 
-# True once no shown grid needs a horizontal scrollbar. A grid Streamlit is still laying out
-# (its canvas drawn at a first, narrow width, before its headers: "needs 61 px, shows 52 px" on
-# whichever page redrew last) reaches its width within frames on a quiet machine, and after
-# more than 5 s on CI's loaded cores (it failed there at 5 s); a table that is really cut off
-# stays so. The bound is only paid by a page that is really wrong, so it is generous.
-GRIDS_SETTLED = "() => (" + MEASURE.strip() + ")().grids.every((g) => g.scroll <= g.client + 1)"
+# The page's measurements (MEASURE) once no shown grid needs a horizontal scrollbar and the page
+# held the same grids and charts on two frames in a row; null until then. A grid Streamlit is still
+# laying out (its canvas drawn at a first, narrow width, before its headers: "needs 61 px, shows
+# 52 px") reaches its width within frames on a quiet machine, and after more than 5 s on CI's loaded
+# cores (it failed there at 5 s); a table that is really cut off stays so. The check and the
+# measurement are one evaluation in one frame: measured apart, a page that redrew between them (a
+# rerun replacing its grids: none shown, so "every grid fits" held at once) was measured mid-layout
+# under load ("needs 61 px, shows 52 px" on Studies at 1920x1080 with two CPU-bound processes beside
+# the suite). The bound is only paid by a page that is really wrong, so it is generous.
+SETTLED_MEASURE = """
+() => {
+  const seen = (""" + MEASURE.strip() + """)();
+  const shape = seen.grids.length + ':' + seen.charts.length;
+  const steady = window.__peerboardShape === shape;
+  window.__peerboardShape = shape;
+  return steady && seen.grids.every((g) => g.scroll <= g.client + 1) ? seen : null;
+}
+"""
 SETTLE_GRIDS_MS = 60_000
 
 
 def layout_problems(page, where: str) -> list[str]:
     """What is wrong with the layout of the page as it is now (empty when all is well).
 
-    Grids are measured once they have settled (:data:`GRIDS_SETTLED`, a condition the page
-    evaluates on every frame, at most :data:`SETTLE_GRIDS_MS`); one still cut off then is reported.
+    Grids are measured once they have settled (:data:`SETTLED_MEASURE`, evaluated on every
+    frame, at most :data:`SETTLE_GRIDS_MS`); one still cut off then is reported.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(GRIDS_SETTLED, timeout=SETTLE_GRIDS_MS, polling="raf")
+        seen = page.wait_for_function(SETTLED_MEASURE, timeout=SETTLE_GRIDS_MS, polling="raf").json_value()
     except PlaywrightTimeout:  # the grid is cut off for good: measured and reported below
-        pass
-    seen = page.evaluate(MEASURE)
+        seen = page.evaluate(MEASURE)
     out = []
     for grid in seen["grids"]:
         if grid["scroll"] > grid["client"] + 1:
