@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from peercore.domain.verdicts import infer_order
+from peercore import errors
 from peercore.errors import JudgmentError
 from peercore.io._common import Bundle, fail, merge, quote, sha256_of
 from peercore.io.names import look_alike_warnings
@@ -371,8 +372,6 @@ def _write_scores(bundle: Bundle, store, study: str, import_id: int, counts: dic
 
 def _is_conflict(exc: Exception) -> bool:
     """The store's VerdictConflict (``peercore.errors.VerdictConflict``: a JudgmentError with ``row`` and ``key``)."""
-    from peercore import errors
-
     conflict = getattr(errors, "VerdictConflict", None)
     return conflict is not None and isinstance(exc, conflict)
 

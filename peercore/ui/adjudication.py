@@ -39,7 +39,7 @@ from peercore.app.calibration import label_request_effect
 from peercore.assignment import DecisionRefused
 from peercore.errors import AccessDenied
 from peercore.store import QUEUE_KINDS
-from peercore.ui import data, state
+from peercore.ui import data, safe, state
 
 ALL_SCENARIOS, ALL_CRITERIA = "All scenarios", "All criteria"
 # Session key (this tab): the last decision the store refused (its overlap was filled by
@@ -68,8 +68,6 @@ def annotator_name() -> str:
 
 def adjudicating_as(name: str) -> str:
     """The line that replaces the name box once a name is entered (Markdown; the name is untrusted text)."""
-    from peercore.ui import safe
-
     return f"Adjudicating as **{safe.md(name)}**"
 
 
@@ -228,14 +226,10 @@ def decide(debate_id: int, decision: str, annotator: str, note_key: str) -> None
         access.adjudicate(data.store(), page_actor(annotator), int(debate_id), decision, note=note, token=token,
                           blind=is_blind(debate_id))
     except AccessDenied as exc:
-        from peercore.ui import safe
-
         st.session_state[REFUSED] = "Not saved: " + safe.md(str(exc))
         st.session_state[state.ADJ_FLASH] = ""
         return
     except DecisionRefused as exc:  # the lease ran out and others took or decided it meanwhile
-        from peercore.ui import safe
-
         # Names are untrusted text: escaped so that the alert's Markdown shows them as typed.
         st.session_state[REFUSED] = "Not saved: " + exc.message(name=safe.md)
         st.session_state[state.ADJ_FLASH] = ""
@@ -291,8 +285,6 @@ def undo_last(annotator: str, study: str | None = None) -> None:
             try:
                 removed = access.undo_decision(data.store(), page_actor(annotator), debate_id, token=token)
             except AccessDenied as exc:
-                from peercore.ui import safe
-
                 st.session_state[REFUSED] = "Not undone: " + safe.md(str(exc))
                 return
             if removed and study is not None:
@@ -397,8 +389,6 @@ def is_label_request(item: dict) -> bool:
 
 def request_line(metadata: dict | None) -> str:
     """"Label request: asked by WHO — WHY" for the page (Markdown; who and why are untrusted text, escaped)."""
-    from peercore.ui import safe
-
     metadata = metadata or {}
     who = str(metadata.get("requested_by") or "").strip() or "someone (not recorded)"
     why = str(metadata.get("reason") or "").strip() or "no reason recorded"
@@ -428,8 +418,6 @@ def effect_lines(effects: list) -> list[str]:
 
     Names and the leaderboard's messages are untrusted text (escaped).
     """
-    from peercore.ui import safe
-
     lines = []
     for e in effects:
         counts = f"{e.requests} requested · {e.open} open · {e.decided} decided"
@@ -470,8 +458,6 @@ def rubric_height(rubric: str) -> int | str:
 def show_agents(db: str, study: str, rev: int, debate_id: int) -> None:
     """Each agent's final verdict and reasons, and the whole debate in an expander (names and replies as text)."""
     from peercore import reports
-    from peercore.ui import safe
-
     turns = data.turns(db, study, rev)
     finals = reports.final_turns(turns, debate_id)
     for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):

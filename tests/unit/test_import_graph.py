@@ -16,6 +16,7 @@ when one exists), at module level or inside a function. The rules:
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -51,14 +52,28 @@ def _target(name: str, modules) -> str | None:
     return name or None
 
 
+# A string that names a peercore module (``"peercore.jobs.review"``, or ``"peercore.cli.data:import_cmd"``
+# as the CLI's handler table writes it): what a lazy import by name (``importlib.import_module``, a
+# module ``__getattr__``) will import.
+MODULE_NAME = re.compile(r"^peercore(\.\w+)+(:\w+)?$")
+
+
 def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
-    """module -> the peercore modules it imports; and every import inside a function (module, line, target)."""
+    """module -> the peercore modules it imports; and every import inside a function (module, line, target).
+
+    Imports by name count as imports: ``importlib.import_module("peercore.x")`` or
+    ``__import__("peercore.x")`` is an import where it is written (inside a function when it
+    is); a table of module names a lazy importer reads (a module ``__getattr__``'s, the CLI's
+    handlers) is one import inside a function, from the module that holds the table, to each
+    module it names.
+    """
     modules = _modules()
     edges: dict[str, set[str]] = defaultdict(set)
     inside: list[tuple[str, int, str]] = []
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        called_by_name: set[int] = set()  # literal arguments of import_module / __import__ (ids of their nodes)
 
         def visit(node, in_function: bool) -> None:
             for child in ast.iter_child_nodes(node):
@@ -74,6 +89,13 @@ def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
                         base = ".".join(package.split(".")[:len(package.split(".")) - child.level + 1] +
                                         ([base] if base else []))
                     targets = [f"{base}.{alias.name}" for alias in child.names] or [base]
+                elif isinstance(child, ast.Call):
+                    name = getattr(child.func, "attr", None) or getattr(child.func, "id", None)
+                    first = child.args[0] if child.args else None
+                    if name in ("import_module", "__import__") and isinstance(first, ast.Constant) \
+                            and isinstance(first.value, str):
+                        targets = [first.value]
+                        called_by_name.add(id(first))
                 found = {_target(name, modules) for name in targets if name.startswith("peercore")} - {None, module}
                 edges[module] |= found
                 if in_function and found:  # one statement counts once
@@ -81,6 +103,12 @@ def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
                 visit(child, in_function)
 
         visit(tree, False)
+        table = {_target(node.value.partition(":")[0], modules) for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in called_by_name
+                 and MODULE_NAME.match(node.value)} - {None, module}
+        if table:
+            edges[module] |= table
+            inside.append((module, 0, "by name: " + ", ".join(sorted(table))))
     return edges, inside
 
 
@@ -117,9 +145,13 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_is_read_from_the_source():
-    edges, _ = import_graph()
+    edges, inside = import_graph()
     assert "peercore.app.study" in edges["peercore.app.leaderboard"]  # a known edge: the reader works
     assert len(edges) > 50
+    # imports by name count: the CLI's handler table, the lazy exports of peercore.jobs
+    assert "peercore.cli.data" in edges["peercore.cli.parsers"]
+    assert "peercore.jobs.review" in edges["peercore.jobs"]
+    assert any(module == "peercore.jobs" and target.startswith("by name:") for module, _, target in inside)
 
 
 def test_no_import_cycle_among_peercore_modules():
