@@ -456,7 +456,7 @@ def adjudicate(store: "Store", actor: Actor, debate_id: int, verdict: str, *, no
     :class:`peercore.assignment.DecisionRefused` (overlap filled) is raised as before and
     recorded nowhere (the store ends the annotator's lease, as it always did).
     """
-    study = store.access.debate_study(debate_id)
+    study = store.debates.study_of(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     refused = None
     with store.transaction():
@@ -474,7 +474,7 @@ def adjudicate(store: "Store", actor: Actor, debate_id: int, verdict: str, *, no
 
 def undo_decision(store: "Store", actor: Actor, debate_id: int, *, token: str | None = None) -> bool:
     """Remove the actor's own decision on a debate (needs annotator); True if there was one to remove."""
-    study = store.access.debate_study(debate_id)
+    study = store.debates.study_of(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     with store.transaction():
         removed = store.debates.undo_adjudication(int(debate_id), actor.name, token=token)
@@ -502,7 +502,7 @@ def edit_decision(store: "Store", actor: Actor, debate_id: int, decision: str, *
     peercore.store.StoreError
         If the actor has no decision on the debate.
     """
-    study = store.access.debate_study(debate_id)
+    study = store.debates.study_of(debate_id)
     require(store, actor, Action.ADJUDICATE, study)
     with store.transaction():
         before = store.debates.adjudications(study)

@@ -23,7 +23,7 @@ from peercore.domain import verdicts as V
 from peercore.domain.options import ReferenceMode, Ties, Unparsed, parse
 from peercore.domain.selection import Selection
 from peercore.judgments import COLUMNS
-from peercore.reports import criteria_variation, run_costs, scaleeval_table
+from peercore.reports import criteria_variation, scaleeval_table
 
 __all__ = ["agreement_table", "accuracy_table", "agreement", "alpha", "meta_evaluation", "MetaEvaluation", "reference_description",
            "AGREEMENT_COLUMNS", "ACCURACY_COLUMNS"]
@@ -298,10 +298,7 @@ def cost_table(study: Study, gold_accuracy, human_accuracy, verdicts: pd.Series,
     (``human``: what the human reference is, in words)."""
     accuracy, against = (gold_accuracy, "the gold set") if gold_accuracy is not None else \
         (human_accuracy, human)
-    runs = study.runs()
-    configs = ({run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
-               if study.store is not None else {})
-    cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"])))
+    cost = study.run_costs()
     judges = sorted(set(verdicts.index) if accuracy is None else set(accuracy.index))
     agreement_ = accuracy["accuracy"] if accuracy is not None else pd.Series(dtype=float)
     if len(cost.reindex(judges).dropna()):

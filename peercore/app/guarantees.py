@@ -311,14 +311,13 @@ def _run_columns(study: Study, table: pd.DataFrame, notes: list[str]) -> None:
     if study.store is None or len(runs) == 0:
         notes.append("no runs recorded (imported verdicts): price and seconds per 1,000 are empty")
         return
-    configs = {run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
-    cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"].astype(float))))
+    cost = study.run_costs()
     seconds = {}
     if {"created_at", "updated_at"} <= set(runs.columns):
         span = (pd.to_datetime(runs["updated_at"], errors="coerce", utc=True)
                 - pd.to_datetime(runs["created_at"], errors="coerce", utc=True)).dt.total_seconds()
         seconds = dict(zip(runs["id"], span.fillna(0.0).clip(lower=0.0)))
-    time = run_costs(configs, seconds)
+    time = run_costs(study.run_configs(), seconds)
     verdicts = table["verdicts"].astype(float)
     table["price_per_1000"] = per_thousand(cost.reindex(table.index), verdicts).reindex(table.index)
     table["seconds_per_1000"] = per_thousand(time.reindex(table.index), verdicts).reindex(table.index)
@@ -549,8 +548,7 @@ def _stage_costs(study: Study, everything: V.Verdicts, cascade) -> list[float] |
     runs = study.runs()
     if study.store is None or len(runs) == 0:
         return None
-    configs = {run_id: study.store.runs.get(run_id)["config"] for run_id in runs["id"]}
-    cost = run_costs(configs, dict(zip(runs["id"], runs["cost_usd"].astype(float))))
+    cost = study.run_costs()
     verdicts = np.bincount(everything.judge, minlength=len(everything.judges))
     out = []
     for judge in cascade:

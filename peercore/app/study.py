@@ -32,6 +32,7 @@ from peercore.domain.selection import Selection
 from peercore.judges import base_name, judge_kind
 from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, empty_judgments, judgments_from_frame
+from peercore.reports import run_costs
 
 __all__ = ["Study", "CONSENSUS", "gold_judgments", "gold_to_add"]
 
@@ -337,6 +338,19 @@ class Study:
         if self.store is None:
             return pd.DataFrame(columns=["id", "cost_usd"])
         return self.cached("runs", lambda: self.store.runs.table(self.name))
+
+    def run_configs(self) -> dict:
+        """run id -> the configuration the run recorded (the judges it names), once per revision."""
+        if self.store is None:
+            return {}
+        return self.cached("run_configs", lambda: {run_id: self.store.runs.get(run_id)["config"]
+                                                   for run_id in self.runs()["id"]})
+
+    def run_costs(self) -> pd.Series:
+        """judge -> cost in USD of the study's runs (:func:`peercore.reports.run_costs`: each run's cost
+        split over the judges it names); empty without runs."""
+        runs = self.runs()
+        return run_costs(self.run_configs(), dict(zip(runs["id"], runs["cost_usd"].astype(float))))
 
     # ------------------------------------------------------------------------ gold
 

@@ -143,20 +143,6 @@ class Access(Repository):
                 return found[key]
         return None
 
-    def debate_study(self, debate_id: int) -> str:
-        """The name of the study debate ``debate_id`` belongs to (whose roles decide who may adjudicate it).
-
-        Raises
-        ------
-        StoreError
-            If there is no such debate.
-        """
-        row = self._store.connect().execute("SELECT s.name FROM debates d JOIN studies s ON s.id = d.study_id "
-                                            "WHERE d.id = ?", (int(debate_id),)).fetchone()
-        if row is None:
-            raise StoreError(f"no debate with id {debate_id}")
-        return row[0]
-
     # -------------------------------------------------------------------- audit log
 
     def record_action(self, actor: str, action: str, *, study: str | None = None,

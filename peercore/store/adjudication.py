@@ -70,6 +70,20 @@ class Debates(Repository):
                 self._store.studies.bump_revision(tx, sid)
         return WriteCounts(added, skipped)
 
+    def study_of(self, debate_id: int) -> str:
+        """The name of the study debate ``debate_id`` belongs to (whose roles decide who may adjudicate it).
+
+        Raises
+        ------
+        StoreError
+            If there is no such debate.
+        """
+        row = self._store.connect().execute("SELECT s.name FROM debates d JOIN studies s ON s.id = d.study_id "
+                                            "WHERE d.id = ?", (int(debate_id),)).fetchone()
+        if row is None:
+            raise StoreError(f"no debate with id {debate_id}")
+        return row[0]
+
     def table(self, study: str, *, status: str | None = None, kind: str | None = None,
               label_requests: bool = True) -> pd.DataFrame:
         """One row per debate: id, debate_key, kind, question_id, model_a, model_b, criterion, scenario, status,
