@@ -29,6 +29,7 @@ from peercore.agreement import _canonical, _key_text
 from peercore.judgments import COLUMNS, _as_text
 from peercore import position
 from peercore.domain import verdicts
+from peercore.ranking._battles import Battles, encode
 from peercore.ranking.winrate import win_rates
 
 __all__ = [
@@ -387,10 +388,10 @@ def families_of(models, families: Mapping[str, str] | None = None) -> dict[str, 
     return {str(m): str(families.get(m, m)) for m in models}
 
 
-def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | None = None,
+def judge_bias_model(judgments: "pd.DataFrame | Battles", *, aliases: Mapping[str, str] | None = None,
                      families: Mapping[str, str] | None = None, lengths: pd.DataFrame | None = None,
-                     level: float = 0.95, l2: float = 1e-6, l2_bias: float = 1e-3, scale: float = 400.0,
-                     base: float = 10.0) -> JudgeBias:
+                     order_known: np.ndarray | None = None, level: float = 0.95, l2: float = 1e-6,
+                     l2_bias: float = 1e-3, scale: float = 400.0, base: float = 10.0) -> JudgeBias:
     """Each judge's position, self-preference and length bias, estimated jointly with intervals.
 
     One contextual Bradley-Terry model (:func:`peercore.ranking.core.fit`) over every
@@ -422,11 +423,14 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
 
     Parameters
     ----------
-    judgments : canonical judgment table (ties count half).
+    judgments : canonical judgment table (ties count half), or its battles already encoded
+        (:class:`peercore.ranking._battles.Battles`, e.g. from the read model).
     aliases : judge -> the contestant it is; judges without one get no self term.
     families : model -> family (e.g. ``{"gpt-4": "openai", "gpt-3.5": "openai"}``).
     lengths : ``length_a``, ``length_b`` aligned with ``judgments`` (characters); None:
         no length term.
+    order_known : whether each battle's ``model_a`` was shown first; default: the table's
+        ``order_known`` column, else :func:`peercore.domain.verdicts.infer_order`.
     level : interval coverage.
     l2 : ridge on the shared strengths (keeps a model that won every battle finite).
     l2_bias : ridge on the bias coefficients (sum scale; negligible with data, it keeps a
@@ -449,14 +453,17 @@ def judge_bias_model(judgments: pd.DataFrame, *, aliases: Mapping[str, str] | No
     from scipy.special import expit, ndtri
 
     from peercore.ranking import core
-    from peercore.ranking._battles import encode
 
     _check_level(level)
-    recorded = judgments["order_known"].to_numpy() if "order_known" in judgments.columns else None
-    judgments = _canonical(judgments, "judgments")
-    if len(judgments) == 0:
+    if isinstance(judgments, Battles):
+        battles, recorded = judgments, order_known
+    else:
+        recorded = order_known if order_known is not None else \
+            judgments["order_known"].to_numpy() if "order_known" in judgments.columns else None
+        judgments = _canonical(judgments, "judgments")
+        battles = encode(judgments) if len(judgments) else None
+    if battles is None or len(battles) == 0:
         raise ValueError("judgments is empty; the bias model needs verdicts")
-    battles = encode(judgments)
     # The position term reads only verdicts whose order is known (the source recorded which answer
     # the judge saw first, or the judge saw the pair both ways round): where a file fixes a pair's
     # orientation (AlpacaEval's generator_1 is always the baseline) "first" is a model, not a position.
@@ -545,7 +552,7 @@ def _collapsed(battles, known: np.ndarray):
     million (100 models, one judge).
     """
     outcome = pd.factorize(battles.score_a)[0]
-    ids = verdicts.group_ids([battles.judge, battles.a, battles.b, known.astype(np.int64), outcome])
+    ids = verdicts.group_ids([battles.judge, battles.a, battles.b, known.astype(np.int64), outcome], sorted_ids=True)
     count = np.bincount(ids)
     first = verdicts.first_rows(ids)
     kept = dataclasses.replace(battles, a=battles.a[first], b=battles.b[first], score_a=battles.score_a[first],

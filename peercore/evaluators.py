@@ -158,7 +158,7 @@ def stability(comparison, judge, winner, *, judges: Iterable[str] | None = None)
     k = np.bincount(group, minlength=len(ids))
     rank = np.empty(len(group), dtype=np.int64)
     order = np.argsort(group, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(k)[:-1]])
+    starts = np.cumsum(k) - k
     rank[order] = np.arange(len(group)) - np.repeat(starts, k)
     votes = np.full((len(ids), int(k.max(initial=0))), UNPARSED, dtype=np.int64)
     votes[group, rank] = winner

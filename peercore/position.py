@@ -39,6 +39,10 @@ HEALTH_MIN_DECISIVE = 10     # the share rule needs at least this many decisive 
 ORDER_UNKNOWN = ("the order in which its answers were shown is unknown (the source does not record it: AlpacaEval "
                  "randomises it, many files fix or sort the pair's orientation); import with --order known if "
                  "model_a is the answer the judge saw first")
+#: position_rows counts (judge, pair) cells in an array of this many more cells than verdicts at most
+#: (100 models and 10 judges: 100,000 cells); beyond, it numbers the pairs seen by hashing.
+DIRECT_CELLS = 1_000_000
+
 ONE_ORIENTATION = ("no pair of models was judged in both orders, so position cannot be told apart from the models' "
                    "quality")
 
@@ -49,13 +53,16 @@ def position_rows(verdicts: V.Verdicts) -> np.ndarray:
     if not usable.any():
         return usable
     n = max(verdicts.n_models, 1)
-    low = np.minimum(verdicts.a, verdicts.b).astype(np.int64)
-    high = np.maximum(verdicts.a, verdicts.b).astype(np.int64)
-    pair = (verdicts.judge.astype(np.int64) * n + low) * n + high
-    codes, uniques = pd.factorize(pair[usable])
-    forward = (verdicts.a < verdicts.b)[usable]
-    both = (np.bincount(codes[forward], minlength=len(uniques)) > 0) & \
-           (np.bincount(codes[~forward], minlength=len(uniques)) > 0)
+    judge, a, b = verdicts.judge[usable], verdicts.a[usable], verdicts.b[usable]
+    pair = (judge.astype(np.int64) * n + np.minimum(a, b)) * n + np.maximum(a, b)
+    forward = a < b
+    size = len(verdicts.judges) * n * n
+    if size <= 4 * len(pair) + DIRECT_CELLS:  # few judges and models: count the (judge, pair) cells directly
+        codes, cells = pair, size
+    else:
+        codes, uniques = pd.factorize(pair)
+        cells = len(uniques)
+    both = (np.bincount(codes[forward], minlength=cells) > 0) & (np.bincount(codes[~forward], minlength=cells) > 0)
     out = np.zeros(len(verdicts), dtype=bool)
     out[np.flatnonzero(usable)[both[codes]]] = True
     return out
@@ -74,7 +81,7 @@ def _silence(verdicts: V.Verdicts, rows: np.ndarray) -> dict[int, str]:
     return out
 
 
-def position_bias(verdicts: V.Verdicts, *, level: float = 0.95) -> pd.DataFrame:
+def position_bias(verdicts: V.Verdicts, *, level: float = 0.95, rows: np.ndarray | None = None) -> pd.DataFrame:
     """How often each judge picks the answer shown first (Liusie et al. 2024, section 6, Table 4).
 
     .. math:: P(\\text{first}) = \\frac{\\#\\{\\text{first chosen}\\}}{\\#\\{\\text{decisive}\\}},
@@ -93,9 +100,11 @@ def position_bias(verdicts: V.Verdicts, *, level: float = 0.95) -> pd.DataFrame:
         ``tie_rate``, ``mean_p_a`` (NaN when the judge gave no ``p_a``),
         ``order_unknown`` (readable verdicts left out: order unknown or a pair seen one
         way round) and ``position_note`` (why a judge has no statistic, else '').
+
+    ``rows`` is :func:`position_rows` of ``verdicts`` when the caller has it already.
     """
     check_level(level)
-    rows = position_rows(verdicts)
+    rows = position_rows(verdicts) if rows is None else rows
     size = len(verdicts.judges)
     judge = verdicts.judge[rows]
     winner = verdicts.winner[rows]
@@ -148,17 +157,23 @@ def swap_consistency(verdicts: V.Verdicts) -> pd.DataFrame:
     part = V.take(verdicts, rows)
     forward = part.a < part.b
     key = V.group_ids([part.question, np.minimum(part.a, part.b), np.maximum(part.a, part.b), part.judge, part.turn,
-                       part.criterion])
+                       part.criterion], sorted_ids=True)
     vote = np.array([0, 2, 1], dtype=np.int64)[part.winner]  # model_a -> +1 (0), model_b -> -1 (2), tie -> 0 (1)
     n_keys = int(key.max(initial=-1)) + 1
-    fwd = np.bincount(key[forward] * 3 + vote[forward], minlength=3 * n_keys).reshape(n_keys, 3)
-    bwd = np.bincount(key[~forward] * 3 + vote[~forward], minlength=3 * n_keys).reshape(n_keys, 3)
+    # Only a key judged in both orders forms pairs: count the verdicts of those keys alone.
+    both = (np.bincount(key * 2 + ~forward, minlength=2 * n_keys).reshape(n_keys, 2) > 0).all(axis=1)
+    paired = both[key]
+    key = (np.cumsum(both) - 1)[key[paired]]
+    forward, vote, judge = forward[paired], vote[paired], part.judge[paired]
+    n_keys = int(both.sum())
+    cells = np.bincount((key * 2 + ~forward) * 3 + vote, minlength=6 * n_keys).reshape(n_keys, 2, 3)
+    fwd, bwd = cells[:, 0, :], cells[:, 1, :]
     plus, tie, minus = 0, 1, 2
     consistent = fwd[:, plus] * bwd[:, minus] + fwd[:, tie] * bwd[:, tie] + fwd[:, minus] * bwd[:, plus]
     first = fwd[:, plus] * bwd[:, plus] + fwd[:, plus] * bwd[:, tie] + fwd[:, tie] * bwd[:, plus]
     second = fwd[:, minus] * bwd[:, minus] + fwd[:, minus] * bwd[:, tie] + fwd[:, tie] * bwd[:, minus]
     owner = np.zeros(n_keys, dtype=np.int64)
-    owner[key] = part.judge
+    owner[key] = judge
     counts = np.stack([np.bincount(owner, c.astype(float), minlength=size) for c in (consistent, first, second)], 1)
     n_pairs = counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -209,13 +224,13 @@ def judge_health(verdicts: V.Verdicts, *, level: float = 0.95) -> pd.DataFrame:
     out = pd.DataFrame({"n": replies, "n_invalid": invalid}, index=index).astype("int64")
     with np.errstate(invalid="ignore", divide="ignore"):
         out["invalid_share"] = out["n_invalid"] / out["n"]
-    position = position_bias(verdicts, level=level).reindex(index)
+    rows = position_rows(verdicts)
+    position = position_bias(verdicts, level=level, rows=rows).reindex(index)
     out["n_decisive"] = position["n_decisive"].fillna(0).astype("int64")
     for column in ("p_first", "ci_low", "ci_high"):
         out[column] = position[column].astype(float)
-    rows = position_rows(verdicts)
-    by_winner = np.zeros((size, 3), dtype=np.int64)
-    np.add.at(by_winner, (verdicts.judge[rows], verdicts.winner[rows].astype(np.int64)), 1)
+    by_winner = np.bincount(verdicts.judge[rows].astype(np.int64) * 3 + verdicts.winner[rows],
+                            minlength=3 * size).reshape(size, 3)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["identical_share"] = np.where(by_winner.sum(1) > 0, by_winner.max(1) / np.maximum(by_winner.sum(1), 1),
                                           np.nan)

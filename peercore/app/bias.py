@@ -16,6 +16,7 @@ import pandas as pd
 
 from peercore import bias, position
 from peercore.app.health import health
+from peercore.app.leaderboard import battles_of
 from peercore.app.study import Study
 from peercore.domain import verdicts as V
 from peercore.domain.options import OrderPolicy
@@ -132,14 +133,16 @@ def discussion_bias(study: Study) -> pd.DataFrame | None:
 def judge_bias(study: Study, selection: Selection | None = None, *, families: Mapping[str, str] | None = None,
                level: float = 0.95):
     """Each judge's position, self (family) and length bias estimated together (:func:`peercore.bias.judge_bias_model`)."""
-    chosen = study.select(selection).verdicts
+    chosen = V.compact(study.select(selection).verdicts)
     if len(chosen) == 0:
         raise ValueError("the selection holds no judgments")
-    frame = study.with_extras(V.to_frame(chosen), chosen)
     answers = study.answers()
-    lengths = battle_lengths(frame, answers if len(answers) else None)
-    if lengths is not None and lengths.isna().all(axis=None):
-        lengths = None
-    judges = set(chosen.judges_present())
-    aliases = {j: m for j, m in chosen.aliases().items() if j in judges}
-    return bias.judge_bias_model(frame, aliases=aliases, families=families, lengths=lengths, level=level)
+    lengths = None
+    if len(answers) or study.has_extras():  # the answers' lengths: decode the verdicts to look them up
+        frame = study.with_extras(V.to_frame(chosen), chosen)
+        lengths = battle_lengths(frame, answers if len(answers) else None)
+        if lengths is not None and lengths.isna().all(axis=None):
+            lengths = None
+    aliases = {j: m for j, m in chosen.aliases().items()}
+    return bias.judge_bias_model(battles_of(chosen), order_known=chosen.order_known, aliases=aliases,
+                                 families=families, lengths=lengths, level=level)

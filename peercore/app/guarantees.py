@@ -246,8 +246,12 @@ def evaluator_leaderboard(study: Study, *, level: float = 0.95) -> EvaluatorLead
     table["fleiss_kappa"] = humans["fleiss_kappa"].astype(float).to_numpy()
     _rank_columns(study, table, notes)
     votes = V.take(everything, readable)
-    comparison = V.group_ids([votes.question, votes.a, votes.b, votes.judge, votes.criterion, votes.turn])
-    stable = stability(comparison, np.array(votes.judges, dtype=object)[votes.judge], votes.winner, judges=judges)
+    # Only a comparison with two votes has a stability, and one holds a vote numbered above 0 or a later
+    # round: the other questions' verdicts (most of them at Arena scale) are not grouped at all.
+    repeats = V.take(votes, V.questions_with(votes, (votes.vote != 0) | (votes.round != 0)))
+    comparison = V.group_ids([repeats.question, repeats.a, repeats.b, repeats.judge, repeats.criterion, repeats.turn])
+    stable = stability(comparison, np.array(repeats.judges, dtype=object)[repeats.judge], repeats.winner,
+                       judges=judges)
     table["stability"] = stable["stability"]
     consistency = swap_consistency(everything).reindex(table.index)
     table["position_consistency"] = consistency["consistent"]

@@ -164,6 +164,10 @@ class Study:
                            extras=("valid",) if include_invalid else ())
         return self.with_extras(frame, chosen)
 
+    def has_extras(self) -> bool:
+        """Whether the study is a file with columns beyond the canonical ones (answer texts, lengths)."""
+        return self._file is not None and self._file["extras"] is not None
+
     def with_extras(self, frame: pd.DataFrame, chosen: V.Verdicts) -> pd.DataFrame:
         """``frame`` (decoded from ``chosen``) with a file's extra columns of the same rows."""
         if self._file is None or self._file["extras"] is None:

@@ -40,7 +40,7 @@ __all__ = [
     "Verdicts", "SelectionNotes", "Selected", "WINNER_A", "WINNER_B", "TIE", "UNPARSED", "WINNER_NAMES",
     "NO_CATEGORY", "from_frame", "from_columns", "to_frame", "take", "concat", "compact", "select", "final_only",
     "majority", "infer_order", "group_ids", "empty", "judge_codes", "contestants_by_judge", "score_a",
-    "candidates_per_question", "distinct", "first_rows",
+    "candidates_per_question", "distinct", "first_rows", "questions_with",
 ]
 
 WINNER_A, WINNER_B, TIE, UNPARSED = 0, 1, 2, -1  # the store's winner codes; -1: a reply with no readable verdict
@@ -191,10 +191,17 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
-def group_ids(columns: Sequence[np.ndarray]) -> np.ndarray:
+#: group_ids marks the combinations in an array of at most this many more cells than rows (1 judge, 100
+#: models, both orders: 20,000); beyond, it hashes (first-appearance ids) or sorts (``sorted_ids``).
+COUNTED_COMBINATIONS = 100_000
+
+
+def group_ids(columns: Sequence[np.ndarray], *, sorted_ids: bool = False) -> np.ndarray:
     """One integer per distinct combination of the (non-negative integer) ``columns``.
 
-    Ids lie in ``[0, number of combinations)``, numbered in order of first appearance.
+    Ids lie in ``[0, number of combinations)``, numbered in order of first appearance,
+    or with ``sorted_ids`` in the order of the combinations (by sorting: 2-4x faster than
+    hashing on a million mostly distinct keys, for callers that only count per group).
     """
     if not columns or len(columns[0]) == 0:
         return np.zeros(0 if not columns else len(columns[0]), dtype=np.int64)
@@ -208,6 +215,26 @@ def group_ids(columns: Sequence[np.ndarray]) -> np.ndarray:
             width = int(packed.max(initial=0)) + 1
         packed = packed * size + column
         width *= size
+    if width <= 4 * len(packed) + COUNTED_COMBINATIONS:  # few combinations possible: mark them, no hash or sort
+        if sorted_ids:
+            seen = np.zeros(width, dtype=bool)
+            seen[packed] = True
+            return (np.cumsum(seen) - 1)[packed]
+        first = np.full(width, -1, dtype=np.int64)
+        first[packed[::-1]] = np.arange(len(packed) - 1, -1, -1)
+        used = np.flatnonzero(first >= 0)
+        code = np.empty(width, dtype=np.int64)
+        code[used[np.argsort(first[used], kind="stable")]] = np.arange(len(used))
+        return code[packed]
+    if sorted_ids:
+        order = np.argsort(packed)
+        ordered = packed[order]
+        starts = np.empty(len(ordered), dtype=np.int64)
+        starts[0] = 0
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+        ids = np.empty(len(ordered), dtype=np.int64)
+        ids[order] = np.cumsum(starts)
+        return ids
     return pd.factorize(packed)[0].astype(np.int64)
 
 
@@ -231,12 +258,12 @@ def _cumcount(group: np.ndarray) -> np.ndarray:
     return out
 
 
-def _comparison(verdicts: Verdicts, *, with_round: bool = True) -> np.ndarray:
+def _comparison(verdicts: Verdicts, *, with_round: bool = True, sorted_ids: bool = False) -> np.ndarray:
     """Group ids of comparisons: (question, model_a, model_b, judge, criterion, turn[, round])."""
     columns = [verdicts.question, verdicts.a, verdicts.b, verdicts.judge, verdicts.criterion, verdicts.turn]
     if with_round:
         columns.append(verdicts.round)
-    return group_ids(columns)
+    return group_ids(columns, sorted_ids=sorted_ids)
 
 
 def infer_order(a: np.ndarray, b: np.ndarray, judge: np.ndarray, n_models: int) -> np.ndarray:
@@ -366,23 +393,28 @@ def from_columns(columns: Mapping[str, np.ndarray], *, labels: Mapping[int, str]
     label_ids = np.array(sorted(labels), dtype=np.int64)
     width = int(label_ids.max(initial=0)) + 1
 
-    def recode(values: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
-        present = np.zeros(width, dtype=bool)
-        present[allowed] = True
-        names = sorted((labels[int(k)], int(k)) for k in np.flatnonzero(present))
+    def present(*arrays: np.ndarray) -> np.ndarray:
+        """Which label ids the arrays use (by marking: label ids are small, the arrays a million long)."""
+        seen = np.zeros(width, dtype=bool)
+        for values in arrays:
+            seen[values] = True
+        return seen
+
+    def lookup_of(used: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+        names = sorted((labels[int(k)], int(k)) for k in np.flatnonzero(used))
         lookup = np.full(width, -1, dtype=np.intp)
         for code, (_, label_id) in enumerate(names):
             lookup[label_id] = code
-        return lookup[values], tuple(name for name, _ in names)
+        return lookup, tuple(name for name, _ in names)
 
     model_a, model_b = columns["model_a"], columns["model_b"]
-    used_models = np.unique(np.concatenate([np.unique(model_a), np.unique(model_b)])) if len(model_a) else \
-        np.zeros(0, np.int64)
-    models_lookup = recode(np.concatenate([model_a, model_b]), used_models)
-    a, b = models_lookup[0][:len(model_a)], models_lookup[0][len(model_a):]
-    judge, judges = recode(columns["judge"], np.unique(columns["judge"]))
+    model_lookup, model_names = lookup_of(present(model_a, model_b))
+    a, b = model_lookup[model_a], model_lookup[model_b]
+    judge_lookup, judges = lookup_of(present(columns["judge"]))
+    judge = judge_lookup[columns["judge"]]
     crit = columns["criterion"]
-    used_criteria = np.unique(crit[crit > 0])
+    used_criteria = np.flatnonzero(present(crit))
+    used_criteria = used_criteria[used_criteria > 0]
     criterion_names = sorted((labels[int(k)], int(k)) for k in used_criteria)
     crit_lookup = np.zeros(width, dtype=np.int64)
     for code, (_, label_id) in enumerate(criterion_names, start=1):
@@ -393,7 +425,7 @@ def from_columns(columns: Mapping[str, np.ndarray], *, labels: Mapping[int, str]
         order_known=np.asarray(columns["order_known"], dtype=bool), turn=np.asarray(columns["turn"], np.int64),
         criterion=crit_lookup[crit] if len(crit) else np.zeros(0, np.int64),
         round=np.asarray(columns["round"], np.int64), vote=np.asarray(columns["vote"], np.int64),
-        row=np.asarray(columns["id"], np.int64), models=models_lookup[1], judges=judges,
+        row=np.asarray(columns["id"], np.int64), models=model_names, judges=judges,
         questions=np.asarray(questions, dtype=object), criteria=("",) + tuple(n for n, _ in criterion_names))
     return _with_registry(table, kinds=kinds, aliases=aliases, categories=categories, contestants=contestants)
 
@@ -418,8 +450,10 @@ def _with_registry(table: Verdicts, *, kinds, aliases, categories, contestants) 
 
 def take(verdicts: Verdicts, rows: np.ndarray) -> Verdicts:
     """The verdicts at ``rows`` (a boolean mask or positions), name tables unchanged."""
-    if rows.dtype == bool and rows.all():
-        return verdicts
+    if rows.dtype == bool:
+        if rows.all():
+            return verdicts
+        rows = np.flatnonzero(rows)  # once: a mask would be searched again for each of the 12 columns
     return replace(verdicts, **{name: getattr(verdicts, name)[rows] for name in _ROW_FIELDS})
 
 
@@ -619,11 +653,21 @@ def final_only(verdicts: Verdicts) -> tuple[Verdicts, int]:
     """
     if len(verdicts) == 0 or not (verdicts.round != 0).any():
         return verdicts, 0
-    group = _comparison(verdicts, with_round=False)
+    maybe = questions_with(verdicts, verdicts.round != 0)  # only where a later round exists can one be left out
+    part = take(verdicts, maybe)
+    group = _comparison(part, with_round=False, sorted_ids=True)
     top = np.full(int(group.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(top, group, verdicts.round)
-    keep = verdicts.round == top[group]
+    np.maximum.at(top, group, part.round)
+    keep = np.ones(len(verdicts), dtype=bool)
+    keep[np.flatnonzero(maybe)] = part.round == top[group]
     return take(verdicts, keep), int((~keep).sum())
+
+
+def questions_with(verdicts: Verdicts, rows: np.ndarray) -> np.ndarray:
+    """The verdicts (a mask) on the questions of ``rows`` (a mask): where a repeated vote can be, say."""
+    marked = np.zeros(len(verdicts.questions), dtype=bool)
+    marked[verdicts.question[rows]] = True
+    return marked[verdicts.question]
 
 
 def majority(verdicts: Verdicts) -> tuple[Verdicts, int, int]:
@@ -641,11 +685,10 @@ def majority(verdicts: Verdicts) -> tuple[Verdicts, int, int]:
     """
     if len(verdicts) == 0 or not (verdicts.vote != 0).any():
         return verdicts, 0, 0
-    maybe_questions = np.zeros(len(verdicts.questions), dtype=bool)
-    maybe_questions[verdicts.question[verdicts.vote != 0]] = True
-    candidates = np.flatnonzero(maybe_questions[verdicts.question])
-    part = take(verdicts, candidates)
-    group = _comparison(part)
+    maybe = questions_with(verdicts, verdicts.vote != 0)
+    candidates = np.flatnonzero(maybe)
+    part = take(verdicts, maybe)
+    group = _comparison(part, sorted_ids=True)
     sizes = np.bincount(group)
     repeated = sizes[group] > 1
     if not repeated.any():
@@ -656,8 +699,7 @@ def majority(verdicts: Verdicts) -> tuple[Verdicts, int, int]:
     p_sum = np.bincount(group[given], part.p_a[given], minlength=len(sizes))
     p_count = np.bincount(group[given], minlength=len(sizes))
     first = np.zeros(len(part), dtype=bool)
-    _, first_at = np.unique(group, return_index=True)
-    first[first_at] = True
+    first[first_rows(group)] = True
     drop = candidates[repeated & ~first]
     lead = repeated & first
     lead_group = group[lead]

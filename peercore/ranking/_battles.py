@@ -202,7 +202,7 @@ def as_series(values: np.ndarray, models: tuple[str, ...], name: str) -> pd.Seri
 
 
 __all__ = [
-    "Battles", "encode", "as_battles", "battle_weights", "pair_reweighting", "row_weights", "as_series", "unique_rows",
+    "Battles", "encode", "as_battles", "counted_unique", "battle_weights", "pair_reweighting", "row_weights", "as_series", "unique_rows",
     "resample_chunks", "draw_multinomial", "draw_counts", "rounds_at_once", "run_chunks", "MULTINOMIAL_MAX",
 ]
 
@@ -211,6 +211,26 @@ __all__ = [
 MULTINOMIAL_MAX = 50_000
 # Memory one thread of a bootstrap may hold for the rounds it resamples at once (rounds_at_once).
 ROUNDS_MEMORY = 64 * 2 ** 20
+
+
+def counted_unique(keys: np.ndarray, size: int, *, return_inverse: bool = False):
+    """``np.unique(keys, return_counts=True)`` (and ``return_inverse``) of integer keys in ``[0, size)``.
+
+    Keys of battles (pairs of models, outcomes, weights) lie in a range of a few thousand
+    to a few million: counted with ``np.bincount`` in one pass instead of sorted (a
+    million battles of 100 models: 0.01 s instead of 0.1 s). A range far wider than the
+    keys are many falls back to sorting.
+    """
+    keys = np.asarray(keys, dtype=np.int64)
+    if size > 4 * len(keys) + 100_000:
+        return np.unique(keys, return_counts=True, return_inverse=return_inverse)
+    counts = np.bincount(keys, minlength=size)
+    uniques = np.flatnonzero(counts)
+    if not return_inverse:
+        return uniques, counts[uniques]
+    code = np.zeros(size, dtype=np.intp)
+    code[uniques] = np.arange(len(uniques))
+    return uniques, code[keys], counts[uniques]
 
 
 @dataclass(frozen=True)
@@ -232,7 +252,7 @@ def unique_rows(battles: Battles, weight: np.ndarray | None = None) -> UniqueRow
     n, w = battles.n_models, max(len(weight_values), 1)
     outcome = np.rint(battles.score_a * 2).astype(np.int64)
     key = ((battles.a.astype(np.int64) * n + battles.b) * 3 + outcome) * w + weight_codes
-    keys, count = np.unique(key, return_counts=True)
+    keys, count = counted_unique(key, n * n * 3 * w)
     return UniqueRows(
         a=(keys // (w * 3 * n)).astype(np.intp),
         b=((keys // (w * 3)) % n).astype(np.intp),

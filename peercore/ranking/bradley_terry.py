@@ -36,7 +36,7 @@ import scipy.sparse
 from scipy.special import ndtri
 
 from peercore.ranking import core
-from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, draw_counts, \
+from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, counted_unique, draw_counts, \
     resample_chunks, rounds_at_once, run_chunks
 
 __all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
@@ -103,7 +103,7 @@ def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
     n = battles.n_models
     lo, hi, score_lo = _orient(battles.a, battles.b, battles.score_a)
     played = np.bincount(battles.a, minlength=n) + np.bincount(battles.b, minlength=n)
-    pair_keys, pair_of_battle = np.unique(lo.astype(np.int64) * n + hi, return_inverse=True)
+    pair_keys, pair_of_battle, _ = counted_unique(lo.astype(np.int64) * n + hi, n * n, return_inverse=True)
     w = np.ones(len(battles)) if weight is None else weight
     wins = np.bincount(pair_of_battle, w * score_lo, minlength=len(pair_keys))
     games = np.bincount(pair_of_battle, w, minlength=len(pair_keys))
@@ -114,7 +114,8 @@ def _prepare(judgments, weights, reweight: bool = False) -> _Prepared:
 def _categories(prepared: _Prepared, *, decimals: int | None):
     """Distinct (pair, outcome, weight) battles: ``(pair, outcome, weight, count)``."""
     outcome = prepared.score_lo if decimals is None else np.round(prepared.score_lo, decimals)
-    outcome_values, outcome_code = np.unique(outcome, return_inverse=True)
+    outcome_code, outcome_values = pd.factorize(outcome, sort=True)  # hashing: a million outcomes, 3 values
+    outcome_values = np.asarray(outcome_values, dtype=float)
     if prepared.weight is None:
         weight_values, weight_code = np.ones(1), np.zeros(len(outcome), dtype=np.intp)
     else:
@@ -122,7 +123,7 @@ def _categories(prepared: _Prepared, *, decimals: int | None):
         weight_values = np.asarray(weight_values, dtype=float)
     n_out, n_w = len(outcome_values), len(weight_values)
     key = (prepared.pair_of_battle.astype(np.int64) * n_out + outcome_code) * n_w + weight_code
-    keys, count = np.unique(key, return_counts=True)
+    keys, count = counted_unique(key, len(prepared.table.i) * n_out * n_w)
     pair = (keys // (n_out * n_w)).astype(np.intp)
     return pair, outcome_values[(keys // n_w) % n_out], weight_values[keys % n_w], count
 

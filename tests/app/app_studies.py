@@ -279,13 +279,13 @@ def problems(at) -> list[str]:
     return [f"exception: {e.value}" for e in at.exception] + [f"error: {e.value}" for e in at.error]
 
 
-def build_llm_only_study(db) -> str:
-    """A study with one LLM judge and no human label (12 questions, 3 models in a chain): its name."""
+def build_one_judge_study(db, *, name: str = "llm only", judge: str = "openai:gpt-4o") -> str:
+    """A study with one judge (by default an LLM judge, no human label; 12 questions, 3 models in a chain): its name."""
     store = Store(db)
-    store.studies.create("llm only")
-    rows = [{"question_id": f"q{k}", "model_a": a, "model_b": b, "judge": "openai:gpt-4o",
+    store.studies.create(name)
+    rows = [{"question_id": f"q{k}", "model_a": a, "model_b": b, "judge": judge,
              "winner": ("model_a", "model_b", "tie")[k % 3]}
             for k in range(12) for a, b in (("alpha", "bravo"), ("bravo", "charlie"))]
-    store.verdicts.add("llm only", pd.DataFrame(rows))
+    store.verdicts.add(name, pd.DataFrame(rows))
     store.close()
-    return "llm only"
+    return name

@@ -20,7 +20,7 @@ import json
 import pandas as pd
 import pytest
 
-from app_studies import build_llm_only_study, app_test, open_page, problems
+from app_studies import build_one_judge_study, app_test, open_page, problems
 from peercore.cli import main as cli_main
 from peercore.store import Store
 
@@ -101,7 +101,7 @@ def test_escalation_plan_equals_peercore_escalate_dry_run(prd, capsys):
 
 
 def test_a_study_without_human_labels_is_told_so_not_failed(db_file):
-    build_llm_only_study(db_file)
+    build_one_judge_study(db_file)
     at = open_page(app_test(), "meta_evaluation")
     assert problems(at) == []
     infos = " ".join(i.value for i in at.info)
@@ -110,3 +110,14 @@ def test_a_study_without_human_labels_is_told_so_not_failed(db_file):
     evaluators = frame_with(at, "human_agreement" if any("human_agreement" in d.value.columns for d in at.dataframe)
                             else "verdicts")
     assert list(evaluators["judge"]) == ["openai:gpt-4o"]  # the evaluator table still ranks the judge
+
+
+def test_a_study_of_human_votes_only_is_told_what_meta_evaluation_needs(db_file):
+    """Issue 18's Arena shape (one ``human:`` judge label): the page said "no LLM or human verdicts" of a study
+    holding only human votes; it names the annotators it found and what to add."""
+    build_one_judge_study(db_file, name="crowd", judge="human:crowd")
+    at = open_page(app_test(), "meta_evaluation")
+    assert problems(at) == []
+    infos = " ".join(i.value for i in at.info)
+    assert "No LLM judge to evaluate" in infos and "1 human annotator name." in infos
+    assert "no LLM or human verdicts" not in infos

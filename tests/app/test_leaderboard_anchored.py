@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from app_studies import build_llm_only_study, app_test, open_page, problems
+from app_studies import build_one_judge_study, app_test, open_page, problems
 from peercore.app import Study
 from peercore.app.calibration import calibrated_leaderboard
 from peercore.store import Store
@@ -114,7 +114,7 @@ def test_the_switch_is_offered_for_one_llm_judge_only(prd):
 
 def test_a_study_without_human_labels_is_told_so_not_failed(db_file, monkeypatch):
     monkeypatch.setenv("PEERBOARD_SAMPLE_DATA", "")
-    build_llm_only_study(db_file)
+    build_one_judge_study(db_file)
     at = open_page(app_test(), "leaderboard")
     at.selectbox(key="lb_method").set_value("Win rate").run()
     at.toggle(key="lb_anchor").set_value(True).run()

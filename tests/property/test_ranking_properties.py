@@ -113,3 +113,18 @@ def test_selections_give_exactly_k_comparisons_without_repeats(n, fraction, seed
     pairs = select_no_repeat(n, k_no_repeat, rng=np.random.default_rng(seed))
     assert len(pairs) == k_no_repeat == len({frozenset(p) for p in pairs.tolist()})
     assert (pairs[:, 0] != pairs[:, 1]).all()
+
+
+@given(st.lists(st.integers(0, 40), max_size=300), st.sampled_from([41, 10 ** 9]), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_counted_unique_is_numpy_unique(values, size, inverse):
+    """``counted_unique`` (bincount over a small range, sorting over a wide one; issue 18's Leaderboard spent
+    0.15 s sorting a million pair keys) returns what ``np.unique`` returns, counts and inverse included."""
+    from peercore.ranking._battles import counted_unique
+
+    keys = np.asarray(values, dtype=np.int64)
+    got = counted_unique(keys, size, return_inverse=inverse)
+    expected = np.unique(keys, return_counts=True, return_inverse=inverse)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert np.array_equal(np.asarray(g).reshape(-1), np.asarray(e).reshape(-1))

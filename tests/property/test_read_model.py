@@ -101,11 +101,24 @@ def test_majority_counts_what_it_merged(rows):
         assert (math.isnan(row.p_a) and math.isnan(p[key])) or row.p_a == pytest.approx(p[key])
 
 
+class _Hashed:
+    """position_rows numbering the (judge, pair) cells by hashing, as it does with many judges and models."""
+
+    def __enter__(self):
+        self.saved, position.DIRECT_CELLS = position.DIRECT_CELLS, -10 ** 9
+
+    def __exit__(self, *exc):
+        position.DIRECT_CELLS = self.saved
+
+
 @settings(max_examples=150, deadline=None)
 @given(studies())
 def test_position_bias_uses_known_orders_on_pairs_seen_both_ways(rows):
     table = V.from_frame(_frame(rows)) if rows else V.empty()
     got = position.position_bias(table)
+    with _Hashed():  # both ways of finding the pairs seen both ways round pick the same verdicts
+        assert np.array_equal(position.position_rows(table), _direct_rows(table))
+        pd.testing.assert_frame_equal(position.position_bias(table), got)
     expected = oracles.position_counts(rows)
     readable = {r["judge"] for r in rows if r["winner"] is not None}
     assert set(got.index) == readable
@@ -118,6 +131,14 @@ def test_position_bias_uses_known_orders_on_pairs_seen_both_ways(rows):
             assert row["position_note"] == ""
         if n == 0:
             assert math.isnan(row["p_first"]) and row["position_note"]
+
+
+def _direct_rows(table):
+    saved, position.DIRECT_CELLS = position.DIRECT_CELLS, 10 ** 9
+    try:
+        return position.position_rows(table)
+    finally:
+        position.DIRECT_CELLS = saved
 
 
 @settings(max_examples=150, deadline=None)
@@ -168,3 +189,26 @@ def test_distinct_is_numpy_unique(values, columns):
     array = array[: len(array) // columns * columns].reshape(-1, columns) if len(array) >= columns else array
     got = V.distinct(array)
     assert got.dtype == np.int64 and np.array_equal(got, np.unique(array))
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 5)), max_size=200))
+@settings(max_examples=200, deadline=None)
+def test_sorted_group_ids_are_the_groups_numbered_in_key_order(rows):
+    """``group_ids(..., sorted_ids=True)`` forms the groups first-appearance ids form, numbered as ``np.unique``'s
+    inverse numbers the packed keys; counting (few combinations) and hashing or sorting (many) agree."""
+    columns = [np.array([r[k] for r in rows], dtype=np.int64) for k in range(3)]
+    first = V.group_ids(columns)
+    ordered = V.group_ids(columns, sorted_ids=True)
+    saved, V.COUNTED_COMBINATIONS = V.COUNTED_COMBINATIONS, -10 ** 9  # by hashing and sorting, as at Arena scale
+    try:
+        assert np.array_equal(V.group_ids(columns), first)
+        assert np.array_equal(V.group_ids(columns, sorted_ids=True), ordered)
+    finally:
+        V.COUNTED_COMBINATIONS = saved
+    assert len(ordered) == len(rows)
+    if rows:
+        pairs = set(zip(first.tolist(), ordered.tolist()))
+        assert len(pairs) == len(set(first.tolist())) == len(set(ordered.tolist()))  # one group, one id each way
+        packed = (columns[0] * 3 + columns[1]) * 6 + columns[2]
+        assert np.array_equal(ordered, np.unique(packed, return_inverse=True)[1])
+        assert np.array_equal(first, pd.factorize(packed)[0])  # numbered in order of first appearance

@@ -424,6 +424,17 @@ def test_judge_bias_model_has_no_position_term_where_the_order_is_unknown():
     assert table.loc[("known", "position"), "probability_shift"] == pytest.approx(0.1, abs=0.08)
 
 
+def _random_battles(rng: np.random.Generator, n: int, *, n_models: int, per_question: int) -> pd.DataFrame:
+    """About ``n`` battles of judges ``gpt`` and ``m3`` (a contestant) between random pairs, one verdict each."""
+    models = np.array([f"m{k}" for k in range(n_models)])
+    a = rng.integers(0, n_models, n)
+    b = (a + rng.integers(1, n_models, n)) % n_models
+    frame = pd.DataFrame({"question_id": [f"q{k // per_question}" for k in range(n)], "model_a": models[a],
+                          "model_b": models[b], "judge": np.where(rng.random(n) < 0.5, "gpt", "m3"),
+                          "winner": rng.choice(["model_a", "model_b", "tie"], n, p=[0.5, 0.4, 0.1])})
+    return frame.drop_duplicates(["question_id", "model_a", "model_b", "judge"]).reset_index(drop=True)
+
+
 def test_judge_bias_model_on_collapsed_rows_equals_the_fit_on_every_battle(monkeypatch):
     """The judge-bias model (contextual Bradley-Terry, logit P(a > b | j) = xi_a - xi_b + beta_pos_j
     + beta_self_j s_j(a, b); MT-Bench section 3.3's self-enhancement as a parameter, Liusie et al. 2024's
@@ -431,14 +442,7 @@ def test_judge_bias_model_on_collapsed_rows_equals_the_fit_on_every_battle(monke
     has the estimate and the sandwich intervals of the fit on every battle."""
     import peercore.bias as bias_module
 
-    rng = np.random.default_rng(3)
-    n, models = 30_000, [f"m{k}" for k in range(8)]
-    a = rng.integers(0, 8, n)
-    b = (a + rng.integers(1, 8, n)) % 8
-    frame = pd.DataFrame({"question_id": [f"q{k // 4}" for k in range(n)], "model_a": np.array(models)[a],
-                          "model_b": np.array(models)[b], "judge": np.where(rng.random(n) < 0.5, "gpt", "m3"),
-                          "winner": rng.choice(["model_a", "model_b", "tie"], n, p=[0.5, 0.4, 0.1])})
-    frame = frame.drop_duplicates(["question_id", "model_a", "model_b", "judge"])
+    frame = _random_battles(np.random.default_rng(3), 30_000, n_models=8, per_question=4)
     collapsed = judge_bias_model(frame, aliases={"m3": "m3"})
     monkeypatch.setattr(bias_module, "_collapsed",
                         lambda battles, known: (battles, known, np.ones(len(battles), dtype=np.int64)))
@@ -447,3 +451,24 @@ def test_judge_bias_model_on_collapsed_rows_equals_the_fit_on_every_battle(monke
     np.testing.assert_allclose(collapsed.table[columns].to_numpy(), every.table[columns].to_numpy(), rtol=0, atol=1e-9)
     assert collapsed.table[["n", "n_informative"]].equals(every.table[["n", "n_informative"]])
     np.testing.assert_allclose(collapsed.ratings.to_numpy(), every.ratings.to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_the_bias_model_of_a_study_fits_its_read_model_as_the_table_would_be_fitted():
+    """The Bias page and ``peercore bias --model`` fit the read model's battles (issue 18: no decoding to a table
+    and encoding again, 0.5 s of the page at a million verdicts); the contextual Bradley-Terry fit (MT-Bench
+    section 3.3's self-enhancement as a parameter, Liusie et al. 2024 section 6's position bias) is the one the
+    decoded table gives, order known or not, intervals included."""
+    from peercore.app import Study
+    from peercore.app.bias import judge_bias
+
+    rng = np.random.default_rng(5)
+    frame = _random_battles(rng, 4_000, n_models=5, per_question=3)
+    frame["order_known"] = rng.random(len(frame)) < 0.8
+    study = Study.from_frame(frame)
+    got = judge_bias(study, families={"m3": "lab", "m4": "lab"})
+    expected = judge_bias_model(frame, aliases={"m3": "m3"}, families={"m3": "lab", "m4": "lab"})
+    columns = ["coefficient", "ci_low", "ci_high", "probability_shift", "n", "n_informative"]
+    np.testing.assert_allclose(got.table[columns].to_numpy(float), expected.table[columns].to_numpy(float),
+                               rtol=0, atol=1e-9)
+    assert list(got.table.index) == list(expected.table.index)
+    np.testing.assert_allclose(got.ratings.to_numpy(), expected.ratings.to_numpy(), rtol=0, atol=1e-9)

@@ -19,6 +19,7 @@ import pytest
 from peercore import evaluators as E
 from peercore.agreement import agreement_by_judge
 from peercore.domain import verdicts as V
+from peercore.domain.selection import Selection
 from peercore.position import judge_health, position_bias, swap_consistency
 
 ROWS = [  # question, model_a, model_b, judge, winner, vote
@@ -131,3 +132,29 @@ def test_price_and_seconds_per_thousand_comparisons():
     assert E.per_thousand(3.5, 7) == pytest.approx(500.0) and math.isnan(E.per_thousand(1.0, 0))
     with pytest.raises(ValueError, match="must be >= 0"):
         E.per_thousand(-1.0, 3)
+
+
+def test_stability_of_no_vote_is_an_empty_table():
+    got = E.stability([], [], [], judges=["j"])
+    assert got.loc["j", "comparisons"] == 0 and math.isnan(got.loc["j", "stability"])
+
+
+def test_the_leaderboard_groups_only_the_questions_where_a_vote_repeats(study):
+    """The evaluator leaderboard's stability (issue 18: at Arena scale it groups only the questions holding a
+    vote numbered above 0 or a later round) equals the stability of the same selection's readable votes
+    grouped whole (final verdicts: j1's round-0 verdict on q2 gives way to its round-1 one)."""
+    from peercore.app import Study
+    from peercore.app.guarantees import evaluator_leaderboard
+
+    rounds = pd.DataFrame([("q2", "A", "B", "j1", "model_b", 0, 1)],
+                          columns=["question_id", "model_a", "model_b", "judge", "winner", "vote", "round"])
+    frame = pd.concat([study.assign(round=0), rounds.assign(valid=1)], ignore_index=True)
+    verdicts = V.select(V.from_frame(frame), Selection(kinds=("llm",), repeated_votes="each")).verdicts
+    readable = V.take(verdicts, verdicts.winner >= 0)
+    comparison = V.group_ids([readable.question, readable.a, readable.b, readable.judge, readable.criterion,
+                              readable.turn])
+    whole = E.stability(comparison, np.array(readable.judges, dtype=object)[readable.judge], readable.winner)
+    table = evaluator_leaderboard(Study.from_frame(frame)).table.set_index("judge")
+    assert whole.loc["j2", "stability"] == pytest.approx(0.8)  # as computed by hand above
+    assert table["stability"].tolist() == pytest.approx(whole["stability"].reindex(table.index).tolist(), nan_ok=True)
+    assert math.isnan(table.loc["j1", "stability"])  # one verdict per comparison once final
