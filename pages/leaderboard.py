@@ -196,6 +196,8 @@ try:
 except ValueError as error:  # e.g. Peer Rank without two contestant judges: say so, do not crash
     st.error(f"Cannot rank with these settings: {safe.md_lines(error)}")
     st.stop()
+if job is not None:
+    job.start()  # the bootstrap, once the point estimate is in hand (they do not share the cores)
 for warning in data.page_warnings(result.warnings, result.notes, PAGE_OPTIONS):
     st.warning(safe.md(warning), icon=":material/warning:")
 
