@@ -39,10 +39,6 @@ HEALTH_MIN_DECISIVE = 10     # the share rule needs at least this many decisive 
 ORDER_UNKNOWN = ("the order in which its answers were shown is unknown (the source does not record it: AlpacaEval "
                  "randomises it, many files fix or sort the pair's orientation); import with --order known if "
                  "model_a is the answer the judge saw first")
-#: position_rows counts (judge, pair) cells in an array of this many more cells than verdicts at most
-#: (100 models and 10 judges: 100,000 cells); beyond, it numbers the pairs seen by hashing.
-DIRECT_CELLS = 1_000_000
-
 ONE_ORIENTATION = ("no pair of models was judged in both orders, so position cannot be told apart from the models' "
                    "quality")
 
@@ -52,16 +48,10 @@ def position_rows(verdicts: V.Verdicts) -> np.ndarray:
     usable = (verdicts.winner >= 0) & verdicts.order_known
     if not usable.any():
         return usable
-    n = max(verdicts.n_models, 1)
     judge, a, b = verdicts.judge[usable], verdicts.a[usable], verdicts.b[usable]
-    pair = (judge.astype(np.int64) * n + np.minimum(a, b)) * n + np.maximum(a, b)
+    codes = V.group_ids([judge, np.minimum(a, b), np.maximum(a, b)], sorted_ids=True)  # one per (judge, pair)
     forward = a < b
-    size = len(verdicts.judges) * n * n
-    if size <= 4 * len(pair) + DIRECT_CELLS:  # few judges and models: count the (judge, pair) cells directly
-        codes, cells = pair, size
-    else:
-        codes, uniques = pd.factorize(pair)
-        cells = len(uniques)
+    cells = int(codes.max()) + 1
     both = (np.bincount(codes[forward], minlength=cells) > 0) & (np.bincount(codes[~forward], minlength=cells) > 0)
     out = np.zeros(len(verdicts), dtype=bool)
     out[np.flatnonzero(usable)[both[codes]]] = True

@@ -143,6 +143,5 @@ def judge_bias(study: Study, selection: Selection | None = None, *, families: Ma
         lengths = battle_lengths(frame, answers if len(answers) else None)
         if lengths is not None and lengths.isna().all(axis=None):
             lengths = None
-    aliases = {j: m for j, m in chosen.aliases().items()}
-    return bias.judge_bias_model(battles_of(chosen), order_known=chosen.order_known, aliases=aliases,
+    return bias.judge_bias_model(battles_of(chosen), order_known=chosen.order_known, aliases=chosen.aliases(),
                                  families=families, lengths=lengths, level=level)

@@ -659,7 +659,7 @@ def final_only(verdicts: Verdicts) -> tuple[Verdicts, int]:
     top = np.full(int(group.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(top, group, part.round)
     keep = np.ones(len(verdicts), dtype=bool)
-    keep[np.flatnonzero(maybe)] = part.round == top[group]
+    keep[maybe] = part.round == top[group]
     return take(verdicts, keep), int((~keep).sum())
 
 

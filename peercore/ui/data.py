@@ -352,7 +352,7 @@ class RankingJob:
     def start(self) -> "RankingJob":
         """Start the computation (once; later calls do nothing)."""
         with self._starting:
-            if not self._thread.is_alive() and not self._thread.ident:
+            if self._thread.ident is None:  # not started yet
                 self._thread.start()
         return self
 

@@ -102,13 +102,13 @@ def test_majority_counts_what_it_merged(rows):
 
 
 class _Hashed:
-    """position_rows numbering the (judge, pair) cells by hashing, as it does with many judges and models."""
+    """group_ids numbering combinations by hashing or sorting, as it does with many judges and models."""
 
     def __enter__(self):
-        self.saved, position.DIRECT_CELLS = position.DIRECT_CELLS, -10 ** 9
+        self.saved, V.COUNTED_COMBINATIONS = V.COUNTED_COMBINATIONS, -10 ** 9
 
     def __exit__(self, *exc):
-        position.DIRECT_CELLS = self.saved
+        V.COUNTED_COMBINATIONS = self.saved
 
 
 @settings(max_examples=150, deadline=None)
@@ -134,11 +134,11 @@ def test_position_bias_uses_known_orders_on_pairs_seen_both_ways(rows):
 
 
 def _direct_rows(table):
-    saved, position.DIRECT_CELLS = position.DIRECT_CELLS, 10 ** 9
+    saved, V.COUNTED_COMBINATIONS = V.COUNTED_COMBINATIONS, 10 ** 9
     try:
         return position.position_rows(table)
     finally:
-        position.DIRECT_CELLS = saved
+        V.COUNTED_COMBINATIONS = saved
 
 
 @settings(max_examples=150, deadline=None)
@@ -199,12 +199,9 @@ def test_sorted_group_ids_are_the_groups_numbered_in_key_order(rows):
     columns = [np.array([r[k] for r in rows], dtype=np.int64) for k in range(3)]
     first = V.group_ids(columns)
     ordered = V.group_ids(columns, sorted_ids=True)
-    saved, V.COUNTED_COMBINATIONS = V.COUNTED_COMBINATIONS, -10 ** 9  # by hashing and sorting, as at Arena scale
-    try:
+    with _Hashed():  # by hashing and sorting, as at Arena scale
         assert np.array_equal(V.group_ids(columns), first)
         assert np.array_equal(V.group_ids(columns, sorted_ids=True), ordered)
-    finally:
-        V.COUNTED_COMBINATIONS = saved
     assert len(ordered) == len(rows)
     if rows:
         pairs = set(zip(first.tolist(), ordered.tolist()))
