@@ -92,8 +92,13 @@ def build_study(path: Path, n: int, *, per_prompt: int, root: Path = ROOT, judge
 
     start = time.perf_counter()
     store = Store(path)
-    store.studies.create("arena", description=f"{n:,} synthetic Arena battles (benchmarks/app.py)")
-    store.verdicts.add("arena", arena_judgments(n, per_prompt=per_prompt, judge=judge))
+    description, judgments = f"{n:,} synthetic Arena battles (benchmarks/app.py)", arena_judgments(n, per_prompt=per_prompt, judge=judge)
+    if hasattr(store, "create_study"):  # a tree from before the store's facades (a6b4876, issue 18's "before")
+        store.create_study("arena", description=description)
+        store.add_judgments("arena", judgments)
+    else:
+        store.studies.create("arena", description=description)
+        store.verdicts.add("arena", judgments)
     store.close()
     return time.perf_counter() - start
 

@@ -25,10 +25,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from peercore.agreement import _canonical, _key_text
-from peercore.judgments import COLUMNS, _as_text
 from peercore import position
+from peercore.agreement import _canonical, _key_text
 from peercore.domain import verdicts
+from peercore.judgments import COLUMNS, _as_text
+from peercore.ranking import core
 from peercore.ranking._battles import Battles, encode
 from peercore.ranking.winrate import win_rates
 
@@ -451,8 +452,6 @@ def judge_bias_model(judgments: "pd.DataFrame | Battles", *, aliases: Mapping[st
         contestant.
     """
     from scipy.special import expit, ndtri
-
-    from peercore.ranking import core
 
     _check_level(level)
     if isinstance(judgments, Battles):

@@ -206,7 +206,7 @@ def debate_overview(debates: pd.DataFrame, turns: pd.DataFrame, adjudications: p
     speaker altered its verdict, :func:`peercore.discussion.opinion_changes`),
     ``agreed`` (status is agreed) and ``decisions`` (number of human adjudications).
     """
-    from peercore.discussion import verdict_changes
+    from peercore.discussion import verdict_changes  # on call: it loads the review runner (jobs, reviewers)
 
     out = debates.copy()
     changes = verdict_changes(turns) if len(turns) else pd.DataFrame(columns=["debate_id", "altered"])
@@ -239,21 +239,21 @@ def opinion_counts(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     *altered* only when the other reviewer disagreed with the speaker's opinion at that
     point; changes after agreement are counted apart.
     """
-    from peercore.discussion import opinion_altering_holding
+    from peercore.discussion import opinion_altering_holding  # on call: it loads the review runner (jobs, reviewers)
 
     return opinion_altering_holding(debates, turns)
 
 
 def leader_effect(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     """Each model's opinion holding and altering as leader versus as follower (PRD Fig. 6)."""
-    from peercore.discussion import leader_effect as effect
+    from peercore.discussion import leader_effect as effect  # on call: it loads the review runner (jobs, reviewers)
 
     return effect(debates, turns)
 
 
 def leader_adoption(debates: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     """Share of split-then-agreed discussions that ended on the leader's first verdict (not PRD's measure)."""
-    from peercore.discussion import leader_adoption as adoption
+    from peercore.discussion import leader_adoption as adoption  # on call: it loads the review runner (jobs, reviewers)
 
     return adoption(debates, turns)
 

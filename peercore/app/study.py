@@ -33,6 +33,7 @@ from peercore.judges import base_name, judge_kind
 from peercore.judges import fingerprint as judge_fingerprint
 from peercore.judgments import COLUMNS, empty_judgments, judgments_from_frame
 from peercore.reports import run_costs
+from peercore.store.verdict_reader import read_verdicts
 
 __all__ = ["Study", "CONSENSUS", "gold_judgments", "gold_to_add"]
 
@@ -118,8 +119,6 @@ class Study:
             stored = V.from_frame(self._file["judgments"], kinds=kinds, aliases=aliases, categories=categories,
                                   contestants=self.answer_models(), order=self._file["order"])
         else:
-            from peercore.store.verdict_reader import read_verdicts
-
             stored = read_verdicts(self.store, self.name, kinds=kinds, aliases=aliases,
                                    categories=self.question_groups(), contestants=self.answer_models())
         extra = gold_to_add(stored.judges_present(), self.gold())

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from peercore.db import database_trouble
+from peercore.domain.options import KindChoice, values
+from peercore.domain.selection import Selection
 from peercore.errors import read_only_refusal
 from peercore.locations import ENV_DB, default_db_path, is_postgres_url, redact_text, redact_url
 
@@ -114,8 +116,6 @@ def add_study_options(parser: argparse.ArgumentParser) -> None:
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
     """Which judgments count (:class:`peercore.domain.selection.Selection`), as the pages offer it."""
-    from peercore.domain.options import KindChoice, values
-
     parser.add_argument("--judge", action="append", metavar="NAME",
                         help="count only this judge (repeatable; a name ending in ':' is a prefix, e.g. human:)")
     parser.add_argument("--kind", action="append", choices=values(KindChoice),
@@ -135,8 +135,6 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 def selection_of(args):
     """The :class:`peercore.domain.selection.Selection` of :func:`add_selection_options`' options."""
-    from peercore.domain.selection import Selection
-
     return Selection(judges=args.judge, kinds=args.kind, contestants=args.contestant, categories=args.category,
                      criteria=args.criterion, turns=args.turn, final_only=not args.all_rounds,
                      repeated_votes="each" if args.each_vote else "majority",

@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 
 from peercore.domain.options import KindChoice, OrderPolicy, RepeatedVotes, parse
+from peercore.domain.selection import Selection
 from peercore.judges import judge_kind, model_of
 
 __all__ = [
@@ -733,8 +734,6 @@ def select(verdicts: Verdicts, selection=None, *, include_invalid: bool = False)
     ValueError
         If a judge name or prefix matches no judge (the judges are listed).
     """
-    from peercore.domain.selection import Selection
-
     selection = selection or Selection()
     keep = np.ones(len(verdicts), dtype=bool)
     chosen = np.ones(len(verdicts.judges), dtype=bool)

@@ -33,7 +33,8 @@ import uuid
 import pandas as pd
 import streamlit as st
 
-from peercore import assignment
+from peercore import assignment, reports
+from peercore.agreement import krippendorff_alpha
 from peercore.app import access
 from peercore.app.calibration import label_request_effect
 from peercore.assignment import DecisionRefused
@@ -314,8 +315,6 @@ def alpha(decisions: pd.DataFrame):
     Returns the :class:`peercore.agreement.AlphaResult` (1,000 bootstrap rounds over
     debates), or None when no debate has two decisions.
     """
-    from peercore.agreement import krippendorff_alpha
-
     counts = decisions.groupby("debate_id")["annotator"].nunique() if len(decisions) else pd.Series(dtype=int)
     if not (counts >= 2).any():
         return None
@@ -457,7 +456,6 @@ def rubric_height(rubric: str) -> int | str:
 
 def show_agents(db: str, study: str, rev: int, debate_id: int) -> None:
     """Each agent's final verdict and reasons, and the whole debate in an expander (names and replies as text)."""
-    from peercore import reports
     turns = data.turns(db, study, rev)
     finals = reports.final_turns(turns, debate_id)
     for column, turn in zip(st.columns(max(1, len(finals)), border=True), finals.itertuples(index=False)):

@@ -34,14 +34,17 @@ from peercore import app, reports
 from peercore.app.access import Actor, configure_judges
 from peercore.app.efficiency import POOLED, efficiency_codes, efficiency_result, efficiency_verdicts
 from peercore.app.efficiency import efficiency_judges as _efficiency_judges
-from peercore.efficiency import summarise
 from peercore.app.leaderboard import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES
-from peercore.domain.selection import Selection
-from peercore.ranking import battle_counts, pairwise_win_fraction
-from peercore.locations import default_db_path, is_postgres_url, redact_url
-from peercore.store import Store
 from peercore.app.study import Study
-from peercore.ui import safe
+from peercore.domain.selection import Selection
+from peercore.efficiency import summarise
+from peercore.io.detect import DATA_SUFFIXES, detect_format
+from peercore.io.export import table_bytes
+from peercore.io.importer import import_path
+from peercore.locations import default_db_path, is_postgres_url, redact_url
+from peercore.ranking import battle_counts, pairwise_win_fraction
+from peercore.store import Store
+from peercore.ui import safe, state
 
 SAMPLE_STUDY = "sample"
 
@@ -127,7 +130,6 @@ def ensure_sample_study(db: Store, folder: str | Path | None, *,
     folder = Path(folder)
     if not folder.is_dir() or len(db.studies.table()):
         return None
-    from peercore.io.importer import import_path
 
     plan = _bundle_plan(folder, default=SAMPLE_STUDY, description=SAMPLE_DESCRIPTION)
     if plan is None:
@@ -154,8 +156,6 @@ def ensure_sample_study(db: Store, folder: str | Path | None, *,
 
 def _bundle_plan(folder: Path, *, default: str, description: str | None = None):
     """``(study, description, source, [(file, format), ...])`` of a bundled folder, or None without data."""
-    from peercore.io.detect import DATA_SUFFIXES, detect_format
-
     files = sorted(p for p in folder.iterdir()
                    if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name.lower() != PROVENANCE)
     if not files:
@@ -547,8 +547,6 @@ def discussion_bias(db: str, study_: str, rev: int) -> pd.DataFrame | None:
 
 def sidebar_study_picker() -> None:
     """The study selectbox in the sidebar (on every page), bound to ``state.STUDY``."""
-    from peercore.ui import state
-
     names = studies()["name"].tolist()
     if st.session_state.get(state.STUDY) not in names:
         st.session_state[state.STUDY] = names[0] if names else None
@@ -562,8 +560,6 @@ def sidebar_study_picker() -> None:
 
 def current_study() -> str:
     """The open study's name; stops the page with a hint when there is none."""
-    from peercore.ui import state
-
     study = st.session_state.get(state.STUDY)
     if not study:
         st.info("There is no study yet. Create one on **Studies**, then import judgments on **Data**.")
@@ -659,8 +655,6 @@ def seed_single_choice(key_: str, options: list[str], index: int) -> None:
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """CSV for a download button, cells a spreadsheet would run as formulas neutralised (peercore.io.export)."""
-    from peercore.io.export import table_bytes
-
     return table_bytes(frame, format="csv")
 
 

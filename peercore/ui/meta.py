@@ -9,9 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from peercore.circularity import circular_gold, leave_one_agent_out_gold
+from peercore import charts
 from peercore.app.agreement import accuracy_table
 from peercore.app.study import CONSENSUS
+from peercore.circularity import circular_gold, leave_one_agent_out_gold
 from peercore.domain.selection import Selection
 from peercore.ui import data, safe
 
@@ -115,8 +116,6 @@ def cost_chart(costs: dict, *, against: str):
     ``against`` is what the agreement is measured with ("the gold set" or "the human
     majority").
     """
-    from peercore import charts
-
     spent = "cost of its runs" if "USD" in costs["axis"] else "verdicts it gave"
     fig = charts.cost_agreement_chart(costs["table"], cost="cost", agreement="agreement", cost_label=costs["axis"],
                                       title=f"Each judge: {spent} against its accuracy with {against}")

@@ -9,6 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
+from peercore.io.export import table_bytes
+from peercore.io.scores import human_scores_wide, judge_scores_table
+from peercore.nlg.study import NLGStudy
 from peercore.ui.data import _store
 
 __all__ = ["preferred_attribute", "context_table", "overview", "evaluation", "curves", "human_scores", "judge_scores", "export_bytes",
@@ -20,8 +24,6 @@ NONE = "__none__"
 
 
 def _study(db: str, name: str):
-    from peercore.nlg.study import NLGStudy
-
     return NLGStudy(_store(db), name)
 
 
@@ -94,24 +96,18 @@ def scoring_options(frame: pd.DataFrame, attribute: str) -> dict[str, str]:
 @st.cache_data(show_spinner=False, max_entries=16)
 def human_scores(db: str, study: str, rev: int) -> pd.DataFrame:
     """The study's human scores as the generic table (one column per attribute)."""
-    from peercore.io.scores import human_scores_wide
-
     return human_scores_wide(_store(db).scores.human_scores(study))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def judge_scores(db: str, study: str, rev: int) -> pd.DataFrame:
     """Judges' absolute scores in the ``judge-scores`` format (unreadable replies included)."""
-    from peercore.io.scores import judge_scores_table
-
     return judge_scores_table(_store(db).scores.judge_scores(study, include_invalid=True))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def export_bytes(db: str, study: str, rev: int, what: str, fmt: str) -> bytes:
     """Human scores (``human``) or judges' scores (``judge-scores``) in ``fmt`` (CSV neutralised)."""
-    from peercore.io.export import table_bytes
-
     table = human_scores(db, study, rev) if what == "human" else judge_scores(db, study, rev)
     return table_bytes(table, format=fmt)
 
@@ -124,8 +120,6 @@ def efficiency_against_humans(db: str, study: str, rev: int, judge: str, attribu
     The judge's verdicts on that attribute (its verdicts with that criterion when it has
     some, else all of them); same shape as :func:`peercore.ui.data.efficiency`.
     """
-    from peercore.efficiency import efficiency_curve, problems_from_judgments, summarise
-
     store = _store(db)
     rows = store.verdicts.table(study, judges=[judge])
     if "criterion" in rows.columns and (rows["criterion"] == attribute).any():

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from peercore import reports
+from peercore.app.leaderboard import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES
+from peercore.domain.options import Method, PeerWeights, parse
+
 # --- shared across pages ----------------------------------------------------------
 STUDY = "study"                      # name of the open study (sidebar selectbox)
 ANNOTATOR = "annotator"              # adjudicator's name (Adjudication page)
@@ -173,8 +177,6 @@ def default_method(named: str | None, *, baseline=None) -> str:
         :func:`peercore.app.leaderboard.selection_baseline`, None when no model is in every
         comparison); called only when ``named`` is not a method. None: not looked for.
     """
-    from peercore import reports
-
     if named in reports.LEADERBOARD_METHODS:
         return named
     if baseline is not None and baseline() is not None:
@@ -184,9 +186,6 @@ def default_method(named: str | None, *, baseline=None) -> str:
 
 def view_params(values) -> dict[str, str | list[str]]:
     """The Leaderboard view held in ``values`` (session state) as query parameters (enum values)."""
-    from peercore import reports
-    from peercore.app.leaderboard import DEFAULT_BOOTSTRAP, PRELIMINARY_BATTLES
-
     label = values.get(LB_METHOD) or DEFAULT_METHOD
     out: dict[str, str | list[str]] = {}
     if label == "Peer Rank weighted":
@@ -240,9 +239,6 @@ def view_values(params, method: str) -> dict[str, object]:
     so the widget keeps its default; ``method`` is the study's default when the
     parameters name none.
     """
-    from peercore import reports
-    from peercore.domain.options import Method, PeerWeights, parse
-
     def one(name):
         value = params.get(name)
         return value[-1] if isinstance(value, list) and value else value if isinstance(value, str) else None
