@@ -1,7 +1,9 @@
 """Leaderboard: who is best, by which method, according to which judges.
 
 The table is :func:`peercore.app.leaderboard`, the very call behind
-``peercore rank --study`` and leaderboard exports, with the same defaults.
+``peercore rank --study`` and leaderboard exports, with the same defaults; under it, the
+command that prints it (:func:`peercore.cli.analysis.rank_command_line`: the judges the
+page counts, LLM reviewers by default, and every option that differs from the CLI's).
 
 The view (method, judges, category, options) is the study's own: every way here opens
 it through :func:`peercore.ui.state.open_leaderboard` (the study's default method, the
@@ -24,11 +26,12 @@ import pandas as pd
 import streamlit as st
 
 from peercore import charts, reports
+from peercore.cli.analysis import rank_command_line
 from peercore.io.formats import file_name_part
 from peercore.ranking.peer_rank import PER_SHUFFLE
 from peercore.app.guarantees import FRAGILE_SHARE, audit_leaderboard, fragile_marks, fragile_pairs
-from peercore.app.leaderboard import (PRELIMINARY_BATTLES, anchor_judge, anchored_method, label_references,
-                                      selection_baseline)
+from peercore.app.leaderboard import (PRELIMINARY_BATTLES, RankOptions, anchor_judge, anchored_method,
+                                      label_references, selection_baseline)
 from peercore.domain.selection import Selection
 from peercore.ui import data, safe, state, tables
 from peercore.ui import guarantees as guarantees_ui
@@ -198,6 +201,8 @@ except ValueError as error:  # e.g. Peer Rank without two contestant judges: say
     st.stop()
 if job is not None:
     job.start()  # the bootstrap, once the point estimate is in hand (they do not share the cores)
+command = rank_command_line(study, selection, RankOptions(method=code, peer_weights=peer, bootstrap=bootstrap,
+                                                          weights_from=weights_from, **options))
 for warning in data.page_warnings(result.warnings, result.notes, PAGE_OPTIONS):
     st.warning(safe.md(warning), icon=":material/warning:")
 
@@ -233,16 +238,20 @@ def robustness_audit():
 
 
 def fragile_votes(audit) -> None:
-    """The votes whose removal swaps each fragile pair, one click away."""
+    """The votes whose removal swaps each fragile pair, one click away, and the command that lists them."""
     fragile = fragile_pairs(audit.pairs)
+    command = rank_command_line(study, selection, RankOptions(method=AUDITED[method], soft=soft, prior=prior,
+                                                              reweight=reweight), command="audit")
     if not fragile:
         st.caption(f"Robustness: no adjacent pair swaps when fewer than {FRAGILE_SHARE:.0%} of the "
-                   f"{audit.n_votes:,} votes are removed (`peercore audit`).")
+                   f"{audit.n_votes:,} votes are removed. The same audit from the command line:")
+        st.code(command, language="bash", wrap_lines=True)
         return
     with st.expander(f"Fragile: {len(fragile)} adjacent pair(s) swap when under {FRAGILE_SHARE:.0%} of the votes go",
                      icon=":material/warning:"):
-        st.caption("Each pair's votes that, removed, swap it (refitted to check; `peercore audit --format json` "
-                   "gives the same list).")
+        st.caption("Each pair's votes that, removed, swap it (refitted to check). The same list from the command line "
+                   "(`--format json` for every vote):")
+        st.code(command, language="bash", wrap_lines=True)
         votes = pd.DataFrame([{"pair": f"{pair['higher']} above {pair['lower']}", **vote}
                               for pair in fragile for vote in pair["votes"]])
         votes = votes.map(lambda v: "—" if v is None or v != v else f"{v}")  # a missing turn reads "—"
@@ -341,8 +350,9 @@ with tabs[0]:
             st.caption(f"Against {safe.md(result.baseline['baseline'])}, as AlpacaEval's leaderboard: rates and standard "
                        "errors in percent; a verdict's probability counts as a fractional win. Length-controlled win "
                        f"rate: instruction difficulty {safe.md(result.baseline['difficulty'])}; its standard error by "
-                       f"{safe.md(result.baseline['lc_standard_error'])}. The same table: `peercore rank --study "
-                       "--method winrate --baseline`.")
+                       f"{safe.md(result.baseline['lc_standard_error'])}. The same table from the command line "
+                       "(add `--db` unless `PEERBOARD_DB` names this database):")
+            st.code(command, language="bash", wrap_lines=True)
             if result.baseline.get("lc_note"):  # the LC is not AlpacaEval's published one: say so
                 st.info(f"Length-controlled win rate {safe.md(result.baseline['lc_note'])}.", icon=":material/info:")
             st.plotly_chart(charts.baseline_chart(table, baseline=result.baseline["baseline"]), key="lb_baseline_chart")
@@ -367,8 +377,9 @@ with tabs[0]:
                 fragile_votes(audit)
             st.caption(f"{'Soft verdicts: p_a counted as a fractional win where given' if result.verdicts == 'soft' else 'Hard verdicts: win 1, tie 0.5, loss 0'}"
                        f"; {'sandwich (robust) intervals' if interval_kind == 'sandwich' else f'{bootstrap} bootstrap rounds, seed 0' + ('' if complete else ' (running)')}. "
-                       "Rank spread: the best and worst rank the intervals allow. The same table: `peercore rank "
-                       "--study` with these options.")
+                       "Rank spread: the best and worst rank the intervals allow. The same table from the command "
+                       "line (add `--db` unless `PEERBOARD_DB` names this database):")
+            st.code(command, language="bash", wrap_lines=True)
             st.plotly_chart(charts.leaderboard_chart(table, score_label=result.score_label), key="lb_chart")
             if (note := charts.cut_note(len(table), what="contestants")) is not None:
                 st.info(f"The chart draws {note}, best first: more rows could not be read. The table above and the "

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +23,10 @@ import pandas as pd
 from peercore.agreement import pooled_agreement
 from peercore.app.agreement import agreement, alpha
 from peercore.app.bias import bias_report, judge_bias
-from peercore.app.leaderboard import (DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, leaderboard, leaderboards_by,
-                                      selection_baseline)
+from peercore.app.leaderboard import (DEFAULT_LC_ROUNDS, PRELIMINARY_BATTLES, RankOptions, leaderboard,
+                                      leaderboards_by, selection_baseline)
 from peercore.app.study import Study
-from peercore.cli.common import selection_of
+from peercore.cli.common import flag_args, selection_args, selection_of
 from peercore.domain.plain import json_value
 from peercore.domain import verdicts as V
 from peercore.domain.selection import Selection
@@ -33,7 +35,8 @@ from peercore.io.canonical import read_judgments
 from peercore.reports import baseline_columns, bias_model_display, grouped_table, style_table
 from peercore.store import Store
 
-__all__ = ["rank_command", "agree_command", "bias_command", "study_of", "file_columns", "grouped_warnings"]
+__all__ = ["rank_command", "rank_options", "rank_command_line", "agree_command", "bias_command", "study_of", "file_columns",
+           "grouped_warnings"]
 
 # Optional columns of a judgment FILE that some options read (answers' texts or lengths, a question's category,
 # whether model_a was shown first).
@@ -123,18 +126,13 @@ def rank_command(args) -> int:
         if args.baseline is None:
             raise ValueError("--baseline auto: no model takes part in every chosen comparison; name the baseline "
                              "(--baseline MODEL)")
-    options = dict(method=args.method, peer_weights=args.peer_weights, weights_from=args.weights_from,
-                   bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, soft=args.soft,
-                   weight_normalisation=args.weight_normalisation, baseline=args.baseline,
-                   controls=tuple(args.control or ()), intervals=args.intervals, reweight=args.reweight,
-                   prior=args.prior, min_battles=PRELIMINARY_BATTLES if args.min_battles is None else args.min_battles,
-                   style_reg=args.style_reg, lc_rounds=DEFAULT_LC_ROUNDS if args.lc_rounds is None else args.lc_rounds)
+    options = rank_options(args)
     if args.group and not args.by:
         raise ValueError("--group needs --by category|criterion|turn")
     if args.by:
-        grouped = leaderboards_by(study, selection_of(args), by=args.by, groups=args.group, **options)
+        grouped = leaderboards_by(study, selection_of(args), by=args.by, groups=args.group, **asdict(options))
         return _print_grouped(grouped, args)
-    board = leaderboard(study, selection_of(args), **options)
+    board = leaderboard(study, selection_of(args), **asdict(options))
     if args.format == "json":
         print(json.dumps(board.to_json(), indent=2))
         return 0
@@ -145,6 +143,57 @@ def rank_command(args) -> int:
     for warning in board.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def rank_options(args) -> RankOptions:
+    """The :class:`peercore.app.leaderboard.RankOptions` of ``peercore rank``'s options."""
+    return RankOptions(method=args.method, peer_weights=args.peer_weights, weights_from=args.weights_from,
+                       bootstrap=args.bootstrap, seed=args.seed, elo_shuffles=args.elo_shuffles, soft=args.soft,
+                       weight_normalisation=args.weight_normalisation, baseline=args.baseline,
+                       controls=tuple(args.control or ()), intervals=args.intervals, reweight=args.reweight,
+                       prior=args.prior,
+                       min_battles=PRELIMINARY_BATTLES if args.min_battles is None else args.min_battles,
+                       style_reg=args.style_reg,
+                       lc_rounds=DEFAULT_LC_ROUNDS if args.lc_rounds is None else args.lc_rounds)
+
+
+# RankOptions' fields -> ``peercore rank``'s flags (a switch when the field is a bool)
+_RANK_FLAGS = {"method": "--method", "peer_weights": "--peer-weights", "weights_from": "--weights-from",
+               "bootstrap": "--bootstrap", "seed": "--seed", "elo_shuffles": "--elo-shuffles", "soft": "--soft",
+               "weight_normalisation": "--weight-normalisation", "baseline": "--baseline", "controls": "--control",
+               "intervals": "--intervals", "reweight": "--reweight", "prior": "--prior",
+               "min_battles": "--min-battles", "style_reg": "--style-reg", "lc_rounds": "--lc-rounds"}
+_AUDIT_FIELDS = ("method", "soft", "prior", "reweight")  # the leaderboard options ``peercore audit`` takes
+
+
+def rank_command_line(study: str, selection: Selection, options: RankOptions, *, command: str = "rank") -> str:
+    """The ``peercore rank --study`` command that computes the leaderboard of ``selection`` and ``options``.
+
+    What the Leaderboard page shows under its table: the options that differ from the
+    defaults, as :func:`rank_options` and :func:`peercore.cli.common.selection_of` read
+    them back; names quoted for a POSIX shell. No ``--db``: the database is the reader's.
+    With ``command="audit"``, the ``peercore audit`` of that leaderboard (which takes only
+    ``method``, ``soft``, ``prior`` and ``reweight``).
+
+    Raises
+    ------
+    ValueError
+        If ``command`` is ``audit`` and another option differs from its default.
+    """
+    args = ["peercore", command, *flag_args("--study", study), *selection_args(selection)]
+    default = RankOptions()
+    for field, flag in _RANK_FLAGS.items():
+        value = getattr(options, field)
+        if value == getattr(default, field):
+            continue
+        if command == "audit" and field not in _AUDIT_FIELDS:
+            raise ValueError(f"peercore audit takes no {flag}")
+        if isinstance(value, bool):
+            args.append(flag)
+            continue
+        for one in value if isinstance(value, tuple) else (value,):
+            args += flag_args(flag, repr(one) if isinstance(one, float) else getattr(one, "value", one))
+    return shlex.join(args)
 
 
 def _float_format(method: str):

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from peercore.db import database_trouble
-from peercore.domain.options import KindChoice, values
+from peercore.domain.options import KindChoice, RepeatedVotes, values
 from peercore.domain.selection import Selection
 from peercore.errors import read_only_refusal
 from peercore.locations import ENV_DB, default_db_path, is_postgres_url, redact_text, redact_url
@@ -24,7 +24,7 @@ from peercore.locations import ENV_DB, default_db_path, is_postgres_url, redact_
 __all__ = ["EXIT_USAGE", "Parser", "fail", "database_failure", "say_warnings", "add_db_option", "int_at_least",
            "non_negative_int", "positive_int",
            "positive_float", "non_negative_float", "quiet_stdout", "add_study_options",
-           "add_selection_options", "selection_of"]
+           "add_selection_options", "selection_of", "selection_args", "flag_args"]
 
 EXIT_USAGE = 2
 
@@ -139,6 +139,32 @@ def selection_of(args):
                      criteria=args.criterion, turns=args.turn, final_only=not args.all_rounds,
                      repeated_votes="each" if args.each_vote else "majority",
                      common_contestants=args.common_contestants)
+
+
+def flag_args(flag: str, value) -> list[str]:
+    """``[flag, value]`` as argparse reads them back; ``[flag=value]`` when the value starts with ``-``."""
+    text = str(value)
+    return [f"{flag}={text}"] if text.startswith("-") else [flag, text]
+
+
+def selection_args(selection: Selection) -> list[str]:
+    """The options of :func:`add_selection_options` that :func:`selection_of` turns back into ``selection``.
+
+    Only what differs from the default is written (values by :func:`flag_args`).
+    """
+    args: list[str] = []
+    for flag, chosen in (("--judge", selection.judges), ("--kind", selection.kinds),
+                         ("--contestant", selection.contestants), ("--category", selection.categories),
+                         ("--criterion", selection.criteria), ("--turn", selection.turns)):
+        for value in chosen or ():
+            args += flag_args(flag, value)
+    if selection.common_contestants:
+        args.append("--common-contestants")
+    if not selection.final_only:
+        args.append("--all-rounds")
+    if selection.repeated_votes == RepeatedVotes.EACH.value:
+        args.append("--each-vote")
+    return args
 
 
 def int_at_least(minimum: int):

@@ -228,3 +228,83 @@ def test_prd_marks_the_pair_a_handful_of_votes_swaps(prd):
     assert {m for m, mark in table["fragile"].items() if mark} == fragile
     votes = _table(at, "pair", "question_id", "judge")
     assert len(votes) == 58 and set(votes["pair"]) == {"vicuna-13b above gpt35"}
+
+
+def test_the_audit_command_shown_lists_the_same_votes(prd, capsys):
+    # Huang et al. (ICLR 2026), section 3: the fewest votes whose removal swaps an adjacent pair. `peercore audit
+    # --study` alone audits every judge (the human votes too); the command the page shows audits the page's judges.
+    import json
+    import shlex
+
+    from peercore.cli import main
+
+    at = _via_sidebar(prd["name"])
+    shown = [block.value for block in at.code if block.value.startswith("peercore audit")]
+    assert len(shown) == 1
+    words = shlex.split(shown[0])
+    assert [words[i + 1] for i, w in enumerate(words) if w == "--judge"] == list(at.multiselect(key="lb_judges").value)
+    capsys.readouterr()
+    assert main([*words[1:], "--db", str(prd["db"]), "--format", "json"]) == 0
+    pairs = [p for p in json.loads(capsys.readouterr().out)["pairs"] if p["verified"] and p["share"] < 0.01]
+    assert [(p["higher"], p["lower"], len(p["votes"])) for p in pairs] == [("vicuna-13b", "gpt35", 58)]
+    page = _table(at, "pair", "question_id", "judge")
+    cli = pd.DataFrame([{"pair": f"{p['higher']} above {p['lower']}", **vote} for p in pairs for vote in p["votes"]])
+    assert page[["question_id", "judge"]].equals(cli[["question_id", "judge"]].astype(str))
+
+
+# ---------------------------------------------------- issue 18: the page's command line, the page's table
+
+
+def _same_table_by_command(at, db, capsys) -> list[str]:
+    """Run the command shown under the page's table; assert it prints the page's table; its words."""
+    import json
+    import shlex
+
+    from peercore import reports
+    from peercore.cli import main
+
+    shown = [block.value for block in at.code if block.value.startswith("peercore rank")]
+    assert len(shown) == 1, [block.value for block in at.code]
+    words = shlex.split(shown[0])
+    capsys.readouterr()
+    assert main([*words[1:], "--db", str(db), "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    page = _table(at, "model", "rank", "95% interval")
+    score_label = page.columns[list(page.columns).index("model") + 1]  # the score's name (win rate, Elo, ...)
+    cli = reports.leaderboard_display(pd.DataFrame(payload["leaderboard"]), score_label)
+    assert page[list(cli.columns)].reset_index(drop=True).equals(cli.reset_index(drop=True)), (page, cli)
+    return words
+
+
+def test_the_command_under_prds_table_computes_the_same_table(prd, capsys):
+    # PRD's view: Peer Rank weighted win rates (PRD section 3.1, Table 2) over the LLM reviewers, the page's default
+    # judges. `peercore rank --study` alone counts every judge, human votes too: the command names the reviewers.
+    at = _via_sidebar(prd["name"])
+    at.selectbox(key="lb_method").set_value("Peer Rank weighted").run()
+    assert problems(at) == []
+    words = _same_table_by_command(at, prd["db"], capsys)
+    judges = [words[i + 1] for i, word in enumerate(words) if word == "--judge"]
+    assert judges == list(at.multiselect(key="lb_judges").value) and "human:prd" not in judges
+    assert words[words.index("--peer-weights") + 1] == "prd"
+
+
+def test_the_command_follows_the_options_chosen(prd, capsys):
+    # Chatbot Arena's Bradley-Terry (Chiang et al. 2024, section 5) with LMArena's reweighting and the weak prior,
+    # every repeated vote counted, human votes among the judges.
+    at = _via_sidebar(prd["name"])
+    at.selectbox(key="lb_method").set_value("Bradley-Terry").run()
+    at.multiselect(key="lb_judges").set_value(["gpt4", "claude", "human:prd"]).run()
+    at.checkbox(key="lb_each_vote").check().run()
+    at.checkbox(key="lb_reweight").check().run()
+    at.checkbox(key="lb_prior").check().run()
+    assert problems(at) == []
+    words = _same_table_by_command(at, prd["db"], capsys)
+    assert {"--each-vote", "--reweight", "--prior"} <= set(words) and "--peer-weights" not in words
+
+
+def test_the_command_of_the_baseline_view(alpaca, capsys):
+    # AlpacaEval's win rates against the baseline (Dubois et al. 2024, section 3): the command names it.
+    at = _via_sidebar(ALPACA_STUDY)
+    assert problems(at) == [] and at.selectbox(key="lb_method").value == "Versus a baseline"
+    shown = [block.value for block in at.code if block.value.startswith("peercore rank")]
+    assert len(shown) == 1 and f"--baseline {BASELINE}" in shown[0] and "--method winrate" in shown[0]
