@@ -27,14 +27,14 @@ reference_mode = st.radio("Human reference", list(REFERENCE_MODES), format_func=
                           help="How the human votes on a comparison form the reference: their majority, or each vote "
                                "compared on its own (`peercore agree --reference-mode majority|votes`).")
 meta = data.meta_evaluation(db, study, rev, panel, reference_mode)
-if meta.n_judges == 0 and meta.n_humans:  # human votes only: nothing to hold against them yet
-    st.info(f"No LLM judge to evaluate: this study's verdicts are the votes of {meta.n_humans:,} human annotator "
-            f"name{'s' if meta.n_humans != 1 else ''}. Import an LLM judge's verdicts on **Data** or run reviewers on "
-            "**Reviewers & runs** to see how well it agrees with them.")
-    st.stop()
 if meta.n_judges == 0:
-    st.info("This study has no LLM or human verdicts to evaluate yet. Import judgments on **Data** or run "
-            "reviewers on **Reviewers & runs**.")
+    if meta.n_humans:  # human votes only: nothing to hold against them yet
+        st.info(f"No LLM judge to evaluate: this study's verdicts are the votes of {meta.n_humans:,} human annotator "
+                f"name{'s' if meta.n_humans != 1 else ''}. Import an LLM judge's verdicts on **Data** or run "
+                "reviewers on **Reviewers & runs** to see how well it agrees with them.")
+    else:
+        st.info("This study has no LLM or human verdicts to evaluate yet. Import judgments on **Data** or run "
+                "reviewers on **Reviewers & runs**.")
     st.stop()
 
 cells = st.columns(4)

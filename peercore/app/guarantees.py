@@ -249,7 +249,7 @@ def evaluator_leaderboard(study: Study, *, level: float = 0.95) -> EvaluatorLead
     # Only a comparison with two votes has a stability, and one holds a vote numbered above 0 or a later
     # round: the other questions' verdicts (most of them at Arena scale) are not grouped at all.
     repeats = V.take(votes, V.questions_with(votes, (votes.vote != 0) | (votes.round != 0)))
-    comparison = V.group_ids([repeats.question, repeats.a, repeats.b, repeats.judge, repeats.criterion, repeats.turn])
+    comparison = V.comparison_ids(repeats, with_round=False)
     stable = stability(comparison, np.array(repeats.judges, dtype=object)[repeats.judge], repeats.winner,
                        judges=judges)
     table["stability"] = stable["stability"]

@@ -229,8 +229,7 @@ class Study:
     def rankable_judges(self) -> list[str]:
         """Every judge a ranking can count (a readable stored verdict, or gold), sorted."""
         table = self.verdicts()
-        readable = np.bincount(table.judge[table.winner >= 0], minlength=len(table.judges))
-        return sorted(table.judges[k] for k in np.flatnonzero(readable))
+        return sorted(table.judges_present(table.winner >= 0))
 
     def judge_families(self) -> dict[str, str]:
         """judge -> the judge it is apart from its criterion (ScaleEval Table 5 rows).
@@ -280,7 +279,7 @@ class Study:
             human = np.array([k == "human" for k in table.judge_kinds], dtype=bool)
             counted = {
                 "contestants": len(self.contestants()),
-                "judges": int(np.count_nonzero(np.bincount(table.judge[stored], minlength=len(table.judges)))),
+                "judges": len(table.judges_present(stored)),
                 "judgments": int(readable.sum()),
                 "invalid_judgments": int((stored & (table.winner < 0)).sum()),
                 "human_votes": int((readable & human[table.judge]).sum()) if len(table) else 0,

@@ -35,9 +35,10 @@ import pandas as pd
 import scipy.sparse
 from scipy.special import ndtri
 
+from peercore.domain.verdicts import counted_unique
 from peercore.ranking import core
-from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, counted_unique, draw_counts, \
-    resample_chunks, rounds_at_once, run_chunks
+from peercore.ranking._battles import Battles, as_battles, as_series, battle_weights, draw_counts, resample_chunks, \
+    rounds_at_once, run_chunks
 
 __all__ = ["bradley_terry", "bradley_terry_intervals", "arena_ranks", "rank_spread", "prior_l2", "PairTable",
            "pair_table", "sandwich_left_out", "INTERVALS"]

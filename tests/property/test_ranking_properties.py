@@ -120,7 +120,7 @@ def test_selections_give_exactly_k_comparisons_without_repeats(n, fraction, seed
 def test_counted_unique_is_numpy_unique(values, size, inverse):
     """``counted_unique`` (bincount over a small range, sorting over a wide one; issue 18's Leaderboard spent
     0.15 s sorting a million pair keys) returns what ``np.unique`` returns, counts and inverse included."""
-    from peercore.ranking._battles import counted_unique
+    from peercore.domain.verdicts import counted_unique
 
     keys = np.asarray(values, dtype=np.int64)
     got = counted_unique(keys, size, return_inverse=inverse)
